@@ -1,0 +1,48 @@
+/**
+ * Verdict caches keyed by the exact token string. A hit skips parsing and the signature check,
+ * never the expiry: an entry dies at the token's `exp` (plus tolerance), its maximum age, the
+ * configured TTL, or as soon as its signing key leaves the issuer's key set, whichever comes first.
+ *
+ * @module
+ */
+import { LRUCache } from 'lru-cache'
+
+import type { PreparedKey } from './jwks.js'
+
+interface Entry<T> {
+  readonly value: T
+  readonly keys: readonly PreparedKey[]
+  readonly validUntil: number
+}
+
+/** A bounded LRU of verdicts that checks expiry and key retirement on every hit. */
+export class VerdictCache<T extends {}> {
+  private readonly entries: LRUCache<string, Entry<T>>
+  private readonly maxTtlMs: number
+
+  constructor(maxEntries: number, maxTtlMs: number) {
+    this.entries = new LRUCache({ max: maxEntries })
+    this.maxTtlMs = maxTtlMs
+  }
+
+  get(token: string, nowMs: number): T | undefined {
+    const entry = this.entries.get(token)
+    if (entry === undefined) return undefined
+    if (nowMs < entry.validUntil && !entry.keys.some(isRetired)) return entry.value
+    this.entries.delete(token)
+    return undefined
+  }
+
+  /** `keys`: the keys the verdict depends on; `validUntil`: ms since epoch. */
+  set(token: string, value: T, keys: readonly PreparedKey[], validUntil: number, nowMs: number): void {
+    this.entries.set(token, { value, keys, validUntil: Math.min(validUntil, nowMs + this.maxTtlMs) })
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+}
+
+function isRetired(key: PreparedKey): boolean {
+  return key.retired
+}

@@ -1,0 +1,86 @@
+/**
+ * Events for audit and metrics. A single listener (`onEvent`) receives every event; with no
+ * listener the gate holds `undefined` and calls `emit?.(…)`, so no event object is even built.
+ *
+ * @module
+ */
+import type { TollgateErrorCode } from './errors.js'
+
+/** Why a JWKS refresh failed. */
+export type JWKSFailureReason =
+  | 'network'
+  | 'timeout'
+  | 'status'
+  | 'redirect'
+  | 'too_large'
+  | 'invalid_json'
+  | 'no_usable_keys'
+  | 'discovery'
+
+/** Everything the gate reports. Discriminated by `type`. Never carries a token. */
+export type GateEvent =
+  | {
+      readonly type: 'accepted'
+      readonly issuer: string
+      readonly subject: string | undefined
+      readonly clientId: string | undefined
+      readonly tenant: string | undefined
+    }
+  | {
+      readonly type: 'rejected'
+      readonly code: TollgateErrorCode
+      /** The issuer, once the token's signature was verified; `undefined` before that. */
+      readonly issuer: string | undefined
+      readonly tenant: string | undefined
+    }
+  | {
+      readonly type: 'jwks_refreshed'
+      readonly issuer: string
+      readonly kids: readonly string[]
+    }
+  | {
+      readonly type: 'jwks_refresh_failed'
+      readonly issuer: string
+      readonly reason: JWKSFailureReason
+      readonly error: unknown
+    }
+  | {
+      /** A refresh failed and the last good keys are still served, for at most `staleIfErrorMs`. */
+      readonly type: 'jwks_stale'
+      readonly issuer: string
+      /** How long ago the keys in use were fetched. */
+      readonly ageMs: number
+    }
+  | {
+      readonly type: 'rate_limited'
+      readonly tenant: string
+      readonly policy: string
+    }
+  | {
+      readonly type: 'limiter_store_error'
+      readonly error: unknown
+    }
+  | {
+      /** `engaged: true` when the store failed and the failure policy took over; `false` when it is back. */
+      readonly type: 'limiter_fallback'
+      readonly engaged: boolean
+      readonly policy: 'memory' | 'allow' | 'deny'
+    }
+
+/** Receives every {@link GateEvent}. Exceptions it throws are swallowed: events never fail a request. */
+export type GateEventListener = (event: GateEvent) => void
+
+/** How modules report events; `undefined` when nobody listens. */
+export type Emit = ((event: GateEvent) => void) | undefined
+
+/** Wraps the listener so that a throwing listener can never turn into a failed request. */
+export function createEmit(listener: GateEventListener | undefined): Emit {
+  if (listener === undefined) return undefined
+  return (event) => {
+    try {
+      listener(event)
+    } catch {
+      // A broken metrics hook must not refuse or crash requests.
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * tollgate: bearer-token gate for APIs. Verifies JWT access tokens against each trusted issuer's
+ * JWKS, checks claims, resolves the tenant and applies per-tenant rate limits. Framework-neutral
+ * core; `tollgate/express` and `tollgate/koa` make it middleware, `tollgate/testing` tests it.
+ *
+ * @module
+ */
+export type { JWSAlgorithm } from './algorithms.js'
+export type { AnyTollgateError, ErrorBodyCode, ErrorResponse, TollgateErrorCode } from './errors.js'
+export {
+  bearerChallenge,
+  InsufficientScopeError,
+  InvalidRequestError,
+  InvalidTokenError,
+  isTollgateError,
+  RateLimitedError,
+  renderError,
+  ServiceUnavailableError,
+  TenantRefusedError,
+  TokenExpiredError,
+  TokenMissingError,
+  TollgateError,
+} from './errors.js'
+export type { GateEvent, GateEventListener, JWKSFailureReason } from './events.js'
+export type { Gate, ReadyReport } from './gate.js'
+export { createGate } from './gate.js'
+export type { Guard } from './guards.js'
+export { requireAnyScope, requireClientRoles, requireRealmRoles, requireScopes } from './guards.js'
+export type { IssuerOptions, KeycloakOptions } from './issuers.js'
+export { keycloak } from './issuers.js'
+export type { IssuerKeysStatus } from './jwks.js'
+export type { CacheOptions, GateOptions, JWKSOptions } from './options.js'
+export type { RateLimitOptions } from './rate-limit.js'
+export type { ResolvedTenant, TenantOptions } from './tenant.js'
+export type {
+  Admission,
+  CheckResult,
+  HeadersLike,
+  RequestLike,
+  TokenClaims,
+  TokenHeader,
+  TokenRoles,
+} from './types.js'
+export type { VerifiedToken } from './verify.js'

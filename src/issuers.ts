@@ -1,0 +1,76 @@
+/**
+ * Issuer allow-list entries, and the `keycloak()` helper that builds them from the spec's paths.
+ *
+ * @module
+ */
+
+/** One trusted issuer. Keys are fetched only from what is configured here, never from a token. */
+export interface IssuerOptions {
+  /** The exact `iss` value tokens of this issuer carry. */
+  readonly issuer: string
+  /** Where its signing keys are. Either this or `discovery: true`. */
+  readonly jwksUri?: string
+  /**
+   * Find `jwks_uri` through `{issuer}/.well-known/openid-configuration`; a document whose
+   * `issuer` differs from this entry's is refused (OpenID Connect Discovery §4.3).
+   */
+  readonly discovery?: boolean
+  /** The Keycloak realm, for tenant-by-realm setups. Read from `…/realms/{realm}` when omitted. */
+  readonly realm?: string
+}
+
+/** Options of {@link keycloak}. */
+export interface KeycloakOptions {
+  /** The identity provider's base address (`{auth_url}` in the spec), e.g. `https://sso.example.com`. */
+  readonly authUrl: string
+  /** Realm names; each becomes one trusted issuer. */
+  readonly realms: readonly string[]
+}
+
+const REALM_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/
+
+/**
+ * Issuers for Keycloak realms: issuer `{authUrl}/realms/{realm}`, keys at
+ * `{issuer}/protocol/openid-connect/certs`.
+ *
+ * @example
+ * ```ts
+ * createGate({ issuers: keycloak({ authUrl: 'https://sso.example.com', realms: ['acme'] }), audience: 'gateway' })
+ * ```
+ * @throws TypeError when `authUrl` is not an http(s) URL or a realm name is not a plain path segment.
+ */
+export function keycloak(options: KeycloakOptions): IssuerOptions[] {
+  if (typeof options !== 'object' || options === null) {
+    throw new TypeError('keycloak(options): "options" must be an object with authUrl and realms')
+  }
+  const { authUrl, realms } = options
+  let base: URL
+  try {
+    base = new URL(authUrl)
+  } catch {
+    throw new TypeError('keycloak(options): "authUrl" must be an absolute http(s) URL')
+  }
+  if ((base.protocol !== 'https:' && base.protocol !== 'http:') || base.search || base.hash) {
+    throw new TypeError('keycloak(options): "authUrl" must be an http(s) URL without query or fragment')
+  }
+  if (!Array.isArray(realms) || realms.length === 0) {
+    throw new TypeError('keycloak(options): "realms" must be a non-empty array of realm names')
+  }
+  const root = authUrl.replace(/\/+$/, '')
+  return realms.map((realm: unknown, index) => {
+    if (typeof realm !== 'string' || !REALM_NAME.test(realm)) {
+      throw new TypeError(
+        `keycloak(options): "realms[${index}]" must be a realm name of letters, digits, ".", "_" or "-"`,
+      )
+    }
+    const issuer = `${root}/realms/${realm}`
+    return { issuer, jwksUri: `${issuer}/protocol/openid-connect/certs`, realm }
+  })
+}
+
+const REALM_IN_ISSUER = /\/realms\/([^/?#]+)\/?$/
+
+/** The realm an issuer URL names, if it follows Keycloak's `…/realms/{realm}` shape. */
+export function realmOf(issuer: IssuerOptions): string | undefined {
+  return issuer.realm ?? REALM_IN_ISSUER.exec(issuer.issuer)?.[1]
+}

@@ -1,0 +1,315 @@
+/**
+ * Option types and their validation: once, at construction. The hot path receives frozen,
+ * complete settings and never checks them again. Misconfiguration is a `TypeError` naming the
+ * option and what to change; it never reaches a request as a 401.
+ *
+ * @module
+ */
+import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from './algorithms.js'
+import type { ClaimRules } from './claims.js'
+import type { GateEventListener } from './events.js'
+import { type IssuerOptions, realmOf } from './issuers.js'
+import type { NormalizedJWKSOptions } from './jwks.js'
+import type { RateLimitOptions } from './rate-limit.js'
+import type { TenantOptions } from './tenant.js'
+import type { RequestLike } from './types.js'
+
+/** JWKS fetching and caching. All durations in milliseconds. */
+export interface JWKSOptions {
+  /** Abort a fetch (headers and body) after this long. Default 5000. */
+  readonly timeoutMs?: number
+  /** At most one refetch per issuer this often for an unknown `kid`. Default 30000. */
+  readonly cooldownMs?: number
+  /** Keys are refreshed in the background after 80% of this, and must be refreshed after it. Default 600000. */
+  readonly maxAgeMs?: number
+  /** How long past `maxAgeMs` the last good keys are still used while refreshes fail. Default 3600000. */
+  readonly staleIfErrorMs?: number
+  /** Larger JWKS (or discovery) responses are refused. Default 262144 (256 KiB). */
+  readonly maxBodyBytes?: number
+  /** Allow `http:` key URLs to hosts other than loopback (keys could be swapped in transit). Default false. */
+  readonly allowInsecureHttp?: boolean
+  /** A fetch implementation (proxies, custom CAs). Default: the global `fetch`. */
+  readonly fetch?: typeof globalThis.fetch
+}
+
+/** The verified-token cache: a hit skips signature verification, never the time and claim checks. */
+export interface CacheOptions {
+  /** Most tokens kept. Default 5000. */
+  readonly maxEntries?: number
+  /** Longest a verdict is kept, however far `exp` is. Default 300. */
+  readonly maxTtlSeconds?: number
+}
+
+/** Options of `createGate()` and of both adapters' `tollgate()`. */
+export interface GateOptions {
+  /** Trusted issuers (an allow-list; see `keycloak()`). Required. */
+  readonly issuers: readonly IssuerOptions[]
+  /** Audiences this service accepts; a token must carry one of them in `aud`. Required. */
+  readonly audience: string | readonly string[]
+  /** Allowed signature algorithms, asymmetric only. Default `['RS256', 'PS256', 'ES256', 'EdDSA']`. */
+  readonly algorithms?: readonly JWSAlgorithm[]
+  /** `realm` of the `WWW-Authenticate` challenge. Default `'api'`. */
+  readonly realm?: string
+  /** Allowed clock skew for `exp`, `nbf` and `iat`, in seconds. Default 5. */
+  readonly clockToleranceSeconds?: number
+  /** Refuse tokens issued longer ago than this (requires `iat`). Default: no limit. */
+  readonly maxTokenAgeSeconds?: number
+  /** Claims that must be present, beyond `iss`, `aud` and `exp`. Default none. */
+  readonly requiredClaims?: readonly string[]
+  /**
+   * `access` (default): refuse ID, refresh and logout tokens (Keycloak payload `typ`, header `typ`).
+   * `rfc9068`: also require header `typ: at+jwt` and the claims RFC 9068 makes mandatory.
+   */
+  readonly tokenProfile?: 'access' | 'rfc9068'
+  /** Longer tokens are refused without being parsed. Default 8192. */
+  readonly maxTokenBytes?: number
+  /** `false`: a request without credentials proceeds with no `auth` (a bad token is still refused). Default true. */
+  readonly credentialsRequired?: boolean
+  /** Requests for which the gate does nothing (e.g. CORS preflight). */
+  readonly skip?: (request: RequestLike) => boolean
+  /** `respond` (default): the adapter answers refusals with JSON. `framework`: it hands the error to the framework's error handling. */
+  readonly errorHandling?: 'respond' | 'framework'
+  readonly jwks?: JWKSOptions
+  /** Verified-token cache; `false` turns it off. */
+  readonly cache?: CacheOptions | false
+  /** Resolve a tenant from the verified claims. */
+  readonly tenant?: TenantOptions
+  /** Per-tenant rate limits (needs `tenant`). */
+  readonly rateLimit?: RateLimitOptions
+  /** Receives audit and metrics events. Exceptions it throws are ignored. */
+  readonly onEvent?: GateEventListener
+}
+
+export interface NormalizedIssuer {
+  readonly issuer: string
+  readonly jwksUri: string | undefined
+  readonly discovery: boolean
+  readonly realm: string | undefined
+}
+
+/** Everything `createGate()` needs, validated, defaulted and frozen. */
+export interface NormalizedOptions {
+  readonly issuers: readonly NormalizedIssuer[]
+  readonly algorithms: readonly JWSAlgorithm[]
+  readonly claims: ClaimRules
+  readonly maxTokenBytes: number
+  readonly credentialsRequired: boolean
+  readonly skip: ((request: RequestLike) => boolean) | undefined
+  readonly errorHandling: 'respond' | 'framework'
+  readonly jwks: NormalizedJWKSOptions
+  readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
+}
+
+const KNOWN_OPTIONS = new Set([
+  'issuers', 'audience', 'algorithms', 'realm', 'clockToleranceSeconds', 'maxTokenAgeSeconds',
+  'requiredClaims', 'tokenProfile', 'maxTokenBytes', 'credentialsRequired', 'skip', 'errorHandling',
+  'jwks', 'cache', 'tenant', 'rateLimit', 'onEvent',
+])
+
+/** A short, safe description of a received value for error messages. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'number') return String(value)
+  if (typeof value === 'string') return value.length > 40 ? 'a long string' : JSON.stringify(value)
+  return typeof value
+}
+
+function fail(path: string, expectation: string, value: unknown): never {
+  throw new TypeError(`createGate(options): "${path}" ${expectation} (got ${describe(value)})`)
+}
+
+function integerInRange(
+  value: unknown,
+  path: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    fail(path, `must be a whole number from ${min} to ${max}`, value)
+  }
+  return value
+}
+
+function isLoopback(hostname: string): boolean {
+  return (
+    hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
+  )
+}
+
+let insecureHttpWarned = false
+
+function keyUrl(value: string, path: string, allowInsecureHttp: boolean): string {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    fail(path, 'must be an absolute https URL', value)
+  }
+  if (url.username || url.password) fail(path, 'must not carry credentials', 'a URL with userinfo')
+  if (url.protocol === 'https:') return value
+  if (url.protocol !== 'http:') fail(path, 'must be an https URL', value)
+  if (isLoopback(url.hostname)) return value
+  if (!allowInsecureHttp) {
+    fail(path, 'must be https (or set jwks.allowInsecureHttp: true on a trusted network)', value)
+  }
+  if (!insecureHttpWarned) {
+    insecureHttpWarned = true
+    process.emitWarning('tollgate fetches signing keys over plain http', {
+      code: 'TOLLGATE_INSECURE_KEY_URL',
+      detail: 'Anyone on the path can substitute keys. Prefer https.',
+    })
+  }
+  return value
+}
+
+function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): NormalizedIssuer[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    fail('issuers', 'must be a non-empty array of { issuer, jwksUri } (see keycloak())', value)
+  }
+  const seen = new Set<string>()
+  return value.map((entry: unknown, index) => {
+    const path = `issuers[${index}]`
+    if (typeof entry !== 'object' || entry === null) fail(path, 'must be an object', entry)
+    const { issuer, jwksUri, discovery, realm } = entry as Record<string, unknown>
+    if (typeof issuer !== 'string' || issuer.length === 0) {
+      fail(`${path}.issuer`, 'must be the exact `iss` string', issuer)
+    }
+    if (seen.has(issuer)) fail(`${path}.issuer`, 'is listed twice', issuer)
+    seen.add(issuer)
+    if (discovery !== undefined && typeof discovery !== 'boolean') {
+      fail(`${path}.discovery`, 'must be a boolean', discovery)
+    }
+    if (realm !== undefined && (typeof realm !== 'string' || realm === '')) {
+      fail(`${path}.realm`, 'must be a non-empty string', realm)
+    }
+    if ((jwksUri === undefined) === (discovery !== true)) {
+      fail(path, 'needs exactly one of jwksUri or discovery: true', entry)
+    }
+    if (jwksUri !== undefined && typeof jwksUri !== 'string') {
+      fail(`${path}.jwksUri`, 'must be a URL string', jwksUri)
+    }
+    if (discovery === true) keyUrl(issuer, `${path}.issuer`, allowInsecureHttp)
+    return Object.freeze({
+      issuer,
+      jwksUri: jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
+      discovery: discovery === true,
+      realm: realmOf({ issuer, ...(typeof realm === 'string' ? { realm } : {}) }),
+    })
+  })
+}
+
+function stringList(value: unknown, path: string, allowEmpty: boolean): string[] {
+  const list = typeof value === 'string' ? [value] : value
+  if (
+    !Array.isArray(list) ||
+    (!allowEmpty && list.length === 0) ||
+    list.some((item) => typeof item !== 'string' || item === '')
+  ) {
+    fail(path, allowEmpty ? 'must be an array of strings' : 'must be a non-empty string or array of strings', value)
+  }
+  return list as string[]
+}
+
+function normalizeAlgorithms(value: unknown): readonly JWSAlgorithm[] {
+  if (value === undefined) return DEFAULT_ALGORITHMS
+  const list = stringList(value, 'algorithms', false)
+  for (const alg of list) {
+    if (!isJWSAlgorithm(alg)) {
+      // RFC 8725 §3.1–3.2: `none` and shared-secret HMAC must never verify a bearer token here.
+      fail('algorithms', 'may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA', alg)
+    }
+  }
+  return Object.freeze([...new Set(list as JWSAlgorithm[])])
+}
+
+const TOKEN_CHARSET = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/
+
+/**
+ * Validates and completes {@link GateOptions}. `tenant` and `rateLimit` are validated by their own
+ * modules when the gate creates them.
+ *
+ * @throws TypeError naming the option and what to change.
+ */
+export function normalizeOptions(input: GateOptions): NormalizedOptions {
+  if (typeof input !== 'object' || input === null) {
+    throw new TypeError('createGate(options): "options" must be an object with issuers and audience')
+  }
+  for (const name of Object.keys(input)) {
+    if (!KNOWN_OPTIONS.has(name)) fail(name, 'is not an option of createGate (check the spelling)', name)
+  }
+  const jwks = input.jwks ?? {}
+  if (typeof jwks !== 'object' || jwks === null) fail('jwks', 'must be an object', jwks)
+  if (jwks.allowInsecureHttp !== undefined && typeof jwks.allowInsecureHttp !== 'boolean') {
+    fail('jwks.allowInsecureHttp', 'must be a boolean', jwks.allowInsecureHttp)
+  }
+  if (jwks.fetch !== undefined && typeof jwks.fetch !== 'function') {
+    fail('jwks.fetch', 'must be a fetch-compatible function', jwks.fetch)
+  }
+  const realm = input.realm ?? 'api'
+  if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
+    fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm)
+  }
+  if (input.tokenProfile !== undefined && input.tokenProfile !== 'access' && input.tokenProfile !== 'rfc9068') {
+    fail('tokenProfile', "must be 'access' or 'rfc9068'", input.tokenProfile)
+  }
+  if (input.credentialsRequired !== undefined && typeof input.credentialsRequired !== 'boolean') {
+    fail('credentialsRequired', 'must be a boolean', input.credentialsRequired)
+  }
+  if (input.skip !== undefined && typeof input.skip !== 'function') {
+    fail('skip', 'must be a function (request) => boolean', input.skip)
+  }
+  if (input.onEvent !== undefined && typeof input.onEvent !== 'function') {
+    fail('onEvent', 'must be a function (event) => void', input.onEvent)
+  }
+  if (
+    input.errorHandling !== undefined &&
+    input.errorHandling !== 'respond' &&
+    input.errorHandling !== 'framework'
+  ) {
+    fail('errorHandling', "must be 'respond' or 'framework'", input.errorHandling)
+  }
+  const cache = input.cache
+  if (cache !== undefined && cache !== false && (typeof cache !== 'object' || cache === null)) {
+    fail('cache', 'must be an object or false', cache)
+  }
+  const maxAgeSeconds = input.maxTokenAgeSeconds
+  return Object.freeze({
+    issuers: Object.freeze(normalizeIssuers(input.issuers, jwks.allowInsecureHttp === true)),
+    algorithms: normalizeAlgorithms(input.algorithms),
+    claims: Object.freeze({
+      audiences: new Set(stringList(input.audience, 'audience', false)),
+      clockToleranceSeconds: integerInRange(input.clockToleranceSeconds, 'clockToleranceSeconds', 5, 0, 300),
+      maxTokenAgeSeconds:
+        maxAgeSeconds === undefined
+          ? undefined
+          : integerInRange(maxAgeSeconds, 'maxTokenAgeSeconds', 0, 1, 31_536_000),
+      requiredClaims: Object.freeze(
+        input.requiredClaims === undefined ? [] : stringList(input.requiredClaims, 'requiredClaims', true),
+      ),
+      tokenProfile: input.tokenProfile ?? 'access',
+      realm,
+    }),
+    maxTokenBytes: integerInRange(input.maxTokenBytes, 'maxTokenBytes', 8192, 256, 65_536),
+    credentialsRequired: input.credentialsRequired ?? true,
+    skip: input.skip,
+    errorHandling: input.errorHandling ?? 'respond',
+    jwks: Object.freeze({
+      timeoutMs: integerInRange(jwks.timeoutMs, 'jwks.timeoutMs', 5000, 1, 60_000),
+      cooldownMs: integerInRange(jwks.cooldownMs, 'jwks.cooldownMs', 30_000, 0, 3_600_000),
+      maxAgeMs: integerInRange(jwks.maxAgeMs, 'jwks.maxAgeMs', 600_000, 1000, 86_400_000),
+      staleIfErrorMs: integerInRange(jwks.staleIfErrorMs, 'jwks.staleIfErrorMs', 3_600_000, 0, 604_800_000),
+      maxBodyBytes: integerInRange(jwks.maxBodyBytes, 'jwks.maxBodyBytes', 262_144, 1024, 16_777_216),
+      fetch: jwks.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
+    }),
+    cache:
+      cache === false
+        ? undefined
+        : Object.freeze({
+            maxEntries: integerInRange(cache?.maxEntries, 'cache.maxEntries', 5000, 1, 1_000_000),
+            maxTtlSeconds: integerInRange(cache?.maxTtlSeconds, 'cache.maxTtlSeconds', 300, 1, 86_400),
+          }),
+  })
+}

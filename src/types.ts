@@ -1,0 +1,91 @@
+/**
+ * Types shared across the core and the adapters. Types only: no values live here.
+ *
+ * @module
+ */
+
+/** Request headers as Node (and so Express and Koa) expose them, lower-cased names. */
+export type HeadersLike = Readonly<Record<string, string | string[] | undefined>>
+
+/** The framework-neutral view of a request that adapters hand to the gate. */
+export interface RequestLike {
+  /** Lower-cased header map (`req.headers`, `ctx.headers`). */
+  readonly headers: HeadersLike
+  /**
+   * Node's `rawHeaders` (name, value, name, value, …). Node keeps only the first of several
+   * `Authorization` fields in `headers`; the raw list lets the gate refuse a repeated field.
+   */
+  readonly rawHeaders?: readonly string[] | undefined
+  readonly method?: string | undefined
+  /** Path and query as received (`req.originalUrl`, `ctx.originalUrl`). */
+  readonly url?: string | undefined
+  /**
+   * The parsed body when the application parsed it before the gate; used only to refuse a token
+   * sent in the body as well as in the header (RFC 6750 §2.2, §3.1). tollgate never reads bodies.
+   */
+  readonly body?: unknown
+}
+
+/** The JOSE header of a verified token, as far as tollgate reads it. */
+export interface TokenHeader {
+  readonly alg: string
+  readonly kid?: string
+  readonly typ?: string
+  readonly [parameter: string]: unknown
+}
+
+/** Claims of a verified token. Registered claims are typed; everything else is `unknown`. */
+export interface TokenClaims {
+  readonly iss: string
+  readonly exp: number
+  readonly aud?: string | readonly string[]
+  readonly sub?: string
+  readonly iat?: number
+  readonly nbf?: number
+  readonly jti?: string
+  readonly azp?: string
+  readonly client_id?: string
+  readonly scope?: string
+  readonly [claim: string]: unknown
+}
+
+/** Roles as Keycloak puts them in access tokens. */
+export interface TokenRoles {
+  /** `realm_access.roles`. */
+  readonly realm: readonly string[]
+  /** `resource_access[client].roles`, by client id. */
+  readonly clients: Readonly<Record<string, readonly string[]>>
+}
+
+/**
+ * What the gate knows about an admitted request: on `req.auth` (Express) and `ctx.state.auth`
+ * (Koa). Every field comes from a token whose signature, issuer, audience and times were verified.
+ */
+export interface Admission {
+  /** The compact JWS, as received. Treat it as a secret: never log it. */
+  readonly token: string
+  readonly header: TokenHeader
+  readonly claims: TokenClaims
+  /** The configured issuer the token was verified against (equal to `claims.iss`). */
+  readonly issuer: string
+  /** The Keycloak realm of the issuer, when the issuer URL has one (`…/realms/{realm}`). */
+  readonly realm: string | undefined
+  readonly subject: string | undefined
+  /** The OAuth client the token was issued to: `azp`, else `client_id`. */
+  readonly clientId: string | undefined
+  /** Granted scopes, from `scope` (space-separated) or `scp` (array or string). */
+  readonly scopes: readonly string[]
+  readonly roles: TokenRoles
+  /** The tenant resolved from the verified claims, when tenant resolution is configured. */
+  readonly tenant: string | undefined
+  /** The tenant's plan, when plans are configured. */
+  readonly plan: string | undefined
+}
+
+/** What `gate.check()` resolves to when the request may proceed. */
+export interface CheckResult {
+  /** `undefined` when authentication is optional and no credentials were sent, or `skip` matched. */
+  readonly auth: Admission | undefined
+  /** Response headers to add to the eventual response (rate-limit fields). */
+  readonly headers: Readonly<Record<string, string>>
+}

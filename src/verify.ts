@@ -1,0 +1,144 @@
+/**
+ * Token verification: compact JWS parse, header rules, issuer allow-list, key lookup, signature
+ * (node:crypto, synchronous, with keys prepared at refresh), then claims. Every refusal before the
+ * signature is verified looks the same to the client, so answers reveal nothing about which check
+ * failed on an unauthenticated token.
+ *
+ * @module
+ */
+import { verify as verifySignatureBytes } from 'node:crypto'
+
+import type { JWSAlgorithm, PreparedVerifier } from './algorithms.js'
+import { VerdictCache } from './cache.js'
+import { type ClaimRules, checkClaims, INVALID_TOKEN, readRoles, readScopes } from './claims.js'
+import { InvalidTokenError } from './errors.js'
+import type { IssuerKeys, PreparedKey } from './jwks.js'
+import { type ParsedJWS, parseCompactJWS } from './jws.js'
+import type { Admission, TokenClaims, TokenHeader } from './types.js'
+
+/** A token after signature, issuer, audience and time checks passed. */
+export interface VerifiedToken {
+  readonly header: TokenHeader
+  readonly claims: TokenClaims
+  readonly issuer: string
+  readonly realm: string | undefined
+}
+
+/** What verification yields: the token's facts and the admission built from them once. */
+export interface Verdict {
+  readonly verified: VerifiedToken
+  readonly admission: Admission
+}
+
+/** Everything verification needs, built once by `createGate()`. */
+export interface VerifierContext {
+  readonly keys: ReadonlyMap<string, { readonly keys: IssuerKeys; readonly realm: string | undefined }>
+  readonly algorithms: ReadonlySet<string>
+  readonly rules: ClaimRules
+  readonly maxTokenBytes: number
+  readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
+}
+
+const MAX_KID_LENGTH = 256
+/** Bound on remembered forgeries: enough for a repeated forged token, small enough to be cheap. */
+const MAX_REMEMBERED_FORGERIES = 1000
+
+/** Creates the verification function of one gate. */
+export function createVerifier(context: VerifierContext): (token: string) => Promise<Verdict> {
+  const { rules, algorithms, maxTokenBytes } = context
+  const realm = rules.realm
+  const verdicts =
+    context.cache && new VerdictCache<Verdict>(context.cache.maxEntries, context.cache.maxTtlSeconds * 1000)
+  // A forged token repeated costs one signature check, like a valid one repeated.
+  const forgeries =
+    context.cache &&
+    new VerdictCache<true>(Math.min(context.cache.maxEntries, MAX_REMEMBERED_FORGERIES), context.cache.maxTtlSeconds * 1000)
+
+  const invalid = () => new InvalidTokenError(INVALID_TOKEN, { realm })
+
+  return async function verifyToken(token: string): Promise<Verdict> {
+    const now = Date.now()
+    const cached = verdicts?.get(token, now)
+    if (cached !== undefined) {
+      // The verdict is still within exp and max age (checked by the cache); nbf was already past.
+      return cached
+    }
+    if (token.length > maxTokenBytes) throw invalid()
+    if (forgeries?.get(token, now) !== undefined) throw invalid()
+    const parsed = parseCompactJWS(token)
+    if (parsed === undefined) throw invalid()
+    const { header, payload } = parsed
+    const alg = header.alg
+    // RFC 8725 §3.1: the allow-list decides, the token does not. `none` and HS* are never listed.
+    if (typeof alg !== 'string' || !algorithms.has(alg)) throw invalid()
+    // RFC 7515 §4.1.11: refuse extensions we do not understand; `b64: false` (RFC 7797) too.
+    if (header.crit !== undefined || header.b64 !== undefined) throw invalid()
+    const kid = header.kid
+    if (kid !== undefined && (typeof kid !== 'string' || kid.length === 0 || kid.length > MAX_KID_LENGTH)) {
+      throw invalid()
+    }
+    // `jwk`, `jku`, `x5u` and `x5c` are ignored: keys come only from the configured issuer.
+    const iss = payload.iss
+    const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
+    if (issuer === undefined) throw invalid()
+
+    const candidates = await issuer.keys.resolve(kid, alg as JWSAlgorithm)
+    const key = findSigner(parsed, candidates, alg as JWSAlgorithm)
+    if (key === undefined) {
+      if (candidates.length > 0) forgeries?.set(token, true, candidates, Number.POSITIVE_INFINITY, now)
+      throw invalid()
+    }
+    const validUntil = checkClaims(header as TokenHeader, payload, rules, Date.now())
+    const verdict = buildVerdict(token, parsed, iss as string, issuer.realm)
+    verdicts?.set(token, verdict, [key], validUntil, now)
+    return verdict
+  }
+}
+
+function findSigner(parsed: ParsedJWS, candidates: readonly PreparedKey[], alg: JWSAlgorithm): PreparedKey | undefined {
+  const data = Buffer.from(parsed.signingInput, 'latin1')
+  for (const key of candidates) {
+    const verifier = key.verifiers[alg]
+    if (verifier !== undefined && signatureMatches(data, parsed.signature, verifier)) return key
+  }
+  return undefined
+}
+
+function signatureMatches(data: Buffer, signature: Buffer, verifier: PreparedVerifier): boolean {
+  if (verifier.signatureBytes !== 0 && signature.length !== verifier.signatureBytes) return false
+  try {
+    return verifySignatureBytes(verifier.hash, data, verifier.key, signature)
+  } catch {
+    return false
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const child of Object.values(value)) deepFreeze(child)
+  }
+  return value
+}
+
+function buildVerdict(token: string, parsed: ParsedJWS, issuer: string, realm: string | undefined): Verdict {
+  // Verdicts are shared by every request that presents the same token: nothing may mutate them.
+  const header = deepFreeze(parsed.header) as TokenHeader
+  const claims = deepFreeze(parsed.payload) as TokenClaims
+  const clientId = typeof claims.azp === 'string' ? claims.azp : typeof claims.client_id === 'string' ? claims.client_id : undefined
+  const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
+  const admission: Admission = Object.freeze({
+    token,
+    header,
+    claims,
+    issuer,
+    realm,
+    subject: claims.sub,
+    clientId,
+    scopes: Object.freeze(readScopes(claims)),
+    roles: readRoles(claims),
+    tenant: undefined,
+    plan: undefined,
+  })
+  return Object.freeze({ verified, admission })
+}

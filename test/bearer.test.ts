@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest'
+
+import { extractBearerToken } from '../src/bearer.js'
+import { InvalidRequestError } from '../src/errors.js'
+import type { RequestLike } from '../src/types.js'
+
+const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln'
+
+function request(authorization: string | string[] | undefined, extra: Partial<RequestLike> = {}): RequestLike {
+  return { headers: authorization === undefined ? {} : { authorization }, ...extra }
+}
+
+describe('extractBearerToken', () => {
+  it.each([
+    ['Bearer', `Bearer ${TOKEN}`],
+    ['bearer', `bearer ${TOKEN}`],
+    ['BEARER', `BEARER ${TOKEN}`],
+    ['bEaReR', `bEaReR ${TOKEN}`],
+    ['several spaces', `Bearer   ${TOKEN}`],
+  ])('reads the token with scheme spelled %s (RFC 6750 §2.1, case-insensitive scheme)', (_, value) => {
+    expect(extractBearerToken(request(value), 'api')).toBe(TOKEN)
+  })
+
+  it('accepts every b64token character and trailing padding', () => {
+    expect(extractBearerToken(request('Bearer aZ09-._~+/=='), 'api')).toBe('aZ09-._~+/==')
+  })
+
+  it.each([
+    ['no header', undefined],
+    ['an empty header', ''],
+    ['Basic', 'Basic dXNlcjpwYXNz'],
+    ['Digest', 'Digest username="x"'],
+    ['a scheme that starts like Bearer', `Bearerx ${TOKEN}`],
+    ['DPoP', `DPoP ${TOKEN}`],
+    ['a token alone', TOKEN],
+  ])('returns undefined (no credentials) for %s', (_, value) => {
+    expect(extractBearerToken(request(value), 'api')).toBeUndefined()
+  })
+
+  it.each([
+    ['Bearer with no token', 'Bearer'],
+    ['two tokens', `Bearer ${TOKEN} ${TOKEN}`],
+    ['a comma list', `Bearer ${TOKEN}, Bearer ${TOKEN}`],
+    ['a tab separator', `Bearer\t${TOKEN}`],
+    ['a quoted token', `Bearer "${TOKEN}"`],
+    ['padding in the middle', 'Bearer ab=cd'],
+    ['non-ASCII', 'Bearer tökén'],
+    ['an auth-param', 'Bearer realm="x"'],
+    ['a NUL byte', 'Bearer a\u0000b'],
+  ])('throws invalid_request for %s', (_, value) => {
+    expect(() => extractBearerToken(request(value), 'api')).toThrow(InvalidRequestError)
+  })
+
+  it('throws invalid_request when the Authorization field is repeated', () => {
+    const rawHeaders = ['Authorization', `Bearer ${TOKEN}`, 'host', 'x', 'authorization', `Bearer ${TOKEN}`]
+    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toThrow(InvalidRequestError)
+  })
+
+  it('throws invalid_request when the header value is a list', () => {
+    expect(() => extractBearerToken(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api')).toThrow(
+      InvalidRequestError,
+    )
+  })
+
+  it('accepts one Authorization field among other raw headers', () => {
+    const rawHeaders = ['Host', 'x', 'Authorization', `Bearer ${TOKEN}`, 'Accept', 'application/json']
+    expect(extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toBe(TOKEN)
+  })
+
+  it.each([
+    ['/api?access_token=abc'],
+    ['/api?x=1&access_token='],
+    ['/api?access_token'],
+  ])('throws invalid_request when a token is also in the query (%s)', (url) => {
+    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { url }), 'api')).toThrow(InvalidRequestError)
+  })
+
+  it('throws invalid_request when a token is also in a parsed body', () => {
+    const body = { access_token: TOKEN }
+    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { body }), 'api')).toThrow(InvalidRequestError)
+  })
+
+  it('never reads a token from the query string alone', () => {
+    expect(extractBearerToken(request(undefined, { url: `/api?access_token=${TOKEN}` }), 'api')).toBeUndefined()
+  })
+
+  it('ignores query parameters that merely contain the name', () => {
+    expect(extractBearerToken(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' }), 'api')).toBe(TOKEN)
+  })
+
+  it('puts the realm in the challenge of its errors', () => {
+    try {
+      extractBearerToken(request('Bearer'), 'gateway')
+      expect.unreachable()
+    } catch (error) {
+      expect((error as InvalidRequestError).headers['WWW-Authenticate']).toBe(
+        'Bearer realm="gateway", error="invalid_request", error_description="malformed bearer credentials"',
+      )
+    }
+  })
+})
