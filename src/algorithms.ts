@@ -55,13 +55,19 @@ export function isJWSAlgorithm(value: unknown): value is JWSAlgorithm {
 /** What `crypto.verify` needs for one (key, algorithm) pair, built once per key refresh. */
 export interface PreparedVerifier {
   readonly hash: string | null
-  readonly key: KeyObject | { key: KeyObject; padding?: number; saltLength?: number; dsaEncoding?: 'ieee-p1363' }
+  readonly key:
+    | KeyObject
+    | { key: KeyObject; padding?: number; saltLength?: number; dsaEncoding?: 'ieee-p1363' }
   /** Exact signature length the algorithm and key imply, or 0 when not fixed. */
   readonly signatureBytes: number
 }
 
 /** Builds the `crypto.verify` arguments for `alg` with `key`; the caller checked compatibility. */
-export function prepareVerifier(alg: JWSAlgorithm, key: KeyObject, crv: string | undefined): PreparedVerifier {
+export function prepareVerifier(
+  alg: JWSAlgorithm,
+  key: KeyObject,
+  crv: string | undefined,
+): PreparedVerifier {
   const spec = ALGORITHMS[alg]
   if (spec.kty === 'RSA') {
     const modulusBits = key.asymmetricKeyDetails?.modulusLength ?? 0

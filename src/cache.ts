@@ -34,8 +34,18 @@ export class VerdictCache<T extends {}> {
   }
 
   /** `keys`: the keys the verdict depends on; `validUntil`: ms since epoch. */
-  set(token: string, value: T, keys: readonly PreparedKey[], validUntil: number, nowMs: number): void {
-    this.entries.set(token, { value, keys, validUntil: Math.min(validUntil, nowMs + this.maxTtlMs) })
+  set(
+    token: string,
+    value: T,
+    keys: readonly PreparedKey[],
+    validUntil: number,
+    nowMs: number,
+  ): void {
+    this.entries.set(token, {
+      value,
+      keys,
+      validUntil: Math.min(validUntil, nowMs + this.maxTtlMs),
+    })
   }
 
   get size(): number {

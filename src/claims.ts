@@ -52,7 +52,8 @@ export function checkClaims(
   if (iat !== undefined && (!isNumericDate(iat) || iat > now + tolerance)) {
     throw new InvalidTokenError(INVALID_TOKEN, { realm })
   }
-  if (!hasAudience(claims.aud, rules.audiences)) throw new InvalidTokenError(INVALID_TOKEN, { realm })
+  if (!hasAudience(claims.aud, rules.audiences))
+    throw new InvalidTokenError(INVALID_TOKEN, { realm })
   if (!isAccessToken(header, claims, rules.tokenProfile)) {
     throw new InvalidTokenError(INVALID_TOKEN, { realm })
   }
@@ -140,7 +141,8 @@ function ownRecord(value: unknown): Record<string, unknown> | undefined {
 /** Keycloak roles: `realm_access.roles` and `resource_access[client].roles`. */
 export function readRoles(claims: TokenClaims): TokenRoles {
   const realmAccess = ownRecord(claims.realm_access)
-  const realm = realmAccess && Object.hasOwn(realmAccess, 'roles') ? stringList(realmAccess.roles) : []
+  const realm =
+    realmAccess && Object.hasOwn(realmAccess, 'roles') ? stringList(realmAccess.roles) : []
   const clients: Record<string, readonly string[]> = Object.create(null)
   const resourceAccess = ownRecord(claims.resource_access)
   if (resourceAccess !== undefined) {

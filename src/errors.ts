@@ -133,7 +133,11 @@ export class InvalidRequestError extends TollgateError {
   }
 }
 
-type InvalidTokenCode = 'ERR_TOKEN_INVALID' | 'ERR_TOKEN_EXPIRED' | 'ERR_TENANT_INVALID' | 'ERR_TENANT_UNKNOWN'
+type InvalidTokenCode =
+  | 'ERR_TOKEN_INVALID'
+  | 'ERR_TOKEN_EXPIRED'
+  | 'ERR_TENANT_INVALID'
+  | 'ERR_TENANT_UNKNOWN'
 
 /** 401 `invalid_token`: any problem with the token itself, or with the tenant it names. */
 export class InvalidTokenError extends TollgateError {
@@ -218,9 +222,16 @@ const UNAVAILABLE_MESSAGES: Record<UnavailableCode, string> = {
  */
 export class ServiceUnavailableError extends TollgateError {
   constructor(code: UnavailableCode, retryAfterSeconds: number, cause?: unknown) {
-    super(code, 503, 'temporarily_unavailable', UNAVAILABLE_MESSAGES[code], {
-      'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
-    }, cause)
+    super(
+      code,
+      503,
+      'temporarily_unavailable',
+      UNAVAILABLE_MESSAGES[code],
+      {
+        'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))),
+      },
+      cause,
+    )
   }
 }
 

@@ -97,15 +97,28 @@ export function createGate(options: GateOptions): Gate {
     if (trace !== undefined) trace.issuer = admission.issuer
     if (resolveTenant === undefined) {
       bindContext(admission, context)
-      emit?.({ type: 'accepted', issuer: admission.issuer, subject: admission.subject, clientId: admission.clientId, tenant: undefined })
+      emit?.({
+        type: 'accepted',
+        issuer: admission.issuer,
+        subject: admission.subject,
+        clientId: admission.clientId,
+        tenant: undefined,
+      })
       return { auth: admission, headers: NO_HEADERS }
     }
     const tenant = await resolveTenant(verified)
     if (trace !== undefined) trace.tenant = tenant.id
-    const headers = limiter === undefined ? NO_HEADERS : await limiter.consume(tenant, request, verified)
+    const headers =
+      limiter === undefined ? NO_HEADERS : await limiter.consume(tenant, request, verified)
     const auth = Object.freeze({ ...admission, tenant: tenant.id, plan: tenant.plan })
     bindContext(auth, context)
-    emit?.({ type: 'accepted', issuer: auth.issuer, subject: auth.subject, clientId: auth.clientId, tenant: tenant.id })
+    emit?.({
+      type: 'accepted',
+      issuer: auth.issuer,
+      subject: auth.subject,
+      clientId: auth.clientId,
+      tenant: tenant.id,
+    })
     return { auth, headers }
   }
 
@@ -118,7 +131,12 @@ export function createGate(options: GateOptions): Gate {
             return await admit(request, trace)
           } catch (error) {
             if (isTollgateError(error)) {
-              emit({ type: 'rejected', code: error.code, issuer: trace.issuer, tenant: trace.tenant })
+              emit({
+                type: 'rejected',
+                code: error.code,
+                issuer: trace.issuer,
+                tenant: trace.tenant,
+              })
             }
             throw error
           }
@@ -128,7 +146,10 @@ export function createGate(options: GateOptions): Gate {
     check,
     async ready(): Promise<ReadyReport> {
       const statuses = await Promise.all(issuers.map((entry) => entry.keys.warm()))
-      return { ready: statuses.every((status) => status.state !== 'unavailable'), issuers: statuses }
+      return {
+        ready: statuses.every((status) => status.state !== 'unavailable'),
+        issuers: statuses,
+      }
     },
     errorHandling: normalized.errorHandling,
     realm,

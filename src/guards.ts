@@ -33,8 +33,13 @@ export function contextOf(auth: Admission | undefined): GateContext {
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
 
 function names(values: readonly string[], what: string, factory: string): readonly string[] {
-  if (values.length === 0 || values.some((value) => typeof value !== 'string' || !SCOPE_TOKEN.test(value))) {
-    throw new TypeError(`${factory}(): pass one or more ${what}, each without spaces, quotes or backslashes`)
+  if (
+    values.length === 0 ||
+    values.some((value) => typeof value !== 'string' || !SCOPE_TOKEN.test(value))
+  ) {
+    throw new TypeError(
+      `${factory}(): pass one or more ${what}, each without spaces, quotes or backslashes`,
+    )
   }
   return Object.freeze([...values])
 }
@@ -73,7 +78,9 @@ export function requireClientRoles(clientId: string, ...roles: string[]): Guard 
   }
   const required = names(roles, 'roles', 'requireClientRoles')
   return guard(required, (auth) => {
-    const granted = Object.hasOwn(auth.roles.clients, clientId) ? auth.roles.clients[clientId] : undefined
+    const granted = Object.hasOwn(auth.roles.clients, clientId)
+      ? auth.roles.clients[clientId]
+      : undefined
     return granted !== undefined && required.every((role) => granted.includes(role))
   })
 }

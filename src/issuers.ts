@@ -51,7 +51,9 @@ export function keycloak(options: KeycloakOptions): IssuerOptions[] {
     throw new TypeError('keycloak(options): "authUrl" must be an absolute http(s) URL')
   }
   if ((base.protocol !== 'https:' && base.protocol !== 'http:') || base.search || base.hash) {
-    throw new TypeError('keycloak(options): "authUrl" must be an http(s) URL without query or fragment')
+    throw new TypeError(
+      'keycloak(options): "authUrl" must be an http(s) URL without query or fragment',
+    )
   }
   if (!Array.isArray(realms) || realms.length === 0) {
     throw new TypeError('keycloak(options): "realms" must be a non-empty array of realm names')

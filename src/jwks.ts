@@ -15,7 +15,12 @@
  */
 import { createPublicKey, type KeyObject } from 'node:crypto'
 
-import { ALGORITHMS, type JWSAlgorithm, type PreparedVerifier, prepareVerifier } from './algorithms.js'
+import {
+  ALGORITHMS,
+  type JWSAlgorithm,
+  type PreparedVerifier,
+  prepareVerifier,
+} from './algorithms.js'
 import { ServiceUnavailableError } from './errors.js'
 import type { Emit, JWKSFailureReason } from './events.js'
 
@@ -373,7 +378,10 @@ function prepareKey(
   } catch {
     return undefined
   }
-  if (record.kty === 'RSA' && (key.asymmetricKeyDetails?.modulusLength ?? 0) < MIN_RSA_MODULUS_BITS) {
+  if (
+    record.kty === 'RSA' &&
+    (key.asymmetricKeyDetails?.modulusLength ?? 0) < MIN_RSA_MODULUS_BITS
+  ) {
     return undefined
   }
   const verifiers: Partial<Record<JWSAlgorithm, PreparedVerifier>> = {}

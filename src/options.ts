@@ -101,9 +101,23 @@ export interface NormalizedOptions {
 }
 
 const KNOWN_OPTIONS = new Set([
-  'issuers', 'audience', 'algorithms', 'realm', 'clockToleranceSeconds', 'maxTokenAgeSeconds',
-  'requiredClaims', 'tokenProfile', 'maxTokenBytes', 'credentialsRequired', 'skip', 'errorHandling',
-  'jwks', 'cache', 'tenant', 'rateLimit', 'onEvent',
+  'issuers',
+  'audience',
+  'algorithms',
+  'realm',
+  'clockToleranceSeconds',
+  'maxTokenAgeSeconds',
+  'requiredClaims',
+  'tokenProfile',
+  'maxTokenBytes',
+  'credentialsRequired',
+  'skip',
+  'errorHandling',
+  'jwks',
+  'cache',
+  'tenant',
+  'rateLimit',
+  'onEvent',
 ])
 
 /** A short, safe description of a received value for error messages. */
@@ -134,9 +148,7 @@ function integerInRange(
 }
 
 function isLoopback(hostname: string): boolean {
-  return (
-    hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
-  )
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
 }
 
 let insecureHttpWarned = false
@@ -194,7 +206,8 @@ function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): Normalize
     if (discovery === true) keyUrl(issuer, `${path}.issuer`, allowInsecureHttp)
     return Object.freeze({
       issuer,
-      jwksUri: jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
+      jwksUri:
+        jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
       discovery: discovery === true,
       realm: realmOf({ issuer, ...(typeof realm === 'string' ? { realm } : {}) }),
     })
@@ -208,7 +221,11 @@ function stringList(value: unknown, path: string, allowEmpty: boolean): string[]
     (!allowEmpty && list.length === 0) ||
     list.some((item) => typeof item !== 'string' || item === '')
   ) {
-    fail(path, allowEmpty ? 'must be an array of strings' : 'must be a non-empty string or array of strings', value)
+    fail(
+      path,
+      allowEmpty ? 'must be an array of strings' : 'must be a non-empty string or array of strings',
+      value,
+    )
   }
   return list as string[]
 }
@@ -235,10 +252,13 @@ const TOKEN_CHARSET = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/
  */
 export function normalizeOptions(input: GateOptions): NormalizedOptions {
   if (typeof input !== 'object' || input === null) {
-    throw new TypeError('createGate(options): "options" must be an object with issuers and audience')
+    throw new TypeError(
+      'createGate(options): "options" must be an object with issuers and audience',
+    )
   }
   for (const name of Object.keys(input)) {
-    if (!KNOWN_OPTIONS.has(name)) fail(name, 'is not an option of createGate (check the spelling)', name)
+    if (!KNOWN_OPTIONS.has(name))
+      fail(name, 'is not an option of createGate (check the spelling)', name)
   }
   const jwks = input.jwks ?? {}
   if (typeof jwks !== 'object' || jwks === null) fail('jwks', 'must be an object', jwks)
@@ -252,7 +272,11 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
   if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
     fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm)
   }
-  if (input.tokenProfile !== undefined && input.tokenProfile !== 'access' && input.tokenProfile !== 'rfc9068') {
+  if (
+    input.tokenProfile !== undefined &&
+    input.tokenProfile !== 'access' &&
+    input.tokenProfile !== 'rfc9068'
+  ) {
     fail('tokenProfile', "must be 'access' or 'rfc9068'", input.tokenProfile)
   }
   if (input.credentialsRequired !== undefined && typeof input.credentialsRequired !== 'boolean') {
@@ -281,13 +305,21 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     algorithms: normalizeAlgorithms(input.algorithms),
     claims: Object.freeze({
       audiences: new Set(stringList(input.audience, 'audience', false)),
-      clockToleranceSeconds: integerInRange(input.clockToleranceSeconds, 'clockToleranceSeconds', 5, 0, 300),
+      clockToleranceSeconds: integerInRange(
+        input.clockToleranceSeconds,
+        'clockToleranceSeconds',
+        5,
+        0,
+        300,
+      ),
       maxTokenAgeSeconds:
         maxAgeSeconds === undefined
           ? undefined
           : integerInRange(maxAgeSeconds, 'maxTokenAgeSeconds', 0, 1, 31_536_000),
       requiredClaims: Object.freeze(
-        input.requiredClaims === undefined ? [] : stringList(input.requiredClaims, 'requiredClaims', true),
+        input.requiredClaims === undefined
+          ? []
+          : stringList(input.requiredClaims, 'requiredClaims', true),
       ),
       tokenProfile: input.tokenProfile ?? 'access',
       realm,
@@ -300,8 +332,20 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
       timeoutMs: integerInRange(jwks.timeoutMs, 'jwks.timeoutMs', 5000, 1, 60_000),
       cooldownMs: integerInRange(jwks.cooldownMs, 'jwks.cooldownMs', 30_000, 0, 3_600_000),
       maxAgeMs: integerInRange(jwks.maxAgeMs, 'jwks.maxAgeMs', 600_000, 1000, 86_400_000),
-      staleIfErrorMs: integerInRange(jwks.staleIfErrorMs, 'jwks.staleIfErrorMs', 3_600_000, 0, 604_800_000),
-      maxBodyBytes: integerInRange(jwks.maxBodyBytes, 'jwks.maxBodyBytes', 262_144, 1024, 16_777_216),
+      staleIfErrorMs: integerInRange(
+        jwks.staleIfErrorMs,
+        'jwks.staleIfErrorMs',
+        3_600_000,
+        0,
+        604_800_000,
+      ),
+      maxBodyBytes: integerInRange(
+        jwks.maxBodyBytes,
+        'jwks.maxBodyBytes',
+        262_144,
+        1024,
+        16_777_216,
+      ),
       fetch: jwks.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
     }),
     cache:
@@ -309,7 +353,13 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         ? undefined
         : Object.freeze({
             maxEntries: integerInRange(cache?.maxEntries, 'cache.maxEntries', 5000, 1, 1_000_000),
-            maxTtlSeconds: integerInRange(cache?.maxTtlSeconds, 'cache.maxTtlSeconds', 300, 1, 86_400),
+            maxTtlSeconds: integerInRange(
+              cache?.maxTtlSeconds,
+              'cache.maxTtlSeconds',
+              300,
+              1,
+              86_400,
+            ),
           }),
   })
 }

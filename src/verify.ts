@@ -32,7 +32,10 @@ export interface Verdict {
 
 /** Everything verification needs, built once by `createGate()`. */
 export interface VerifierContext {
-  readonly keys: ReadonlyMap<string, { readonly keys: IssuerKeys; readonly realm: string | undefined }>
+  readonly keys: ReadonlyMap<
+    string,
+    { readonly keys: IssuerKeys; readonly realm: string | undefined }
+  >
   readonly algorithms: ReadonlySet<string>
   readonly rules: ClaimRules
   readonly maxTokenBytes: number
@@ -48,11 +51,15 @@ export function createVerifier(context: VerifierContext): (token: string) => Pro
   const { rules, algorithms, maxTokenBytes } = context
   const realm = rules.realm
   const verdicts =
-    context.cache && new VerdictCache<Verdict>(context.cache.maxEntries, context.cache.maxTtlSeconds * 1000)
+    context.cache &&
+    new VerdictCache<Verdict>(context.cache.maxEntries, context.cache.maxTtlSeconds * 1000)
   // A forged token repeated costs one signature check, like a valid one repeated.
   const forgeries =
     context.cache &&
-    new VerdictCache<true>(Math.min(context.cache.maxEntries, MAX_REMEMBERED_FORGERIES), context.cache.maxTtlSeconds * 1000)
+    new VerdictCache<true>(
+      Math.min(context.cache.maxEntries, MAX_REMEMBERED_FORGERIES),
+      context.cache.maxTtlSeconds * 1000,
+    )
 
   const invalid = () => new InvalidTokenError(INVALID_TOKEN, { realm })
 
@@ -74,7 +81,10 @@ export function createVerifier(context: VerifierContext): (token: string) => Pro
     // RFC 7515 §4.1.11: refuse extensions we do not understand; `b64: false` (RFC 7797) too.
     if (header.crit !== undefined || header.b64 !== undefined) throw invalid()
     const kid = header.kid
-    if (kid !== undefined && (typeof kid !== 'string' || kid.length === 0 || kid.length > MAX_KID_LENGTH)) {
+    if (
+      kid !== undefined &&
+      (typeof kid !== 'string' || kid.length === 0 || kid.length > MAX_KID_LENGTH)
+    ) {
       throw invalid()
     }
     // `jwk`, `jku`, `x5u` and `x5c` are ignored: keys come only from the configured issuer.
@@ -85,7 +95,8 @@ export function createVerifier(context: VerifierContext): (token: string) => Pro
     const candidates = await issuer.keys.resolve(kid, alg as JWSAlgorithm)
     const key = findSigner(parsed, candidates, alg as JWSAlgorithm)
     if (key === undefined) {
-      if (candidates.length > 0) forgeries?.set(token, true, candidates, Number.POSITIVE_INFINITY, now)
+      if (candidates.length > 0)
+        forgeries?.set(token, true, candidates, Number.POSITIVE_INFINITY, now)
       throw invalid()
     }
     const validUntil = checkClaims(header as TokenHeader, payload, rules, Date.now())
@@ -95,7 +106,11 @@ export function createVerifier(context: VerifierContext): (token: string) => Pro
   }
 }
 
-function findSigner(parsed: ParsedJWS, candidates: readonly PreparedKey[], alg: JWSAlgorithm): PreparedKey | undefined {
+function findSigner(
+  parsed: ParsedJWS,
+  candidates: readonly PreparedKey[],
+  alg: JWSAlgorithm,
+): PreparedKey | undefined {
   const data = Buffer.from(parsed.signingInput, 'latin1')
   for (const key of candidates) {
     const verifier = key.verifiers[alg]
@@ -121,11 +136,21 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
-function buildVerdict(token: string, parsed: ParsedJWS, issuer: string, realm: string | undefined): Verdict {
+function buildVerdict(
+  token: string,
+  parsed: ParsedJWS,
+  issuer: string,
+  realm: string | undefined,
+): Verdict {
   // Verdicts are shared by every request that presents the same token: nothing may mutate them.
   const header = deepFreeze(parsed.header) as TokenHeader
   const claims = deepFreeze(parsed.payload) as TokenClaims
-  const clientId = typeof claims.azp === 'string' ? claims.azp : typeof claims.client_id === 'string' ? claims.client_id : undefined
+  const clientId =
+    typeof claims.azp === 'string'
+      ? claims.azp
+      : typeof claims.client_id === 'string'
+        ? claims.client_id
+        : undefined
   const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
   const admission: Admission = Object.freeze({
     token,

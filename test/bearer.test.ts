@@ -6,7 +6,10 @@ import type { RequestLike } from '../src/types.js'
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln'
 
-function request(authorization: string | string[] | undefined, extra: Partial<RequestLike> = {}): RequestLike {
+function request(
+  authorization: string | string[] | undefined,
+  extra: Partial<RequestLike> = {},
+): RequestLike {
   return { headers: authorization === undefined ? {} : { authorization }, ...extra }
 }
 
@@ -17,9 +20,12 @@ describe('extractBearerToken', () => {
     ['BEARER', `BEARER ${TOKEN}`],
     ['bEaReR', `bEaReR ${TOKEN}`],
     ['several spaces', `Bearer   ${TOKEN}`],
-  ])('reads the token with scheme spelled %s (RFC 6750 §2.1, case-insensitive scheme)', (_, value) => {
-    expect(extractBearerToken(request(value), 'api')).toBe(TOKEN)
-  })
+  ])(
+    'reads the token with scheme spelled %s (RFC 6750 §2.1, case-insensitive scheme)',
+    (_, value) => {
+      expect(extractBearerToken(request(value), 'api')).toBe(TOKEN)
+    },
+  )
 
   it('accepts every b64token character and trailing padding', () => {
     expect(extractBearerToken(request('Bearer aZ09-._~+/=='), 'api')).toBe('aZ09-._~+/==')
@@ -52,40 +58,63 @@ describe('extractBearerToken', () => {
   })
 
   it('throws invalid_request when the Authorization field is repeated', () => {
-    const rawHeaders = ['Authorization', `Bearer ${TOKEN}`, 'host', 'x', 'authorization', `Bearer ${TOKEN}`]
-    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toThrow(InvalidRequestError)
-  })
-
-  it('throws invalid_request when the header value is a list', () => {
-    expect(() => extractBearerToken(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api')).toThrow(
+    const rawHeaders = [
+      'Authorization',
+      `Bearer ${TOKEN}`,
+      'host',
+      'x',
+      'authorization',
+      `Bearer ${TOKEN}`,
+    ]
+    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toThrow(
       InvalidRequestError,
     )
   })
 
+  it('throws invalid_request when the header value is a list', () => {
+    expect(() =>
+      extractBearerToken(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api'),
+    ).toThrow(InvalidRequestError)
+  })
+
   it('accepts one Authorization field among other raw headers', () => {
-    const rawHeaders = ['Host', 'x', 'Authorization', `Bearer ${TOKEN}`, 'Accept', 'application/json']
+    const rawHeaders = [
+      'Host',
+      'x',
+      'Authorization',
+      `Bearer ${TOKEN}`,
+      'Accept',
+      'application/json',
+    ]
     expect(extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toBe(TOKEN)
   })
 
-  it.each([
-    ['/api?access_token=abc'],
-    ['/api?x=1&access_token='],
-    ['/api?access_token'],
-  ])('throws invalid_request when a token is also in the query (%s)', (url) => {
-    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { url }), 'api')).toThrow(InvalidRequestError)
-  })
+  it.each([['/api?access_token=abc'], ['/api?x=1&access_token='], ['/api?access_token']])(
+    'throws invalid_request when a token is also in the query (%s)',
+    (url) => {
+      expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { url }), 'api')).toThrow(
+        InvalidRequestError,
+      )
+    },
+  )
 
   it('throws invalid_request when a token is also in a parsed body', () => {
     const body = { access_token: TOKEN }
-    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { body }), 'api')).toThrow(InvalidRequestError)
+    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { body }), 'api')).toThrow(
+      InvalidRequestError,
+    )
   })
 
   it('never reads a token from the query string alone', () => {
-    expect(extractBearerToken(request(undefined, { url: `/api?access_token=${TOKEN}` }), 'api')).toBeUndefined()
+    expect(
+      extractBearerToken(request(undefined, { url: `/api?access_token=${TOKEN}` }), 'api'),
+    ).toBeUndefined()
   })
 
   it('ignores query parameters that merely contain the name', () => {
-    expect(extractBearerToken(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' }), 'api')).toBe(TOKEN)
+    expect(
+      extractBearerToken(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' }), 'api'),
+    ).toBe(TOKEN)
   })
 
   it('puts the realm in the challenge of its errors', () => {

@@ -31,7 +31,9 @@ describe('checkClaims', () => {
   })
 
   it('stops at the maximum token age when it comes first', () => {
-    expect(checkClaims(HEADER, claims(), { ...RULES, maxTokenAgeSeconds: 10 }, NOW_MS)).toBe((NOW + 15) * 1000)
+    expect(checkClaims(HEADER, claims(), { ...RULES, maxTokenAgeSeconds: 10 }, NOW_MS)).toBe(
+      (NOW + 15) * 1000,
+    )
   })
 
   it.each([
@@ -67,7 +69,10 @@ describe('checkClaims', () => {
     ['a Keycloak refresh token', { typ: 'Refresh' }],
     ['a Keycloak logout token', { typ: 'Logout' }],
     ['a payload typ that is not a string', { typ: 1 }],
-    ['a back-channel logout token', { typ: undefined, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } }],
+    [
+      'a back-channel logout token',
+      { typ: undefined, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } },
+    ],
     ['a non-string subject', { sub: 42 }],
   ])('throws invalid_token for %s', (_, extra) => {
     let thrown: unknown
@@ -81,39 +86,56 @@ describe('checkClaims', () => {
   })
 
   it('accepts nbf and iat within the tolerance', () => {
-    expect(() => checkClaims(HEADER, claims({ nbf: NOW + 5, iat: NOW + 5 }), RULES, NOW_MS)).not.toThrow()
+    expect(() =>
+      checkClaims(HEADER, claims({ nbf: NOW + 5, iat: NOW + 5 }), RULES, NOW_MS),
+    ).not.toThrow()
   })
 
   it('accepts an audience array containing ours', () => {
-    expect(() => checkClaims(HEADER, claims({ aud: ['office', 'gateway'] }), RULES, NOW_MS)).not.toThrow()
+    expect(() =>
+      checkClaims(HEADER, claims({ aud: ['office', 'gateway'] }), RULES, NOW_MS),
+    ).not.toThrow()
   })
 
   it('accepts a token without payload typ (non-Keycloak providers)', () => {
     expect(() => checkClaims(HEADER, claims({ typ: undefined }), RULES, NOW_MS)).not.toThrow()
   })
 
-  it.each(['JWT', 'jwt', 'at+jwt', 'application/at+jwt', 'AT+JWT'])('accepts header typ %s', (typ) => {
-    expect(() => checkClaims({ alg: 'RS256', typ }, claims(), RULES, NOW_MS)).not.toThrow()
-  })
+  it.each(['JWT', 'jwt', 'at+jwt', 'application/at+jwt', 'AT+JWT'])(
+    'accepts header typ %s',
+    (typ) => {
+      expect(() => checkClaims({ alg: 'RS256', typ }, claims(), RULES, NOW_MS)).not.toThrow()
+    },
+  )
 
   it.each(['logout+jwt', 'id_token+jwt', 'dpop+jwt', 'JWE', ''])('refuses header typ %s', (typ) => {
-    expect(() => checkClaims({ alg: 'RS256', typ }, claims(), RULES, NOW_MS)).toThrow(InvalidTokenError)
+    expect(() => checkClaims({ alg: 'RS256', typ }, claims(), RULES, NOW_MS)).toThrow(
+      InvalidTokenError,
+    )
   })
 
   it('requires configured claims to be present and not null', () => {
     const rules = { ...RULES, requiredClaims: ['tenant'] }
     expect(() => checkClaims(HEADER, claims(), rules, NOW_MS)).toThrow(InvalidTokenError)
-    expect(() => checkClaims(HEADER, claims({ tenant: null }), rules, NOW_MS)).toThrow(InvalidTokenError)
+    expect(() => checkClaims(HEADER, claims({ tenant: null }), rules, NOW_MS)).toThrow(
+      InvalidTokenError,
+    )
     expect(() => checkClaims(HEADER, claims({ tenant: 'acme' }), rules, NOW_MS)).not.toThrow()
   })
 
   it('requires at+jwt and the RFC 9068 claims under the rfc9068 profile', () => {
     const rules = { ...RULES, tokenProfile: 'rfc9068' as const }
     const complete = claims({ client_id: 'c', jti: 'j' })
-    expect(() => checkClaims({ alg: 'RS256', typ: 'at+jwt' }, complete, rules, NOW_MS)).not.toThrow()
-    expect(() => checkClaims({ alg: 'RS256', typ: 'JWT' }, complete, rules, NOW_MS)).toThrow(InvalidTokenError)
+    expect(() =>
+      checkClaims({ alg: 'RS256', typ: 'at+jwt' }, complete, rules, NOW_MS),
+    ).not.toThrow()
+    expect(() => checkClaims({ alg: 'RS256', typ: 'JWT' }, complete, rules, NOW_MS)).toThrow(
+      InvalidTokenError,
+    )
     expect(() => checkClaims({ alg: 'RS256' }, complete, rules, NOW_MS)).toThrow(InvalidTokenError)
-    expect(() => checkClaims({ alg: 'RS256', typ: 'at+jwt' }, claims(), rules, NOW_MS)).toThrow(InvalidTokenError)
+    expect(() => checkClaims({ alg: 'RS256', typ: 'at+jwt' }, claims(), rules, NOW_MS)).toThrow(
+      InvalidTokenError,
+    )
   })
 
   it('describes every refusal but expiry the same way', () => {
@@ -155,7 +177,9 @@ describe('readRoles', () => {
   })
 
   it('does not read roles through the prototype chain', () => {
-    const roles = readRoles(JSON.parse('{"resource_access":{"__proto__":{"roles":["admin"]}}}') as TokenClaims)
+    const roles = readRoles(
+      JSON.parse('{"resource_access":{"__proto__":{"roles":["admin"]}}}') as TokenClaims,
+    )
     expect(Object.hasOwn(roles.clients, 'toString')).toBe(false)
     expect(roles.realm).toEqual([])
   })

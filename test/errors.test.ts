@@ -12,7 +12,7 @@ import {
   TenantRefusedError,
   TokenExpiredError,
   TokenMissingError,
-  TollgateError,
+  type TollgateError,
 } from '../src/errors.js'
 
 describe('error family', () => {
@@ -27,14 +27,16 @@ describe('error family', () => {
   })
 
   it('answers 400 invalid_request for malformed requests', () => {
-    expect(new InvalidRequestError('malformed bearer credentials', { realm: 'api' })).toMatchObject({
-      code: 'ERR_INVALID_REQUEST',
-      status: 400,
-      headers: {
-        'WWW-Authenticate':
-          'Bearer realm="api", error="invalid_request", error_description="malformed bearer credentials"',
+    expect(new InvalidRequestError('malformed bearer credentials', { realm: 'api' })).toMatchObject(
+      {
+        code: 'ERR_INVALID_REQUEST',
+        status: 400,
+        headers: {
+          'WWW-Authenticate':
+            'Bearer realm="api", error="invalid_request", error_description="malformed bearer credentials"',
+        },
       },
-    })
+    )
   })
 
   it('makes TokenExpiredError a kind of InvalidTokenError with its own code', () => {
@@ -44,12 +46,17 @@ describe('error family', () => {
       code: 'ERR_TOKEN_EXPIRED',
       status: 401,
       name: 'TokenExpiredError',
-      headers: { 'WWW-Authenticate': 'Bearer realm="api", error="invalid_token", error_description="token expired"' },
+      headers: {
+        'WWW-Authenticate':
+          'Bearer realm="api", error="invalid_token", error_description="token expired"',
+      },
     })
   })
 
   it('answers 403 insufficient_scope with the required scope', () => {
-    expect(new InsufficientScopeError('billing:read billing:write', { realm: 'api' })).toMatchObject({
+    expect(
+      new InsufficientScopeError('billing:read billing:write', { realm: 'api' }),
+    ).toMatchObject({
       code: 'ERR_INSUFFICIENT_SCOPE',
       status: 403,
       headers: {
@@ -60,7 +67,11 @@ describe('error family', () => {
   })
 
   it('answers 403 without a challenge for a refused tenant', () => {
-    expect(new TenantRefusedError({ realm: 'api' })).toMatchObject({ code: 'ERR_TENANT_REFUSED', status: 403, headers: {} })
+    expect(new TenantRefusedError({ realm: 'api' })).toMatchObject({
+      code: 'ERR_TENANT_REFUSED',
+      status: 403,
+      headers: {},
+    })
   })
 
   it.each([
@@ -68,9 +79,12 @@ describe('error family', () => {
     [1, '1'],
     [1.01, '2'],
     [-5, '1'],
-  ])('rounds Retry-After of a 429 up to whole seconds, at least 1 (%s s → %s)', (seconds, header) => {
-    expect(new RateLimitedError(seconds).headers['Retry-After']).toBe(header)
-  })
+  ])(
+    'rounds Retry-After of a 429 up to whole seconds, at least 1 (%s s → %s)',
+    (seconds, header) => {
+      expect(new RateLimitedError(seconds).headers['Retry-After']).toBe(header)
+    },
+  )
 
   it('keeps rate-limit headers on a 429', () => {
     const error = new RateLimitedError(3, { RateLimit: '"default";r=0;t=3' })
@@ -78,7 +92,11 @@ describe('error family', () => {
   })
 
   it('answers 503 with Retry-After and does not expose its message', () => {
-    const error = new ServiceUnavailableError('ERR_JWKS_UNAVAILABLE', 2.5, new Error('ECONNREFUSED 10.0.0.1'))
+    const error = new ServiceUnavailableError(
+      'ERR_JWKS_UNAVAILABLE',
+      2.5,
+      new Error('ECONNREFUSED 10.0.0.1'),
+    )
     expect(error).toMatchObject({ status: 503, expose: false, headers: { 'Retry-After': '3' } })
     expect(error.message).not.toContain('10.0.0.1')
   })
@@ -90,9 +108,17 @@ describe('error family', () => {
   })
 
   it('recognizes errors from another copy of the package by shape', () => {
-    const foreign = Object.assign(new Error('x'), { code: 'ERR_TOKEN_INVALID', status: 401, headers: {} })
+    const foreign = Object.assign(new Error('x'), {
+      code: 'ERR_TOKEN_INVALID',
+      status: 401,
+      headers: {},
+    })
     expect(isTollgateError(foreign)).toBe(true)
-    expect(isTollgateError(Object.assign(new Error('x'), { code: 'ECONNRESET', status: 1, headers: {} }))).toBe(false)
+    expect(
+      isTollgateError(
+        Object.assign(new Error('x'), { code: 'ECONNRESET', status: 1, headers: {} }),
+      ),
+    ).toBe(false)
     expect(isTollgateError({ code: 'ERR_TOKEN_INVALID', status: 401, headers: {} })).toBe(false)
     expect(isTollgateError(null)).toBe(false)
   })
@@ -103,16 +129,23 @@ describe('error family', () => {
     expect(rendered.headers).toMatchObject({
       'Content-Type': 'application/json; charset=utf-8',
       'Cache-Control': 'no-store',
-      'WWW-Authenticate': 'Bearer realm="api", error="invalid_token", error_description="invalid token"',
+      'WWW-Authenticate':
+        'Bearer realm="api", error="invalid_token", error_description="invalid token"',
     })
-    expect(JSON.parse(rendered.body)).toEqual({ error: 'invalid_token', error_description: 'invalid token' })
+    expect(JSON.parse(rendered.body)).toEqual({
+      error: 'invalid_token',
+      error_description: 'invalid token',
+    })
   })
 
   it('renders anything else as a bare 500 that reveals nothing', () => {
     const rendered = renderError(new Error('secret detail at /srv/app.js:12'))
     expect(rendered.status).toBe(500)
     expect(rendered.body).not.toContain('secret')
-    expect(JSON.parse(rendered.body)).toEqual({ error: 'server_error', error_description: 'internal error' })
+    expect(JSON.parse(rendered.body)).toEqual({
+      error: 'server_error',
+      error_description: 'internal error',
+    })
   })
 
   it('keeps fields writable, as Koa assigns err.status while rendering', () => {

@@ -36,7 +36,10 @@ describe('parseCompactJWS', () => {
     ['a header that is null', `${b64('null')}.${PAYLOAD}.${SIGNATURE}`],
     ['a payload that is a string', `${HEADER}.${b64('"x"')}.${SIGNATURE}`],
     ['a payload that is a number', `${HEADER}.${b64('1')}.${SIGNATURE}`],
-    ['a payload in invalid UTF-8', `${HEADER}.${b64(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]))}.${SIGNATURE}`],
+    [
+      'a payload in invalid UTF-8',
+      `${HEADER}.${b64(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]))}.${SIGNATURE}`,
+    ],
     ['a JSON serialization', JSON.stringify({ payload: PAYLOAD, signatures: [] })],
   ])('refuses %s', (_, token) => {
     expect(parseCompactJWS(token)).toBeUndefined()

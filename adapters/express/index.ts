@@ -12,7 +12,6 @@ import type { GateOptions } from '../../src/options.js'
 import type { Admission } from '../../src/types.js'
 
 declare global {
-  // biome-ignore lint/style/noNamespace: declaration merging is how Express types `req` additions.
   namespace Express {
     interface Request {
       /** Set by tollgate once the token is verified, the tenant resolved and its limit respected. */
@@ -21,8 +20,16 @@ declare global {
   }
 }
 
-function refuse(error: unknown, res: Response, next: NextFunction, errorHandling: Gate['errorHandling']): void {
-  if (errorHandling === 'framework') return next(error)
+function refuse(
+  error: unknown,
+  res: Response,
+  next: NextFunction,
+  errorHandling: Gate['errorHandling'],
+): void {
+  if (errorHandling === 'framework') {
+    next(error)
+    return
+  }
   const { status, headers, body } = renderError(error)
   res.status(status).set(headers).end(body)
 }
@@ -41,13 +48,22 @@ function refuse(error: unknown, res: Response, next: NextFunction, errorHandling
 export function tollgate(options: GateOptions): RequestHandler {
   const gate = createGate(options)
   return function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
-    const request = { headers: req.headers, rawHeaders: req.rawHeaders, method: req.method, url: req.originalUrl, body: req.body }
+    const request = {
+      headers: req.headers,
+      rawHeaders: req.rawHeaders,
+      method: req.method,
+      url: req.originalUrl,
+      body: req.body,
+    }
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
-    gate.check(request).then((result) => {
-      if (result.auth !== undefined) req.auth = result.auth
-      res.set(result.headers)
-      next()
-    }, (error: unknown) => refuse(error, res, next, gate.errorHandling))
+    gate.check(request).then(
+      (result) => {
+        if (result.auth !== undefined) req.auth = result.auth
+        res.set(result.headers)
+        next()
+      },
+      (error: unknown) => refuse(error, res, next, gate.errorHandling),
+    )
   }
 }
 
@@ -56,18 +72,22 @@ function wrap(guard: guards.Guard): RequestHandler {
     try {
       guard(req.auth)
     } catch (error) {
-      return refuse(error, res, next, guards.contextOf(req.auth).errorHandling)
+      refuse(error, res, next, guards.contextOf(req.auth).errorHandling)
+      return
     }
     next()
   }
 }
 
 /** Route middleware: 403 `insufficient_scope` unless the token has every one of `scopes`. */
-export const requireScopes = (...scopes: string[]): RequestHandler => wrap(guards.requireScopes(...scopes))
+export const requireScopes = (...scopes: string[]): RequestHandler =>
+  wrap(guards.requireScopes(...scopes))
 /** Route middleware: 403 `insufficient_scope` unless the token has at least one of `scopes`. */
-export const requireAnyScope = (...scopes: string[]): RequestHandler => wrap(guards.requireAnyScope(...scopes))
+export const requireAnyScope = (...scopes: string[]): RequestHandler =>
+  wrap(guards.requireAnyScope(...scopes))
 /** Route middleware: 403 unless Keycloak's `realm_access.roles` has every one of `roles`. */
-export const requireRealmRoles = (...roles: string[]): RequestHandler => wrap(guards.requireRealmRoles(...roles))
+export const requireRealmRoles = (...roles: string[]): RequestHandler =>
+  wrap(guards.requireRealmRoles(...roles))
 /** Route middleware: 403 unless `resource_access[clientId].roles` has every one of `roles`. */
 export const requireClientRoles = (clientId: string, ...roles: string[]): RequestHandler =>
   wrap(guards.requireClientRoles(clientId, ...roles))

@@ -42,7 +42,13 @@ export function tollgate(options: GateOptions): Middleware<TollgateState> {
     let result: Awaited<ReturnType<typeof gate.check>>
     try {
       const body = (ctx.request as { body?: unknown }).body
-      result = await gate.check({ headers: ctx.headers, rawHeaders: ctx.req.rawHeaders, method: ctx.method, url: ctx.originalUrl, body })
+      result = await gate.check({
+        headers: ctx.headers,
+        rawHeaders: ctx.req.rawHeaders,
+        method: ctx.method,
+        url: ctx.originalUrl,
+        body,
+      })
     } catch (error) {
       return refuse(error, ctx, gate.errorHandling)
     }
@@ -64,13 +70,18 @@ function wrap(guard: guards.Guard): Middleware<TollgateState> {
 }
 
 /** Route middleware: 403 `insufficient_scope` unless the token has every one of `scopes`. */
-export const requireScopes = (...scopes: string[]): Middleware<TollgateState> => wrap(guards.requireScopes(...scopes))
+export const requireScopes = (...scopes: string[]): Middleware<TollgateState> =>
+  wrap(guards.requireScopes(...scopes))
 /** Route middleware: 403 `insufficient_scope` unless the token has at least one of `scopes`. */
-export const requireAnyScope = (...scopes: string[]): Middleware<TollgateState> => wrap(guards.requireAnyScope(...scopes))
+export const requireAnyScope = (...scopes: string[]): Middleware<TollgateState> =>
+  wrap(guards.requireAnyScope(...scopes))
 /** Route middleware: 403 unless Keycloak's `realm_access.roles` has every one of `roles`. */
-export const requireRealmRoles = (...roles: string[]): Middleware<TollgateState> => wrap(guards.requireRealmRoles(...roles))
+export const requireRealmRoles = (...roles: string[]): Middleware<TollgateState> =>
+  wrap(guards.requireRealmRoles(...roles))
 /** Route middleware: 403 unless `resource_access[clientId].roles` has every one of `roles`. */
-export const requireClientRoles = (clientId: string, ...roles: string[]): Middleware<TollgateState> =>
-  wrap(guards.requireClientRoles(clientId, ...roles))
+export const requireClientRoles = (
+  clientId: string,
+  ...roles: string[]
+): Middleware<TollgateState> => wrap(guards.requireClientRoles(clientId, ...roles))
 
 export * from '../../src/index.js'

@@ -1,0 +1,281 @@
+import type { Server } from 'node:http'
+
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { keycloak } from '../../src/issuers.js'
+import type { GateOptions } from '../../src/options.js'
+import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { APPS } from '../helpers/apps.js'
+import { rawRequest } from '../helpers/raw-request.js'
+
+const ROUTE = '/api/v1/billing/subscriptions'
+let issuer: TestIssuer
+let options: GateOptions
+
+beforeAll(async () => {
+  issuer = await createTestIssuer({
+    realms: ['acme'],
+    algorithms: ['RS256', 'ES256'],
+    audience: 'gateway',
+  })
+  options = { issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }), audience: 'gateway' }
+})
+afterAll(async () => {
+  await issuer.close()
+})
+
+const INVALID_TOKEN = {
+  status: 401,
+  challenge: 'Bearer realm="api", error="invalid_token", error_description="invalid token"',
+  body: { error: 'invalid_token', error_description: 'invalid token' },
+}
+
+describe.each(APPS)('%s adapter', (_name, createApp) => {
+  let app: Server
+  beforeAll(() => {
+    app = createApp(options)
+  })
+  afterAll(() => {
+    app.close()
+  })
+
+  it('admits a valid token and exposes the verified auth to the handler', async () => {
+    const token = await issuer.mint({ sub: 'alice', azp: 'billing-ui' })
+    const res = await request(app).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({
+      authenticated: true,
+      subject: 'alice',
+      clientId: 'billing-ui',
+      issuer: issuer.issuer('acme'),
+    })
+  })
+
+  it('answers 401 with a bare challenge when no credentials are sent', async () => {
+    const res = await request(app).get(ROUTE)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="api"')
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect(res.body).toEqual({ error: 'unauthorized', error_description: 'bearer token required' })
+  })
+
+  it('answers 401 with a bare challenge for another scheme', async () => {
+    const res = await request(app).get(ROUTE).set('Authorization', 'Basic dXNlcjpwYXNz')
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="api"')
+  })
+
+  it('answers 400 invalid_request for Bearer without a token', async () => {
+    const res = await request(app).get(ROUTE).set('Authorization', 'Bearer')
+    expect(res.status).toBe(400)
+    expect(res.headers['www-authenticate']).toContain('error="invalid_request"')
+    expect(res.body.error).toBe('invalid_request')
+  })
+
+  it('answers 400 invalid_request for a repeated Authorization field', async () => {
+    const token = await issuer.mint()
+    const res = await rawRequest(app, [
+      `GET ${ROUTE} HTTP/1.1`,
+      `Authorization: Bearer ${token}`,
+      `Authorization: Bearer ${token}`,
+    ])
+    expect(res.status).toBe(400)
+    expect(res.raw).toContain('error="invalid_request"')
+  })
+
+  it('answers 400 invalid_request for a token also sent in the query', async () => {
+    const token = await issuer.mint()
+    const res = await request(app)
+      .get(`${ROUTE}?access_token=${token}`)
+      .set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(400)
+  })
+
+  it('answers 400 invalid_request for a token also sent in a form body', async () => {
+    const token = await issuer.mint()
+    const res = await request(app)
+      .post(ROUTE)
+      .set('Authorization', `Bearer ${token}`)
+      .type('form')
+      .send({ access_token: token })
+    expect(res.status).toBe(400)
+  })
+
+  it('answers 401 token expired for an expired token', async () => {
+    const token = await issuer.mint({ exp: Math.floor(Date.now() / 1000) - 60 })
+    const res = await request(app).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="api", error="invalid_token", error_description="token expired"',
+    )
+    expect(res.body).toEqual({ error: 'invalid_token', error_description: 'token expired' })
+  })
+
+  it('refuses a token issued for another product (office token at the gateway)', async () => {
+    const token = await issuer.mint({ aud: 'office' })
+    const res = await request(app).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(INVALID_TOKEN.status)
+    expect(res.headers['www-authenticate']).toBe(INVALID_TOKEN.challenge)
+    expect(res.body).toEqual(INVALID_TOKEN.body)
+  })
+
+  it('refuses a forged signature', async () => {
+    const token = await issuer.mint()
+    const [header, payload] = token.split('.')
+    const forged = await issuer.mint({ sub: 'mallory' })
+    const res = await request(app)
+      .get(ROUTE)
+      .set('Authorization', `Bearer ${header}.${payload}.${forged.split('.')[2]}`)
+    expect(res.status).toBe(401)
+    expect(res.body).toEqual(INVALID_TOKEN.body)
+  })
+
+  it('answers 403 insufficient_scope with the scope the route needs', async () => {
+    const token = await issuer.mint({ scope: 'openid profile' })
+    const res = await request(app).get('/scoped').set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(403)
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="api", error="insufficient_scope", error_description="insufficient scope", scope="billing:read"',
+    )
+    expect(res.body).toEqual({
+      error: 'insufficient_scope',
+      error_description: 'insufficient scope',
+    })
+  })
+
+  it('admits a route guarded by scope when the token has it', async () => {
+    const token = await issuer.mint({ scope: 'openid billing:read' })
+    const res = await request(app).get('/scoped').set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(200)
+  })
+
+  it('checks any-of scopes, realm roles and client roles', async () => {
+    const admin = await issuer.mint({
+      scope: 'billing:admin',
+      realm_access: { roles: ['admin'] },
+      resource_access: { office: { roles: ['editor'] } },
+    })
+    const plain = await issuer.mint({ scope: 'openid' })
+    for (const path of ['/any-scope', '/realm-role', '/client-role']) {
+      expect((await request(app).get(path).set('Authorization', `Bearer ${admin}`)).status).toBe(
+        200,
+      )
+      expect((await request(app).get(path).set('Authorization', `Bearer ${plain}`)).status).toBe(
+        403,
+      )
+    }
+  })
+
+  it('does not turn a failure in a later handler into an authentication error', async () => {
+    const token = await issuer.mint()
+    const res = await request(app).get('/throws').set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(500)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+  })
+})
+
+describe.each(APPS)('%s adapter, configured', (_name, createApp) => {
+  it('hands refusals to the framework with errorHandling: framework', async () => {
+    const app = createApp({ ...options, errorHandling: 'framework' })
+    const res = await request(app).get(ROUTE)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="api"')
+    expect(res.body).toEqual({ handledBy: 'app', code: 'ERR_TOKEN_MISSING' })
+    app.close()
+  })
+
+  it('hands guard refusals to the framework too with errorHandling: framework', async () => {
+    const app = createApp({ ...options, errorHandling: 'framework' })
+    const token = await issuer.mint({ scope: 'openid' })
+    const res = await request(app).get('/scoped').set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(403)
+    expect(res.body).toEqual({ handledBy: 'app', code: 'ERR_INSUFFICIENT_SCOPE' })
+    app.close()
+  })
+
+  it('lets requests without credentials through when credentials are optional, but not bad tokens', async () => {
+    const app = createApp({ ...options, credentialsRequired: false })
+    expect((await request(app).get(ROUTE)).body).toEqual({ authenticated: false })
+    const bad = await request(app).get(ROUTE).set('Authorization', 'Bearer not.a.token')
+    expect(bad.status).toBe(401)
+    const guarded = await request(app).get('/scoped')
+    expect(guarded.status).toBe(401)
+    expect(guarded.headers['www-authenticate']).toBe('Bearer realm="api"')
+    app.close()
+  })
+
+  it('does nothing for requests the skip predicate matches', async () => {
+    const app = createApp({ ...options, skip: (req) => req.method === 'OPTIONS' })
+    expect((await request(app).options(ROUTE)).status).not.toBe(401)
+    expect((await request(app).get(ROUTE)).status).toBe(401)
+    app.close()
+  })
+
+  it('uses the configured realm in every challenge', async () => {
+    const app = createApp({ ...options, realm: 'gateway' })
+    expect((await request(app).get(ROUTE)).headers['www-authenticate']).toBe(
+      'Bearer realm="gateway"',
+    )
+    app.close()
+  })
+
+  it('answers 503 with Retry-After, not 401, when no signing keys can be fetched', async () => {
+    const down = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
+    const token = await down.mint()
+    await down.stop()
+    const app = createApp({
+      issuers: keycloak({ authUrl: down.url, realms: ['acme'] }),
+      audience: 'gateway',
+    })
+    const res = await request(app).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(503)
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+    expect(res.body).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'signing keys unavailable',
+    })
+    app.close()
+    await down.close()
+  })
+
+  it('fails at creation, not per request, on invalid options', () => {
+    expect(() => createApp({ ...options, algorithms: ['HS256' as never] })).toThrow(TypeError)
+  })
+})
+
+describe('all adapters', () => {
+  it('give identical status, tollgate headers and body for the same request', async () => {
+    const valid = await issuer.mint({ sub: 'same' })
+    const expired = await issuer.mint({ exp: 1 })
+    const cases: Array<Record<string, string>> = [
+      {},
+      { Authorization: `Bearer ${valid}` },
+      { Authorization: `Bearer ${expired}` },
+      { Authorization: 'Bearer' },
+      { Authorization: 'Basic x' },
+      { Authorization: 'Bearer a.b.c' },
+      { Authorization: `Bearer ${valid} x` },
+    ]
+    const servers = APPS.map(([, createApp]) => createApp(options))
+    for (const headers of cases) {
+      const answers = []
+      for (const server of servers) {
+        const res = await request(server).get(ROUTE).set(headers)
+        answers.push({
+          status: res.status,
+          challenge: res.headers['www-authenticate'],
+          retryAfter: res.headers['retry-after'],
+          contentType: res.headers['content-type'],
+          cacheControl: res.headers['cache-control'],
+          contentLength: res.headers['content-length'],
+          body: res.text,
+        })
+      }
+      for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0])
+    }
+    for (const server of servers) server.close()
+  })
+})

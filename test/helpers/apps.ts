@@ -1,0 +1,145 @@
+/**
+ * Real Express (4, 5) and Koa (2, 3) apps protected by tollgate, for supertest. Every app serves
+ * the same routes so one behaviour suite can run against all of them.
+ */
+import type { Server } from 'node:http'
+import { createServer } from 'node:http'
+
+import express5 from 'express'
+import express4 from 'express4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
+
+import * as expressAdapter from '../../adapters/express/index.js'
+import * as koaAdapter from '../../adapters/koa/index.js'
+import type { GateOptions } from '../../src/options.js'
+import type { Admission } from '../../src/types.js'
+
+export type AppFactory = (options: GateOptions) => Server
+
+/** What every protected route answers: enough of `auth` to assert on, never the token. */
+function describeAuth(auth: Admission | undefined) {
+  if (auth === undefined) return { authenticated: false }
+  return {
+    authenticated: true,
+    subject: auth.subject,
+    issuer: auth.issuer,
+    clientId: auth.clientId,
+    tenant: auth.tenant,
+    plan: auth.plan,
+    scopes: auth.scopes,
+  }
+}
+
+function expressApp(express: typeof express5): AppFactory {
+  return (options) => {
+    const app = express()
+    // A body parser before the gate, as applications have: lets the gate see a token in the body.
+    app.use(express.urlencoded({ extended: false }))
+    app.use(expressAdapter.tollgate(options))
+    app.get('/api/v1/billing/subscriptions', (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    app.get('/scoped', expressAdapter.requireScopes('billing:read'), (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    app.get(
+      '/any-scope',
+      expressAdapter.requireAnyScope('billing:read', 'billing:admin'),
+      (req, res) => {
+        res.json(describeAuth(req.auth))
+      },
+    )
+    app.get('/realm-role', expressAdapter.requireRealmRoles('admin'), (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    app.get('/client-role', expressAdapter.requireClientRoles('office', 'editor'), (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    app.post('/api/v1/billing/subscriptions', (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    app.get('/throws', () => {
+      throw new Error('handler failure')
+    })
+    // Express's own error handler would answer HTML; this one keeps the framework-mode body JSON.
+    app.use(
+      (
+        error: { status?: number; headers?: Record<string, string>; code?: string },
+        _req: express5.Request,
+        res: express5.Response,
+        _next: express5.NextFunction,
+      ) => {
+        res
+          .status(error.status ?? 500)
+          .set(error.headers ?? {})
+          .json({ handledBy: 'app', code: error.code ?? 'unknown' })
+      },
+    )
+    return createServer(app)
+  }
+}
+
+function formBody(Koa: typeof Koa3) {
+  const middleware: Koa3.Middleware = async (ctx, next) => {
+    if (ctx.is('application/x-www-form-urlencoded')) {
+      const chunks: Buffer[] = []
+      for await (const chunk of ctx.req) chunks.push(chunk as Buffer)
+      ;(ctx.request as { body?: unknown }).body = Object.fromEntries(
+        new URLSearchParams(Buffer.concat(chunks).toString()),
+      )
+    }
+    await next()
+  }
+  void Koa
+  return middleware
+}
+
+function koaApp(Koa: typeof Koa3): AppFactory {
+  return (options) => {
+    const app = new Koa()
+    app.silent = true
+    app.use(async (ctx, next) => {
+      try {
+        await next()
+      } catch (caught) {
+        const error = caught as { status?: number; headers?: Record<string, string>; code?: string }
+        if (error.code === undefined || !String(error.code).startsWith('ERR_')) throw caught
+        ctx.status = error.status ?? 500
+        ctx.set(error.headers ?? {})
+        ctx.body = { handledBy: 'app', code: error.code }
+      }
+    })
+    app.use(formBody(Koa))
+    app.use(koaAdapter.tollgate(options))
+    const routes: Record<string, Koa3.Middleware<koaAdapter.TollgateState>[]> = {
+      'GET /api/v1/billing/subscriptions': [],
+      'POST /api/v1/billing/subscriptions': [],
+      'GET /scoped': [koaAdapter.requireScopes('billing:read')],
+      'GET /any-scope': [koaAdapter.requireAnyScope('billing:read', 'billing:admin')],
+      'GET /realm-role': [koaAdapter.requireRealmRoles('admin')],
+      'GET /client-role': [koaAdapter.requireClientRoles('office', 'editor')],
+    }
+    app.use(async (ctx: Koa3.ParameterizedContext<koaAdapter.TollgateState>, next) => {
+      const guards = routes[`${ctx.method} ${ctx.path}`]
+      if (ctx.path === '/throws') throw new Error('handler failure')
+      if (guards === undefined) return next()
+      let index = 0
+      const run = async (): Promise<void> => {
+        const guard = guards[index++]
+        if (guard !== undefined) return guard(ctx, run)
+        ctx.body = describeAuth(ctx.state.auth)
+      }
+      await run()
+    })
+    return createServer(app.callback())
+  }
+}
+
+/** Every framework major tollgate supports, by name. */
+export const APPS: ReadonlyArray<readonly [string, AppFactory]> = [
+  ['express 5', expressApp(express5)],
+  ['express 4', expressApp(express4 as unknown as typeof express5)],
+  ['koa 3', koaApp(Koa3)],
+  ['koa 2', koaApp(Koa2 as unknown as typeof Koa3)],
+]
