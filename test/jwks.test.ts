@@ -188,7 +188,8 @@ describe('IssuerKeys', () => {
     expect(events.find((event) => event.type === 'jwks_refresh_failed')).toMatchObject({ reason })
   })
 
-  it.each([
+  type Mutation = (jwk: Record<string, unknown>) => unknown
+  it.each<[string, Mutation]>([
     ['encryption keys', (jwk: Record<string, unknown>) => ({ ...jwk, use: 'enc' })],
     [
       'keys whose key_ops exclude verify',
