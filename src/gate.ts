@@ -12,9 +12,10 @@ import { bindContext, type GateContext } from './guards.js'
 import { IssuerKeys, type IssuerKeysStatus } from './jwks.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
+import type { ResolvedTenant } from './tenant.js'
 import { createTenantResolver } from './tenant.js'
-import type { CheckResult, RequestLike } from './types.js'
-import { createVerifier } from './verify.js'
+import type { Admission, CheckResult, RequestLike } from './types.js'
+import { createVerifier, type Verdict } from './verify.js'
 
 /** What `gate.ready()` reports: `ready` when every issuer has usable keys. */
 export interface ReadyReport {
@@ -43,6 +44,12 @@ export interface Gate {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const PASS: CheckResult = Object.freeze({ auth: undefined, headers: NO_HEADERS })
 
+interface TenantMemo {
+  readonly id: string
+  readonly plan: string | undefined
+  readonly auth: Admission
+}
+
 /**
  * Creates a gate.
  *
@@ -65,7 +72,7 @@ export function createGate(options: GateOptions): Gate {
     realm: issuer.realm,
     keys: new IssuerKeys(issuer, normalized.algorithms, normalized.jwks, emit),
   }))
-  const verify = createVerifier({
+  const verifier = createVerifier({
     keys: new Map(issuers.map((entry) => [entry.issuer, entry])),
     algorithms: new Set(normalized.algorithms),
     rules: normalized.claims,
@@ -79,68 +86,100 @@ export function createGate(options: GateOptions): Gate {
   const limiter = options.rateLimit && createTenantLimiter(options.rateLimit, { realm, emit })
   const context: GateContext = Object.freeze({ realm, errorHandling: normalized.errorHandling })
   const { credentialsRequired, skip } = normalized
+  const pass = Promise.resolve(PASS)
 
-  /** Filled in as facts become known, for the `rejected` event; only allocated when someone listens. */
-  interface Trace {
-    issuer: string | undefined
-    tenant: string | undefined
-  }
-
-  async function admit(request: RequestLike, trace?: Trace): Promise<CheckResult> {
-    if (skip?.(request)) return PASS
-    const token = extractBearerToken(request, realm)
-    if (token === undefined) {
-      if (!credentialsRequired) return PASS
-      throw new TokenMissingError({ realm })
+  /** A hit on a gate without tenants answers with a promise built once per verified token. */
+  function accept(verdict: Verdict): Promise<CheckResult> {
+    let answer = verdict.memo as Promise<CheckResult> | undefined
+    if (answer === undefined) {
+      bindContext(verdict.admission, context)
+      answer = Promise.resolve(Object.freeze({ auth: verdict.admission, headers: NO_HEADERS }))
+      verdict.memo = answer
     }
-    const { verified, admission } = await verify(token)
-    if (trace !== undefined) trace.issuer = admission.issuer
-    if (resolveTenant === undefined) {
-      bindContext(admission, context)
-      emit?.({
-        type: 'accepted',
-        issuer: admission.issuer,
-        subject: admission.subject,
-        clientId: admission.clientId,
-        tenant: undefined,
-      })
-      return { auth: admission, headers: NO_HEADERS }
-    }
-    const tenant = await resolveTenant(verified)
-    if (trace !== undefined) trace.tenant = tenant.id
-    const headers =
-      limiter === undefined ? NO_HEADERS : await limiter.consume(tenant, request, verified)
-    const auth = Object.freeze({ ...admission, tenant: tenant.id, plan: tenant.plan })
-    bindContext(auth, context)
+    const { admission } = verdict
     emit?.({
       type: 'accepted',
-      issuer: auth.issuer,
-      subject: auth.subject,
-      clientId: auth.clientId,
-      tenant: tenant.id,
+      issuer: admission.issuer,
+      subject: admission.subject,
+      clientId: admission.clientId,
+      tenant: undefined,
     })
-    return { auth, headers }
+    return answer
   }
 
-  const check =
-    emit === undefined
-      ? admit
-      : async (request: RequestLike): Promise<CheckResult> => {
-          const trace: Trace = { issuer: undefined, tenant: undefined }
-          try {
-            return await admit(request, trace)
-          } catch (error) {
-            if (isTollgateError(error)) {
-              emit({
-                type: 'rejected',
-                code: error.code,
-                issuer: trace.issuer,
-                tenant: trace.tenant,
-              })
-            }
-            throw error
-          }
-        }
+  /** The admission with its tenant, reused while the same token keeps resolving to the same tenant and plan. */
+  function withTenant(verdict: Verdict, tenant: ResolvedTenant): Admission {
+    const memo = verdict.memo as TenantMemo | undefined
+    if (memo !== undefined && memo.id === tenant.id && memo.plan === tenant.plan) return memo.auth
+    const auth: Admission = Object.freeze({
+      ...verdict.admission,
+      tenant: tenant.id,
+      plan: tenant.plan,
+    })
+    bindContext(auth, context)
+    verdict.memo = { id: tenant.id, plan: tenant.plan, auth } satisfies TenantMemo
+    return auth
+  }
+
+  function refuse(
+    error: unknown,
+    issuer: string | undefined,
+    tenant: string | undefined,
+  ): Promise<never> {
+    if (emit !== undefined && isTollgateError(error))
+      emit({ type: 'rejected', code: error.code, issuer, tenant })
+    return Promise.reject(error)
+  }
+
+  async function admit(
+    request: RequestLike,
+    token: string,
+    cached: Verdict | undefined,
+  ): Promise<CheckResult> {
+    let issuer: string | undefined
+    let tenantId: string | undefined
+    try {
+      const verdict = cached ?? (await verifier.verify(token))
+      if (resolveTenant === undefined) return await accept(verdict)
+      issuer = verdict.admission.issuer
+      const tenant = await resolveTenant(verdict.verified)
+      tenantId = tenant.id
+      const headers =
+        limiter === undefined
+          ? NO_HEADERS
+          : await limiter.consume(tenant, request, verdict.verified)
+      const auth = withTenant(verdict, tenant)
+      emit?.({
+        type: 'accepted',
+        issuer,
+        subject: auth.subject,
+        clientId: auth.clientId,
+        tenant: tenant.id,
+      })
+      return { auth, headers }
+    } catch (error) {
+      return refuse(error, issuer, tenantId)
+    }
+  }
+
+  // Not async on purpose: a cached token on a gate without tenants is answered without any await.
+  function check(request: RequestLike): Promise<CheckResult> {
+    let token: string | undefined
+    try {
+      if (skip?.(request)) return pass
+      token = extractBearerToken(request, realm)
+    } catch (error) {
+      return refuse(error, undefined, undefined)
+    }
+    if (token === undefined) {
+      return credentialsRequired
+        ? refuse(new TokenMissingError({ realm }), undefined, undefined)
+        : pass
+    }
+    const cached = verifier.cached(token, Date.now())
+    if (cached !== undefined && resolveTenant === undefined) return accept(cached)
+    return admit(request, token, cached)
+  }
 
   return Object.freeze({
     check,

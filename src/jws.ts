@@ -39,11 +39,16 @@ function isCanonicalBase64url(segment: string): boolean {
 }
 
 function decodeJSONObject(segment: string): Record<string, unknown> | undefined {
-  let text: string
-  try {
-    text = strictUtf8.decode(Buffer.from(segment, 'base64url'))
-  } catch {
-    return undefined
+  const bytes = Buffer.from(segment, 'base64url')
+  let text = bytes.toString('utf8')
+  // Buffer decoding replaces invalid UTF-8 with U+FFFD; only then pay for the strict decoder,
+  // which tells a literal U+FFFD from an invalid sequence.
+  if (text.includes('\uFFFD')) {
+    try {
+      text = strictUtf8.decode(bytes)
+    } catch {
+      return undefined
+    }
   }
   let value: unknown
   try {

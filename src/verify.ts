@@ -28,6 +28,19 @@ export interface VerifiedToken {
 export interface Verdict {
   readonly verified: VerifiedToken
   readonly admission: Admission
+  /**
+   * Per-verdict memo for the gate: the last admission built with a tenant, so a token repeated by
+   * the same tenant does not allocate a new admission per request.
+   */
+  memo: unknown
+}
+
+/** The verification step of one gate. */
+export interface Verifier {
+  /** The cached verdict for this exact token, if still valid; never does I/O. */
+  cached(token: string, nowMs: number): Verdict | undefined
+  /** Full verification. Rejects with `InvalidTokenError`, `TokenExpiredError` or `ServiceUnavailableError`. */
+  verify(token: string): Promise<Verdict>
 }
 
 /** Everything verification needs, built once by `createGate()`. */
@@ -46,8 +59,8 @@ const MAX_KID_LENGTH = 256
 /** Bound on remembered forgeries: enough for a repeated forged token, small enough to be cheap. */
 const MAX_REMEMBERED_FORGERIES = 1000
 
-/** Creates the verification function of one gate. */
-export function createVerifier(context: VerifierContext): (token: string) => Promise<Verdict> {
+/** Creates the verification step of one gate. */
+export function createVerifier(context: VerifierContext): Verifier {
   const { rules, algorithms, maxTokenBytes } = context
   const realm = rules.realm
   const verdicts =
@@ -63,13 +76,8 @@ export function createVerifier(context: VerifierContext): (token: string) => Pro
 
   const invalid = () => new InvalidTokenError(INVALID_TOKEN, { realm })
 
-  return async function verifyToken(token: string): Promise<Verdict> {
+  async function verifyToken(token: string): Promise<Verdict> {
     const now = Date.now()
-    const cached = verdicts?.get(token, now)
-    if (cached !== undefined) {
-      // The verdict is still within exp and max age (checked by the cache); nbf was already past.
-      return cached
-    }
     if (token.length > maxTokenBytes) throw invalid()
     if (forgeries?.get(token, now) !== undefined) throw invalid()
     const parsed = parseCompactJWS(token)
@@ -103,6 +111,12 @@ export function createVerifier(context: VerifierContext): (token: string) => Pro
     const verdict = buildVerdict(token, parsed, iss as string, issuer.realm)
     verdicts?.set(token, verdict, [key], validUntil, now)
     return verdict
+  }
+
+  return {
+    // A hit is still within exp and max age (the cache checks both); nbf had already passed.
+    cached: verdicts === undefined ? () => undefined : (token, nowMs) => verdicts.get(token, nowMs),
+    verify: verifyToken,
   }
 }
 
@@ -165,5 +179,5 @@ function buildVerdict(
     tenant: undefined,
     plan: undefined,
   })
-  return Object.freeze({ verified, admission })
+  return { verified, admission, memo: undefined }
 }
