@@ -84,3 +84,27 @@ export function requireClientRoles(clientId: string, ...roles: string[]): Guard 
     return granted !== undefined && required.every((role) => granted.includes(role))
   })
 }
+
+/** The guard factories as an adapter exposes them, each returning that framework's middleware. */
+export interface GuardMiddlewareFactories<Middleware> {
+  /** Route middleware: 403 `insufficient_scope` unless the token has every one of `scopes`. */
+  requireScopes(...scopes: string[]): Middleware
+  /** Route middleware: 403 `insufficient_scope` unless the token has at least one of `scopes`. */
+  requireAnyScope(...scopes: string[]): Middleware
+  /** Route middleware: 403 unless Keycloak's `realm_access.roles` has every one of `roles`. */
+  requireRealmRoles(...roles: string[]): Middleware
+  /** Route middleware: 403 unless `resource_access[clientId].roles` has every one of `roles`. */
+  requireClientRoles(clientId: string, ...roles: string[]): Middleware
+}
+
+/** Builds an adapter's guard factories from its one way of turning a guard into middleware. */
+export function guardMiddleware<Middleware>(
+  wrap: (guard: Guard) => Middleware,
+): GuardMiddlewareFactories<Middleware> {
+  return {
+    requireScopes: (...scopes) => wrap(requireScopes(...scopes)),
+    requireAnyScope: (...scopes) => wrap(requireAnyScope(...scopes)),
+    requireRealmRoles: (...roles) => wrap(requireRealmRoles(...roles)),
+    requireClientRoles: (clientId, ...roles) => wrap(requireClientRoles(clientId, ...roles)),
+  }
+}

@@ -6,8 +6,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
 import { renderError } from '../../src/errors.js'
-import { createGate, type Gate } from '../../src/gate.js'
-import * as guards from '../../src/guards.js'
+import { createGate } from '../../src/gate.js'
+import { contextOf, type Guard, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
 import type { Admission } from '../../src/types.js'
 
@@ -24,12 +24,9 @@ function refuse(
   error: unknown,
   res: Response,
   next: NextFunction,
-  errorHandling: Gate['errorHandling'],
+  mode: 'respond' | 'framework',
 ): void {
-  if (errorHandling === 'framework') {
-    next(error)
-    return
-  }
+  if (mode === 'framework') return void next(error)
   const { status, headers, body } = renderError(error)
   res.status(status).set(headers).end(body)
 }
@@ -48,15 +45,9 @@ function refuse(
 export function tollgate(options: GateOptions): RequestHandler {
   const gate = createGate(options)
   return function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
-    const request = {
-      headers: req.headers,
-      rawHeaders: req.rawHeaders,
-      method: req.method,
-      url: req.originalUrl,
-      body: req.body,
-    }
+    const { headers, rawHeaders, method, originalUrl: url, body } = req
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
-    gate.check(request).then(
+    gate.check({ headers, rawHeaders, method, url, body }).then(
       (result) => {
         if (result.auth !== undefined) req.auth = result.auth
         res.set(result.headers)
@@ -67,29 +58,17 @@ export function tollgate(options: GateOptions): RequestHandler {
   }
 }
 
-function wrap(guard: guards.Guard): RequestHandler {
-  return function tollgateGuard(req: Request, res: Response, next: NextFunction): void {
-    try {
-      guard(req.auth)
-    } catch (error) {
-      refuse(error, res, next, guards.contextOf(req.auth).errorHandling)
-      return
-    }
-    next()
-  }
-}
-
-/** Route middleware: 403 `insufficient_scope` unless the token has every one of `scopes`. */
-export const requireScopes = (...scopes: string[]): RequestHandler =>
-  wrap(guards.requireScopes(...scopes))
-/** Route middleware: 403 `insufficient_scope` unless the token has at least one of `scopes`. */
-export const requireAnyScope = (...scopes: string[]): RequestHandler =>
-  wrap(guards.requireAnyScope(...scopes))
-/** Route middleware: 403 unless Keycloak's `realm_access.roles` has every one of `roles`. */
-export const requireRealmRoles = (...roles: string[]): RequestHandler =>
-  wrap(guards.requireRealmRoles(...roles))
-/** Route middleware: 403 unless `resource_access[clientId].roles` has every one of `roles`. */
-export const requireClientRoles = (clientId: string, ...roles: string[]): RequestHandler =>
-  wrap(guards.requireClientRoles(clientId, ...roles))
+export const { requireScopes, requireAnyScope, requireRealmRoles, requireClientRoles } =
+  guardMiddleware(
+    (guard: Guard): RequestHandler =>
+      function tollgateGuard(req, res, next) {
+        try {
+          guard(req.auth)
+        } catch (error) {
+          return refuse(error, res, next, contextOf(req.auth).errorHandling)
+        }
+        next()
+      },
+  )
 
 export * from '../../src/index.js'

@@ -7,9 +7,9 @@ import type { Context, Middleware } from 'koa'
 
 import { renderError } from '../../src/errors.js'
 import { createGate } from '../../src/gate.js'
-import * as guards from '../../src/guards.js'
+import { contextOf, type Guard, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
-import type { Admission } from '../../src/types.js'
+import type { Admission, CheckResult } from '../../src/types.js'
 
 /** What tollgate adds to `ctx.state`. */
 export interface TollgateState {
@@ -17,8 +17,8 @@ export interface TollgateState {
   auth?: Admission
 }
 
-function refuse(error: unknown, ctx: Context, errorHandling: 'respond' | 'framework'): void {
-  if (errorHandling === 'framework') throw error
+function refuse(error: unknown, ctx: Context, mode: 'respond' | 'framework'): void {
+  if (mode === 'framework') throw error
   const { status, headers, body } = renderError(error)
   ctx.status = status
   ctx.set(headers)
@@ -39,16 +39,11 @@ function refuse(error: unknown, ctx: Context, errorHandling: 'respond' | 'framew
 export function tollgate(options: GateOptions): Middleware<TollgateState> {
   const gate = createGate(options)
   return async function tollgateMiddleware(ctx, next) {
-    let result: Awaited<ReturnType<typeof gate.check>>
+    const { headers, method, originalUrl: url } = ctx
+    const body = (ctx.request as { body?: unknown }).body
+    let result: CheckResult
     try {
-      const body = (ctx.request as { body?: unknown }).body
-      result = await gate.check({
-        headers: ctx.headers,
-        rawHeaders: ctx.req.rawHeaders,
-        method: ctx.method,
-        url: ctx.originalUrl,
-        body,
-      })
+      result = await gate.check({ headers, rawHeaders: ctx.req.rawHeaders, method, url, body })
     } catch (error) {
       return refuse(error, ctx, gate.errorHandling)
     }
@@ -58,30 +53,17 @@ export function tollgate(options: GateOptions): Middleware<TollgateState> {
   }
 }
 
-function wrap(guard: guards.Guard): Middleware<TollgateState> {
-  return async function tollgateGuard(ctx, next) {
-    try {
-      guard(ctx.state.auth)
-    } catch (error) {
-      return refuse(error, ctx, guards.contextOf(ctx.state.auth).errorHandling)
-    }
-    await next()
-  }
-}
-
-/** Route middleware: 403 `insufficient_scope` unless the token has every one of `scopes`. */
-export const requireScopes = (...scopes: string[]): Middleware<TollgateState> =>
-  wrap(guards.requireScopes(...scopes))
-/** Route middleware: 403 `insufficient_scope` unless the token has at least one of `scopes`. */
-export const requireAnyScope = (...scopes: string[]): Middleware<TollgateState> =>
-  wrap(guards.requireAnyScope(...scopes))
-/** Route middleware: 403 unless Keycloak's `realm_access.roles` has every one of `roles`. */
-export const requireRealmRoles = (...roles: string[]): Middleware<TollgateState> =>
-  wrap(guards.requireRealmRoles(...roles))
-/** Route middleware: 403 unless `resource_access[clientId].roles` has every one of `roles`. */
-export const requireClientRoles = (
-  clientId: string,
-  ...roles: string[]
-): Middleware<TollgateState> => wrap(guards.requireClientRoles(clientId, ...roles))
+export const { requireScopes, requireAnyScope, requireRealmRoles, requireClientRoles } =
+  guardMiddleware(
+    (guard: Guard): Middleware<TollgateState> =>
+      async function tollgateGuard(ctx, next) {
+        try {
+          guard(ctx.state.auth)
+        } catch (error) {
+          return refuse(error, ctx, contextOf(ctx.state.auth).errorHandling)
+        }
+        await next()
+      },
+  )
 
 export * from '../../src/index.js'
