@@ -17,8 +17,9 @@ import type {
   WindowState,
 } from './rate-limit-headers.js'
 import { createPlanHeaders, secondsUntil } from './rate-limit-headers.js'
+import type { NormalizedRateLimitOptions } from './rate-limit-options.js'
+import { normalizeRateLimitOptions, summarize } from './rate-limit-options.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
-import { PLAN_NAME_PATTERN } from './tenant.js'
 import type { RequestLike } from './types.js'
 
 export type { RateLimitHeaderMode } from './rate-limit-headers.js'
@@ -135,20 +136,6 @@ type Outcome =
   | { readonly admitted: true; readonly states: readonly State[] }
   | { readonly admitted: false; readonly state: State }
 
-const OPTION_KEYS = [
-  'windows',
-  'plans',
-  'defaultPlan',
-  'tenantPlans',
-  'cost',
-  'store',
-  'keyPrefix',
-  'storeTimeoutMs',
-  'storeRetryIntervalMs',
-  'onStoreError',
-  'fallbackDivisor',
-  'headers',
-]
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
 const MAX_BLOCKED_PER_WINDOW = 10_000
 const noop = () => {}
@@ -169,7 +156,7 @@ export function createTenantLimiter(
   options: RateLimitOptions,
   context: { realm: string; emit: Emit },
 ): TenantLimiter {
-  const o = normalize(options)
+  const o = normalizeRateLimitOptions(options)
   const { emit } = context
   const redis = o.redis
   const plans = new Map<string, Plan>()
@@ -224,10 +211,13 @@ export function createTenantLimiter(
     const plan = (planName === undefined ? undefined : plans.get(planName)) ?? defaultPlan
     const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
     const id = tenant.id
-    if (redis === undefined) return settle(id, plan, await consumeWindows(plan, id, points, true))
-
     const blocked = blockedState(plan, id)
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
+    if (redis === undefined) {
+      const outcome = await consumeWindows(plan, id, points, true)
+      rememberSpent(id, outcome)
+      return settle(id, plan, outcome)
+    }
 
     const probe = degraded
     if (probe) {
@@ -288,18 +278,25 @@ function stateOf(window: Window, res: RateLimiterRes, admitted: boolean): [State
   return [{ window, remaining: admitted ? remaining : 0, msBeforeReset }, admitted]
 }
 
+/** The spent window that resets last, so that `Retry-After` is never too early. */
 function blockedState(plan: Plan, tenant: string): State | undefined {
   const now = Date.now()
+  let state: State | undefined
   for (const window of plan.windows) {
     const until = window.blocked.get(tenant)
     if (until === undefined) continue
-    if (until > now) return { window, remaining: 0, msBeforeReset: until - now }
-    window.blocked.delete(tenant)
+    if (until <= now) window.blocked.delete(tenant)
+    else if (state === undefined || until - now > state.msBeforeReset) {
+      state = { window, remaining: 0, msBeforeReset: until - now }
+    }
   }
-  return undefined
+  return state
 }
 
-/** A window with no points left refuses everything until it resets: no need to ask Redis. */
+/**
+ * A window with no points left refuses everything until it resets: later requests are refused
+ * from process memory, without a store round trip (and without a Redis call while it is down).
+ */
 function rememberSpent(tenant: string, outcome: Outcome): void {
   const states = outcome.admitted ? outcome.states : [outcome.state]
   const now = Date.now()
@@ -318,10 +315,11 @@ function rememberSpent(tenant: string, outcome: Outcome): void {
 function startDeadline(ms: number): { promise: Promise<never>; clear: () => void } {
   let timer: NodeJS.Timeout | undefined
   const promise = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`rate-limit store did not answer within ${ms} ms`)),
-      ms,
-    )
+    timer = setTimeout(() => {
+      const error = new Error(`rate-limit store did not answer within ${ms} ms`)
+      error.name = 'TimeoutError'
+      reject(error)
+    }, ms)
     timer.unref()
   })
   promise.catch(noop)
@@ -335,7 +333,12 @@ function checkedCost(cost: unknown): number {
   )
 }
 
-function buildWindow(plan: string, window: RateLimitWindow, count: number, o: Normalized): Window {
+function buildWindow(
+  plan: string,
+  window: RateLimitWindow,
+  count: number,
+  o: NormalizedRateLimitOptions,
+): Window {
   const name = window.name ?? (count === 1 ? plan : `${plan}-${window.durationSeconds}s`)
   const limits = { points: window.points, duration: window.durationSeconds }
   return {
@@ -359,250 +362,4 @@ function buildWindow(plan: string, window: RateLimitWindow, count: number, o: No
     }),
     blocked: new Map(),
   }
-}
-
-interface Normalized {
-  readonly plans: ReadonlyMap<string, readonly RateLimitWindow[]>
-  readonly defaultPlan: string
-  readonly tenantPlans: ReadonlyMap<string, string>
-  readonly cost: RateLimitCost | undefined
-  readonly redis: RedisClientLike | undefined
-  readonly keyPrefix: string
-  readonly storeTimeoutMs: number
-  readonly storeRetryIntervalMs: number
-  readonly onStoreError: StoreFailurePolicy
-  readonly fallbackDivisor: number
-  readonly headers: RateLimitHeaderMode
-}
-
-function normalize(options: RateLimitOptions): Normalized {
-  if (!isRecord(options)) {
-    throw new TypeError(`"rateLimit" option must be an object (got ${summarize(options)})`)
-  }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.includes(key)) {
-      throw new TypeError(
-        `"rateLimit.${key}" is not an option; use one of: ${OPTION_KEYS.join(', ')}`,
-      )
-    }
-  }
-  const defaultPlan = options.defaultPlan ?? 'default'
-  if (typeof defaultPlan !== 'string' || !PLAN_NAME_PATTERN.test(defaultPlan)) {
-    throw new TypeError(
-      `"rateLimit.defaultPlan" must be a plan name matching ${PLAN_NAME_PATTERN} (got ${summarize(defaultPlan)})`,
-    )
-  }
-  const plans = new Map<string, readonly RateLimitWindow[]>()
-  if ((options.windows === undefined) === (options.plans === undefined)) {
-    throw new TypeError('"rateLimit" needs exactly one of "windows" (a single plan) or "plans"')
-  }
-  if (options.windows !== undefined) {
-    plans.set(defaultPlan, windowsOption(options.windows, 'rateLimit.windows'))
-  } else {
-    if (!isRecord(options.plans) || Object.keys(options.plans).length === 0) {
-      throw new TypeError(
-        `"rateLimit.plans" must be an object of plan name → windows, with at least one plan (got ${summarize(options.plans)})`,
-      )
-    }
-    for (const [name, windows] of Object.entries(options.plans)) {
-      if (!PLAN_NAME_PATTERN.test(name)) {
-        throw new TypeError(
-          `"rateLimit.plans" key ${JSON.stringify(name)} must match ${PLAN_NAME_PATTERN}`,
-        )
-      }
-      plans.set(name, windowsOption(windows, `rateLimit.plans.${name}`))
-    }
-    if (!plans.has(defaultPlan)) {
-      throw new TypeError(
-        `"rateLimit.defaultPlan" must name one of the plans (${[...plans.keys()].join(', ')}); got '${defaultPlan}'`,
-      )
-    }
-  }
-  return Object.freeze({
-    plans,
-    defaultPlan,
-    tenantPlans: tenantPlansOption(options.tenantPlans, plans),
-    cost: optionalFunction<RateLimitCost>(options.cost, 'rateLimit.cost'),
-    redis: storeOption(options.store),
-    keyPrefix: keyPrefixOption(options.keyPrefix),
-    storeTimeoutMs: integerOption(
-      options.storeTimeoutMs,
-      'rateLimit.storeTimeoutMs',
-      50,
-      1,
-      10_000,
-    ),
-    storeRetryIntervalMs: integerOption(
-      options.storeRetryIntervalMs,
-      'rateLimit.storeRetryIntervalMs',
-      1000,
-      0,
-      600_000,
-    ),
-    onStoreError: oneOf(options.onStoreError, 'rateLimit.onStoreError', [
-      'memory',
-      'allow',
-      'deny',
-    ]),
-    fallbackDivisor: integerOption(
-      options.fallbackDivisor,
-      'rateLimit.fallbackDivisor',
-      1,
-      1,
-      10_000,
-    ),
-    headers: oneOf(options.headers, 'rateLimit.headers', ['draft-10', 'legacy', 'both', false]),
-  })
-}
-
-function windowsOption(value: unknown, path: string): readonly RateLimitWindow[] {
-  if (!Array.isArray(value) || value.length === 0 || value.length > 8) {
-    throw new TypeError(`"${path}" must be an array of 1 to 8 windows (got ${summarize(value)})`)
-  }
-  const windows = value.map((window: unknown, index): RateLimitWindow => {
-    const at = `${path}[${index}]`
-    if (!isRecord(window)) {
-      throw new TypeError(`"${at}" must be { points, durationSeconds } (got ${summarize(window)})`)
-    }
-    for (const key of Object.keys(window)) {
-      if (key !== 'points' && key !== 'durationSeconds' && key !== 'name') {
-        throw new TypeError(`"${at}.${key}" is not an option; use points, durationSeconds, name`)
-      }
-    }
-    const name = window['name']
-    if (name !== undefined && (typeof name !== 'string' || !PLAN_NAME_PATTERN.test(name))) {
-      throw new TypeError(`"${at}.name" must match ${PLAN_NAME_PATTERN} (got ${summarize(name)})`)
-    }
-    return {
-      points: integerOption(
-        window['points'],
-        `${at}.points`,
-        undefined,
-        1,
-        Number.MAX_SAFE_INTEGER,
-      ),
-      // rate-limiter-flexible's Redis store works in whole seconds and mishandles shorter windows.
-      durationSeconds: integerOption(
-        window['durationSeconds'],
-        `${at}.durationSeconds`,
-        undefined,
-        1,
-        31_622_400,
-      ),
-      ...(name === undefined ? {} : { name }),
-    }
-  })
-  const durations = new Set(windows.map((window) => window.durationSeconds))
-  if (durations.size !== windows.length) {
-    throw new TypeError(`"${path}" has two windows with the same durationSeconds; merge them`)
-  }
-  const names = windows.map((window) => window.name).filter((name) => name !== undefined)
-  if (new Set(names).size !== names.length) {
-    throw new TypeError(`"${path}" has two windows with the same name; rename one`)
-  }
-  return Object.freeze(windows.sort((a, b) => a.durationSeconds - b.durationSeconds))
-}
-
-function tenantPlansOption(value: unknown, plans: ReadonlyMap<string, unknown>) {
-  const map = new Map<string, string>()
-  if (value === undefined) return map
-  const entries =
-    value instanceof Map
-      ? [...value.entries()]
-      : isRecord(value)
-        ? Object.entries(value)
-        : undefined
-  if (entries === undefined) {
-    throw new TypeError(
-      `"rateLimit.tenantPlans" must be an object or a Map of tenant id → plan name (got ${summarize(value)})`,
-    )
-  }
-  for (const [tenant, plan] of entries) {
-    if (typeof tenant !== 'string' || typeof plan !== 'string' || !plans.has(plan)) {
-      throw new TypeError(
-        `"rateLimit.tenantPlans" values must name one of the plans (${[...plans.keys()].join(', ')}); got ${summarize(plan)}`,
-      )
-    }
-    map.set(tenant, plan)
-  }
-  return map
-}
-
-function storeOption(value: unknown): RedisClientLike | undefined {
-  if (value === undefined || value === 'memory') return undefined
-  if (!isRecord(value) || Object.keys(value).some((key) => key !== 'redis')) {
-    throw new TypeError(
-      `"rateLimit.store" must be 'memory' or { redis: client } (got ${summarize(value)})`,
-    )
-  }
-  const client = value['redis']
-  if (
-    !isRecord(client) ||
-    typeof client['defineCommand'] !== 'function' ||
-    typeof client['multi'] !== 'function' ||
-    typeof client['status'] !== 'string'
-  ) {
-    throw new TypeError(
-      `"rateLimit.store.redis" must be an ioredis Redis or Cluster client (got ${summarize(client)}); node-redis clients are not supported`,
-    )
-  }
-  return client as unknown as RedisClientLike
-}
-
-function keyPrefixOption(value: unknown): string {
-  if (value === undefined) return 'tollgate:rl'
-  // Braces would move the Redis Cluster hash tag off the tenant id.
-  if (typeof value !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(value)) {
-    throw new TypeError(
-      `"rateLimit.keyPrefix" must be 1 to 64 printable ASCII characters without spaces or braces (got ${summarize(value)})`,
-    )
-  }
-  return value
-}
-
-function integerOption(
-  value: unknown,
-  path: string,
-  fallback: number | undefined,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined && fallback !== undefined) return fallback
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new TypeError(
-      `"${path}" must be an integer from ${min} to ${max} (got ${summarize(value)})`,
-    )
-  }
-  return value
-}
-
-function oneOf<T extends string | false>(value: unknown, path: string, allowed: readonly T[]): T {
-  if (value === undefined) return allowed[0] as T
-  if (!allowed.includes(value as T)) {
-    const list = allowed.map((item) => (typeof item === 'string' ? `'${item}'` : String(item)))
-    throw new TypeError(`"${path}" must be one of ${list.join(', ')} (got ${summarize(value)})`)
-  }
-  return value as T
-}
-
-function optionalFunction<T>(value: unknown, path: string): T | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'function') {
-    throw new TypeError(`"${path}" must be a function (got ${summarize(value)})`)
-  }
-  return value as T
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/** Type and shape of a received value, never its content. */
-function summarize(value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return `an array of length ${value.length}`
-  if (typeof value === 'object') return 'an object'
-  if (typeof value === 'string') return `a string of length ${value.length}`
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${value}`
-  return typeof value
 }

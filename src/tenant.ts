@@ -6,17 +6,9 @@
  * @module
  */
 import { InvalidTokenError, TenantRefusedError } from './errors.js'
-import type { TokenClaims, TokenHeader } from './types.js'
+import type { VerifiedToken } from './verify.js'
 
-/** A token after signature, issuer, audience and time checks passed. */
-export interface VerifiedToken {
-  readonly header: TokenHeader
-  readonly claims: TokenClaims
-  /** The configured issuer the token was verified against. */
-  readonly issuer: string
-  /** The Keycloak realm of the issuer (`…/realms/{realm}`), when it has one. */
-  readonly realm: string | undefined
-}
+export type { VerifiedToken } from './verify.js'
 
 /** The tenant a verified token acts for. */
 export interface ResolvedTenant {

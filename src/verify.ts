@@ -20,7 +20,9 @@ import type { Admission, TokenClaims, TokenHeader } from './types.js'
 export interface VerifiedToken {
   readonly header: TokenHeader
   readonly claims: TokenClaims
+  /** The configured issuer the token was verified against. */
   readonly issuer: string
+  /** The Keycloak realm of the issuer (`…/realms/{realm}`), when it has one. */
   readonly realm: string | undefined
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest'
 
 import { InvalidTokenError, TenantRefusedError } from '../src/errors.js'
-import type { TenantOptions, VerifiedToken } from '../src/tenant.js'
+import type { TenantOptions, TenantPolicy, VerifiedToken } from '../src/tenant.js'
 import { createTenantResolver, DEFAULT_TENANT_ID_PATTERN } from '../src/tenant.js'
 
 const ISSUER = 'https://sso.example.com/realms/acme'
@@ -301,7 +301,7 @@ describe('createTenantResolver', () => {
     ])(
       'throws a TypeError (an application bug) when the policy returns %s',
       async (_name, value) => {
-        const policy = (() => value) as unknown as TenantOptions['policy']
+        const policy = (() => value) as unknown as TenantPolicy
         expect(await rejection({ policy }, verified({ tenant: 'acme' }))).toBeInstanceOf(TypeError)
       },
     )

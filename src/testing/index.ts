@@ -1,0 +1,12 @@
+/**
+ * `tollgate/testing`: a loopback OpenID provider for testing routes protected by tollgate.
+ *
+ * @module
+ */
+export type { TestIssuerFault } from './faults.js'
+export type { MintOptions, SetFaultOptions, TestIssuer, TestPrivateKey } from './issuer.js'
+export { createTestIssuer } from './issuer.js'
+export type { TestAlgorithm } from './keys.js'
+export { TEST_ALGORITHMS } from './keys.js'
+export type { TestClient, TestIssuerOptions } from './options.js'
+export type { FaultEndpoint } from './realm.js'

@@ -1,0 +1,74 @@
+/**
+ * What the test issuer holds per realm (keys, faults, counters) and the documents it serves.
+ *
+ * @module
+ */
+import type { TestIssuerFault } from './faults.js'
+import type { Reply } from './http.js'
+import type { TestAlgorithm, TestKey } from './keys.js'
+
+/** Lifetime of minted and issued access tokens, in seconds (Keycloak's default lifespan). */
+export const ACCESS_TOKEN_SECONDS = 300
+
+/** The endpoints whose behaviour tests can change. */
+export type FaultEndpoint = 'certs' | 'discovery'
+
+export interface RealmState {
+  readonly name: string
+  /** `{url}/realms/{name}`. */
+  readonly issuer: string
+  /** The key minted with, per algorithm. */
+  readonly current: Map<TestAlgorithm, TestKey>
+  /** The keys the certs endpoint publishes, by kid, in publication order. */
+  readonly published: Map<string, TestKey>
+  readonly faults: Record<FaultEndpoint, TestIssuerFault | undefined>
+  /** Served by the certs endpoint instead of the real set, while set. */
+  certsOverride: Reply | undefined
+  certsCount: number
+  discoveryCount: number
+}
+
+export function createRealmState(name: string, url: string): RealmState {
+  return {
+    name,
+    issuer: `${url}/realms/${name}`,
+    current: new Map(),
+    published: new Map(),
+    faults: { certs: undefined, discovery: undefined },
+    certsOverride: undefined,
+    certsCount: 0,
+    discoveryCount: 0,
+  }
+}
+
+/** Publishes `key` and makes it the one minted with for its algorithm. */
+export function addKey(realm: RealmState, key: TestKey): void {
+  realm.published.set(key.kid, key)
+  realm.current.set(key.alg, key)
+}
+
+export function jwksUriOf(issuer: string): string {
+  return `${issuer}/protocol/openid-connect/certs`
+}
+
+/** The published JWKS, as fresh objects callers may change. */
+export function jwksDocument(realm: RealmState): { keys: Record<string, unknown>[] } {
+  return { keys: Array.from(realm.published.values(), (key) => ({ ...key.publicJwk })) }
+}
+
+/** The OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3) of the realm. */
+export function discoveryDocument(realm: RealmState): Record<string, unknown> {
+  const endpoints = `${realm.issuer}/protocol/openid-connect`
+  return {
+    issuer: realm.issuer,
+    authorization_endpoint: `${endpoints}/auth`,
+    token_endpoint: `${endpoints}/token`,
+    jwks_uri: jwksUriOf(realm.issuer),
+    // Only what the token endpoint really implements.
+    grant_types_supported: ['client_credentials'],
+    response_types_supported: ['code'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [...realm.current.keys()],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+  }
+}

@@ -1,0 +1,300 @@
+/**
+ * Real `redis-server` processes for the limiter tests: one server on a free loopback port that a
+ * test can kill, freeze (SIGSTOP), thaw (SIGCONT) and restart on the same port, and a Cluster of
+ * three masters. Never mocks. A missing `redis-server` is an error, never a skipped test.
+ *
+ * @module
+ */
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createConnection, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import type { ClusterOptions, RedisOptions } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
+
+const execFileAsync = promisify(execFile)
+const HOST = '127.0.0.1'
+
+/** Every child started by this module, killed if the test process exits without cleaning up. */
+const children = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of children) {
+    try {
+      child.kill('SIGCONT')
+      child.kill('SIGKILL')
+    } catch {}
+  }
+})
+
+/** Fails loudly (never skips) when the machine has no Redis binaries. */
+export function requireRedisBinaries(): void {
+  for (const binary of ['redis-server', 'redis-cli']) {
+    const probe = spawnSync(binary, ['--version'], { stdio: 'ignore' })
+    if (probe.error !== undefined || probe.status !== 0) {
+      throw new Error(
+        `"${binary}" was not found on PATH. The rate-limit tests run against a real Redis and are ` +
+          'never skipped: install Redis (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis).',
+      )
+    }
+  }
+}
+
+/** A loopback port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.unref()
+    server.on('error', reject)
+    server.listen(0, HOST, () => {
+      const address = server.address()
+      server.close(() => {
+        if (typeof address === 'object' && address !== null) resolve(address.port)
+        else reject(new Error('no port'))
+      })
+    })
+  })
+}
+
+/** Sends an inline PING; resolves true on +PONG within `timeoutMs`. */
+export function ping(port: number, timeoutMs = 200): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: HOST, port })
+    let reply = ''
+    const done = (ok: boolean) => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve(ok)
+    }
+    const timer = setTimeout(() => done(false), timeoutMs)
+    socket.on('error', () => done(false))
+    socket.on('connect', () => socket.write('PING\r\n'))
+    socket.on('data', (chunk) => {
+      reply += chunk.toString('latin1')
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'))
+    })
+  })
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs
+  while (Date.now() < until) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+}
+
+/** One `redis-server` process the test controls. */
+export interface RedisServer {
+  readonly port: number
+  /** SIGKILL: connections drop at once, as when a host dies. Data is gone (no persistence). */
+  kill(): Promise<void>
+  /** SIGSTOP: the socket stays open but nothing answers, as with a stalled server. */
+  freeze(): void
+  /** SIGCONT after {@link RedisServer.freeze}. */
+  thaw(): void
+  /** Starts a fresh server on the same port (after {@link RedisServer.kill}). */
+  restart(): Promise<void>
+  /** Stops the server for good (thaws it first if frozen). */
+  stop(): Promise<void>
+  /** An ioredis client that fails fast, already connected. Disconnected by {@link RedisServer.stop}. */
+  client(options?: RedisOptions): Promise<Redis>
+}
+
+/** Starts `redis-server` on a free loopback port, without persistence, and waits for PONG. */
+export async function startRedisServer(extraArgs: readonly string[] = []): Promise<RedisServer> {
+  requireRedisBinaries()
+  const port = await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-redis-'))
+  const clients = new Set<Redis>()
+  let child: ChildProcess | undefined
+
+  async function launch() {
+    const started = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        HOST,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--loglevel',
+        'warning',
+        ...extraArgs,
+      ],
+      { stdio: 'ignore' },
+    )
+    children.add(started)
+    started.once('exit', () => children.delete(started))
+    child = started
+    await waitUntil(`redis-server on port ${port}`, () => ping(port))
+  }
+
+  async function kill() {
+    const running = child
+    child = undefined
+    if (running === undefined || running.exitCode !== null || running.signalCode !== null) return
+    const exited = new Promise((resolve) => running.once('exit', resolve))
+    running.kill('SIGCONT')
+    running.kill('SIGKILL')
+    await exited
+  }
+
+  await launch()
+  return {
+    port,
+    kill,
+    freeze: () => child?.kill('SIGSTOP'),
+    thaw: () => child?.kill('SIGCONT'),
+    restart: launch,
+    async stop() {
+      for (const client of clients) client.disconnect()
+      await kill()
+      rmSync(dir, { recursive: true, force: true })
+    },
+    async client(options = {}) {
+      const client = new Redis({ host: HOST, port, ...failFast, ...options })
+      client.on('error', () => {})
+      clients.add(client)
+      await waitForReady(client)
+      return client
+    },
+  }
+}
+
+/** Options that make ioredis fail fast instead of queueing while Redis is away. */
+export const failFast = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 1000,
+  retryStrategy: () => 100,
+} as const satisfies RedisOptions
+
+/** Resolves once the client (Redis or Cluster) reports `ready`. */
+export async function waitForReady(client: Redis | Cluster, timeoutMs = 10_000): Promise<void> {
+  if (client.status === 'ready') return
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`client not ready after ${timeoutMs} ms`)),
+      timeoutMs,
+    )
+    client.once('ready', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+}
+
+/** A Redis Cluster of three masters (no replicas) on loopback ports. */
+export interface RedisCluster {
+  readonly nodes: readonly RedisServer[]
+  readonly ports: readonly number[]
+  /** A connected ioredis Cluster client. Disconnected by {@link RedisCluster.stop}. */
+  client(options?: ClusterOptions): Promise<Cluster>
+  /** Resolves once every node reports `cluster_state:ok` (after a node restart, for example). */
+  waitUntilHealthy(): Promise<void>
+  /** The port of the master that owns `key`'s slot, and the slot. */
+  ownerOf(key: string): Promise<{ port: number; slot: number }>
+  stop(): Promise<void>
+}
+
+/** Starts three cluster-enabled servers and joins them with `redis-cli --cluster create`. */
+export async function startRedisCluster(): Promise<RedisCluster> {
+  requireRedisBinaries()
+  const configDir = mkdtempSync(join(tmpdir(), 'tollgate-cluster-'))
+  const nodes: RedisServer[] = []
+  for (let index = 0; index < 3; index++) {
+    const busPort = await freePort()
+    nodes.push(
+      await startRedisServer([
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(configDir, `nodes-${index}-${busPort}.conf`),
+        '--cluster-port',
+        String(busPort),
+        '--cluster-node-timeout',
+        '2000',
+      ]),
+    )
+  }
+  const ports = nodes.map((node) => node.port)
+  const cli = (port: number, ...args: string[]) =>
+    execFileAsync('redis-cli', ['-h', HOST, '-p', String(port), ...args], { timeout: 10_000 })
+
+  await execFileAsync(
+    'redis-cli',
+    [
+      '--cluster',
+      'create',
+      ...ports.map((port) => `${HOST}:${port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ],
+    { timeout: 30_000 },
+  )
+  const waitUntilHealthy = () =>
+    waitUntil(
+      'cluster_state:ok on every node',
+      async () => {
+        const infos = await Promise.all(
+          ports.map((port) => cli(port, 'cluster', 'info').catch(() => ({ stdout: '' }))),
+        )
+        return infos.every(({ stdout }) => stdout.includes('cluster_state:ok'))
+      },
+      20_000,
+    )
+  await waitUntilHealthy()
+
+  const clients = new Set<Cluster>()
+  return {
+    nodes,
+    ports,
+    waitUntilHealthy,
+    async client(options = {}) {
+      const client = new Cluster(
+        ports.map((port) => ({ host: HOST, port })),
+        {
+          enableOfflineQueue: false,
+          redisOptions: { ...failFast },
+          clusterRetryStrategy: () => 100,
+          ...options,
+        },
+      )
+      client.on('error', () => {})
+      clients.add(client)
+      await waitForReady(client)
+      return client
+    },
+    async ownerOf(key) {
+      const { stdout: slotText } = await cli(ports[0] as number, 'cluster', 'keyslot', key)
+      const slot = Number(slotText.trim())
+      const { stdout: table } = await cli(ports[0] as number, 'cluster', 'nodes')
+      // <id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <link> <slot or range>...
+      for (const line of table.trim().split('\n')) {
+        const fields = line.trim().split(' ')
+        const port = Number(fields[1]?.split('@')[0]?.split(':')[1])
+        for (const range of fields.slice(8)) {
+          const [from, to = from] = range.split('-').map(Number)
+          if (from !== undefined && to !== undefined && slot >= from && slot <= to) {
+            return { port, slot }
+          }
+        }
+      }
+      throw new Error(`slot ${slot} has no owner`)
+    },
+    async stop() {
+      for (const client of clients) client.disconnect()
+      await Promise.all(nodes.map((node) => node.stop()))
+      rmSync(configDir, { recursive: true, force: true })
+    },
+  }
+}
