@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidTokenError, TenantRefusedError } from './errors.js'
+import type { TokenClaims } from './types.js'
 import type { VerifiedToken } from './verify.js'
 
 export type { VerifiedToken } from './verify.js'
