@@ -48,6 +48,13 @@ export class VerdictCache<T extends {}> {
     })
   }
 
+  /** Drops every verdict that depends on a retired key. */
+  purgeRetired(): void {
+    for (const [token, entry] of this.entries.entries()) {
+      if (entry.keys.some(isRetired)) this.entries.delete(token)
+    }
+  }
+
   get size(): number {
     return this.entries.size
   }

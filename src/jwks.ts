@@ -83,6 +83,8 @@ export class IssuerKeys {
   private lastAttemptAt = Number.NEGATIVE_INFINITY
   private lastFailure: JWKSFailureReason | undefined
   private pending: Promise<void> | undefined
+  /** Called after a refresh retired keys, so caches can drop what those keys verified. */
+  onKeysRetired: (() => void) | undefined
 
   constructor(
     issuer: { issuer: string; jwksUri: string | undefined; discovery: boolean },
@@ -257,8 +259,9 @@ export class IssuerKeys {
       this.fail(new FetchFailure('no_usable_keys'))
       return
     }
+    let retired = false
     for (const [fingerprint, key] of this.byFingerprint) {
-      if (!byFingerprint.has(fingerprint)) key.retired = true
+      if (!byFingerprint.has(fingerprint)) key.retired = retired = true
     }
     const byKid = new Map<string | undefined, PreparedKey[]>()
     for (const key of byFingerprint.values()) {
@@ -270,6 +273,7 @@ export class IssuerKeys {
     this.byKid = byKid
     this.fetchedAt = Date.now()
     this.lastFailure = undefined
+    if (retired) this.onKeysRetired?.()
     this.emit?.({
       type: 'jwks_refreshed',
       issuer: this.issuer,

@@ -77,6 +77,14 @@ export function createVerifier(context: VerifierContext): Verifier {
     )
 
   const invalid = () => new InvalidTokenError(INVALID_TOKEN, { realm })
+  if (verdicts !== undefined) {
+    for (const { keys } of context.keys.values()) {
+      keys.onKeysRetired = () => {
+        verdicts.purgeRetired()
+        forgeries?.purgeRetired()
+      }
+    }
+  }
 
   async function verifyToken(token: string): Promise<Verdict> {
     const now = Date.now()
