@@ -14,32 +14,20 @@ export interface ParsedJWS {
   readonly signature: Buffer
 }
 
-const NOT_BASE64URL = /[^A-Za-z0-9_-]/
-const BASE64URL_INDEX = new Int8Array(128).fill(-1)
-for (const [index, char] of [
-  ...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_',
-].entries()) {
-  BASE64URL_INDEX[char.charCodeAt(0)] = index
-}
-
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /**
- * Canonical unpadded base64url: only the alphabet, no impossible length, and zero bits in the
- * unused low bits of the last character. Without the last rule `…Q` and `…R` decode to the same
- * bytes, so one signed token would have many spellings.
+ * Decodes canonical unpadded base64url, or returns `undefined`. Node's decoder is lenient (it
+ * accepts `+`, `/`, padding, skips stray characters and ignores non-zero trailing bits, so one
+ * signed token could have many spellings); re-encoding and comparing refuses every such
+ * spelling, and costs less than scanning the characters first.
  */
-function isCanonicalBase64url(segment: string): boolean {
-  if (segment.length === 0 || NOT_BASE64URL.test(segment)) return false
-  const rest = segment.length % 4
-  if (rest === 1) return false
-  if (rest === 0) return true
-  const last = BASE64URL_INDEX[segment.charCodeAt(segment.length - 1)] as number
-  return (last & (rest === 2 ? 0x0f : 0x03)) === 0
+function decodeCanonical(segment: string): Buffer | undefined {
+  const bytes = Buffer.from(segment, 'base64url')
+  return bytes.length > 0 && bytes.toString('base64url') === segment ? bytes : undefined
 }
 
-function decodeJSONObject(segment: string): Record<string, unknown> | undefined {
-  const bytes = Buffer.from(segment, 'base64url')
+function decodeJSONObject(bytes: Buffer): Record<string, unknown> | undefined {
   let text = bytes.toString('utf8')
   // Buffer decoding replaces invalid UTF-8 with U+FFFD; only then pay for the strict decoder,
   // which tells a literal U+FFFD from an invalid sequence.
@@ -68,24 +56,17 @@ export function parseCompactJWS(token: string): ParsedJWS | undefined {
   if (firstDot <= 0 || secondDot <= firstDot + 1 || token.indexOf('.', secondDot + 1) !== -1) {
     return undefined
   }
-  const headerSegment = token.slice(0, firstDot)
-  const payloadSegment = token.slice(firstDot + 1, secondDot)
-  const signatureSegment = token.slice(secondDot + 1)
-  if (
-    !isCanonicalBase64url(headerSegment) ||
-    !isCanonicalBase64url(payloadSegment) ||
-    !isCanonicalBase64url(signatureSegment)
-  ) {
-    return undefined
-  }
-  const header = decodeJSONObject(headerSegment)
-  if (header === undefined) return undefined
-  const payload = decodeJSONObject(payloadSegment)
+  const headerBytes = decodeCanonical(token.slice(0, firstDot))
+  const payloadBytes = headerBytes && decodeCanonical(token.slice(firstDot + 1, secondDot))
+  const signature = payloadBytes && decodeCanonical(token.slice(secondDot + 1))
+  if (signature === undefined) return undefined
+  const header = decodeJSONObject(headerBytes as Buffer)
+  const payload = header && decodeJSONObject(payloadBytes as Buffer)
   if (payload === undefined) return undefined
   return {
-    header,
+    header: header as Record<string, unknown>,
     payload,
     signingInput: token.slice(0, secondDot),
-    signature: Buffer.from(signatureSegment, 'base64url'),
+    signature,
   }
 }
