@@ -20,10 +20,12 @@ const SCHEME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+/
  */
 export function extractBearerToken(request: RequestLike, realm: string): string | undefined {
   const value = request.headers.authorization
-  if (value === undefined || value === '') return undefined
+  if (value === undefined) return undefined
+  // Before the empty check: an empty field must not hide a second, non-empty one.
   if (typeof value !== 'string' || repeatsAuthorization(request.rawHeaders)) {
     throw new InvalidRequestError('more than one Authorization header', { realm })
   }
+  if (value === '') return undefined
   const match = BEARER.exec(value)
   if (match === null) {
     const scheme = SCHEME.exec(value)?.[0]
@@ -50,12 +52,11 @@ function repeatsAuthorization(rawHeaders: readonly string[] | undefined): boolea
 function tokenInQuery(url: string | undefined): boolean {
   if (url === undefined) return false
   const start = url.indexOf('?')
-  if (start === -1 || !url.includes('access_token', start)) return false
-  try {
-    return new URLSearchParams(url.slice(start + 1)).has('access_token')
-  } catch {
-    return false
-  }
+  if (start === -1) return false
+  const query = url.slice(start + 1)
+  // Frameworks decode `access%5Ftoken` to `access_token`: any escape means parsing the query.
+  if (!query.includes('access_token') && !query.includes('%')) return false
+  return new URLSearchParams(query).has('access_token')
 }
 
 function tokenInBody(body: unknown): boolean {

@@ -12,6 +12,7 @@ import type { PreparedKey } from './jwks.js'
 interface Entry<T> {
   readonly value: T
   readonly keys: readonly PreparedKey[]
+  readonly validFrom: number
   readonly validUntil: number
 }
 
@@ -28,24 +29,24 @@ export class VerdictCache<T extends {}> {
   get(token: string, nowMs: number): T | undefined {
     const entry = this.entries.get(token)
     if (entry === undefined) return undefined
-    if (nowMs < entry.validUntil && !entry.keys.some(isRetired)) return entry.value
+    if (nowMs < entry.validUntil && !entry.keys.some(isRetired)) {
+      // A clock stepped back before nbf or iat makes the verdict wrong for now, not forever.
+      return nowMs >= entry.validFrom ? entry.value : undefined
+    }
     this.entries.delete(token)
     return undefined
   }
 
-  /** `keys`: the keys the verdict depends on; `validUntil`: ms since epoch. */
+  /** `keys`: the keys the verdict depends on; `validFrom`, `validUntil`: ms since epoch. */
   set(
     token: string,
     value: T,
     keys: readonly PreparedKey[],
-    validUntil: number,
+    validity: { readonly validFrom: number; readonly validUntil: number },
     nowMs: number,
   ): void {
-    this.entries.set(token, {
-      value,
-      keys,
-      validUntil: Math.min(validUntil, nowMs + this.maxTtlMs),
-    })
+    const validUntil = Math.min(validity.validUntil, nowMs + this.maxTtlMs)
+    this.entries.set(token, { value, keys, validFrom: validity.validFrom, validUntil })
   }
 
   /** Drops every verdict that depends on a retired key. */

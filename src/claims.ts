@@ -30,8 +30,9 @@ function isNumericDate(value: unknown): value is number {
 
 /**
  * Checks `exp`, `nbf`, `iat`, `aud`, the token type and required claims of a token whose
- * signature and issuer were verified. Returns the moment (ms) after which the verdict expires,
- * so a cache never keeps a token past its `exp` or maximum age.
+ * signature and issuer were verified. Returns when (ms) the verdict holds: from `nbf`/`iat` minus
+ * the tolerance, until `exp` or the maximum age plus the tolerance, so a cache never answers
+ * outside that span even when the clock moves back.
  *
  * @throws InvalidTokenError (401) — `TokenExpiredError` for an `exp` or age in the past.
  */
@@ -40,7 +41,7 @@ export function checkClaims(
   claims: Record<string, unknown>,
   rules: ClaimRules,
   nowMs: number,
-): number {
+): { validFrom: number; validUntil: number } {
   const realm = rules.realm
   const now = nowMs / 1000
   const tolerance = rules.clockToleranceSeconds
@@ -72,7 +73,11 @@ export function checkClaims(
     validUntil = Math.min(validUntil, (iat + rules.maxTokenAgeSeconds + tolerance) * 1000)
   }
   if (nowMs >= validUntil) throw new TokenExpiredError({ realm })
-  return validUntil
+  const start = Math.max(
+    isNumericDate(nbf) ? nbf : Number.NEGATIVE_INFINITY,
+    isNumericDate(iat) ? iat : Number.NEGATIVE_INFINITY,
+  )
+  return { validFrom: (start - tolerance) * 1000, validUntil }
 }
 
 function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
@@ -90,7 +95,7 @@ function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
  * Refuses ID, refresh and logout tokens presented as access tokens (RFC 8725 §3.11): Keycloak marks
  * them in the payload `typ` (`ID`, `Refresh`, `Logout`; access tokens say `Bearer`), others in the
  * header `typ` (`logout+jwt`, `id_token+jwt`…). The `rfc9068` profile requires `at+jwt` and the
- * claims RFC 9068 §2.2 makes mandatory.
+ * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too.
  */
 function isAccessToken(
   header: TokenHeader,
@@ -114,6 +119,9 @@ function isAccessToken(
   if (payloadType !== undefined) {
     if (typeof payloadType !== 'string' || payloadType.toLowerCase() !== 'bearer') return false
   }
+  // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) presented as a plain bearer token:
+  // tollgate cannot check the binding, and accepting it would make a stolen bound token usable.
+  if (claims.cnf !== undefined) return false
   const events = claims.events
   if (typeof events === 'object' && events !== null && Object.hasOwn(events, LOGOUT_EVENT)) {
     return false

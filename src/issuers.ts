@@ -76,3 +76,25 @@ const REALM_IN_ISSUER = /\/realms\/([^/?#]+)\/?$/
 export function realmOf(issuer: IssuerOptions): string | undefined {
   return issuer.realm ?? REALM_IN_ISSUER.exec(issuer.issuer)?.[1]
 }
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
+}
+
+/**
+ * Why a URL may not serve signing keys, or `undefined` when it may: keys travel over https, or
+ * over plain http only to loopback or where the deployment explicitly accepts it.
+ */
+export function keyUrlProblem(value: string, allowInsecureHttp: boolean): string | undefined {
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return 'must be an absolute https URL'
+  }
+  if (url.username || url.password) return 'must not carry credentials'
+  if (url.protocol === 'https:') return undefined
+  if (url.protocol !== 'http:') return 'must be an https URL'
+  if (isLoopback(url.hostname) || allowInsecureHttp) return undefined
+  return 'must be https (or set jwks.allowInsecureHttp: true on a trusted network)'
+}

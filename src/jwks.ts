@@ -23,6 +23,7 @@ import {
 } from './algorithms.js'
 import { ServiceUnavailableError } from './errors.js'
 import type { Emit, JWKSFailureReason } from './events.js'
+import { keyUrlProblem } from './issuers.js'
 
 /** Validated JWKS settings (see `GateOptions.jwks` for meanings and defaults). */
 export interface NormalizedJWKSOptions {
@@ -31,6 +32,7 @@ export interface NormalizedJWKSOptions {
   readonly maxAgeMs: number
   readonly staleIfErrorMs: number
   readonly maxBodyBytes: number
+  readonly allowInsecureHttp: boolean
   readonly fetch: typeof globalThis.fetch
 }
 
@@ -127,6 +129,18 @@ export class IssuerKeys {
     throw this.unavailable()
   }
 
+  /**
+   * For a cached verdict: `false` once the keys are past the stale bound (the verdict must not
+   * outlive the keys that made it). Also starts the background refresh a hit would otherwise
+   * never trigger, so traffic served from the cache still keeps keys fresh.
+   */
+  stillUsable(now: number): boolean {
+    const age = now - this.fetchedAt
+    if (age < this.options.maxAgeMs * 0.8) return true
+    if (this.mayAttempt(now)) void this.refresh()
+    return age < this.options.maxAgeMs + this.options.staleIfErrorMs
+  }
+
   /** Fetches now unless a fetch is under way or backing off after a failure; resolves when settled. */
   async warm(): Promise<IssuerKeysStatus> {
     if (this.pending !== undefined || this.mayAttempt(Date.now())) await this.refresh()
@@ -180,11 +194,10 @@ export class IssuerKeys {
   private refresh(): Promise<void> {
     if (this.pending !== undefined) return this.pending
     this.lastAttemptAt = Date.now()
+    // apply() throws for a document that is not a key set: it must fail like a network error.
     this.pending = this.fetchKeys()
-      .then(
-        (document) => this.apply(document),
-        (error: unknown) => this.fail(error),
-      )
+      .then((document) => this.apply(document))
+      .catch((error: unknown) => this.fail(error))
       .finally(() => {
         this.pending = undefined
       })
@@ -210,10 +223,15 @@ export class IssuerKeys {
     if (metadata === null || typeof metadata !== 'object' || metadata.issuer !== this.issuer) {
       throw new FetchFailure('discovery')
     }
-    if (typeof metadata.jwks_uri !== 'string' || !/^https?:\/\//.test(metadata.jwks_uri)) {
+    // The discovered URL obeys the same transport rule as a configured one.
+    const jwksUri = metadata.jwks_uri
+    if (
+      typeof jwksUri !== 'string' ||
+      keyUrlProblem(jwksUri, this.options.allowInsecureHttp) !== undefined
+    ) {
       throw new FetchFailure('discovery')
     }
-    return metadata.jwks_uri
+    return jwksUri
   }
 
   private async fetchJSON(uri: string): Promise<unknown> {
@@ -330,13 +348,18 @@ const PUBLIC_MEMBERS: Record<string, readonly string[]> = {
   OKP: ['crv', 'x'],
 }
 
-/** Identity of a key across refreshes: kid, alg and public material. `undefined`: not a candidate. */
+/**
+ * Identity of a key across refreshes: everything that decides whether and how it may verify
+ * (kid, alg, use, key_ops, private members) and its public material. A key republished with
+ * `use: enc` or with private members is a different key, and is judged again.
+ */
 function fingerprintOf(jwk: unknown): string | undefined {
   if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) return undefined
   const record = jwk as Record<string, unknown>
   const members = typeof record.kty === 'string' ? PUBLIC_MEMBERS[record.kty] : undefined
   if (members === undefined) return undefined
-  const parts = [record.kty, record.kid, record.alg]
+  const privateMembers = PRIVATE_MEMBERS.filter((member) => record[member] !== undefined)
+  const parts = [record.kty, record.kid, record.alg, record.use, record.key_ops, privateMembers]
   for (const member of members) {
     if (typeof record[member] !== 'string') return undefined
     parts.push(record[member])

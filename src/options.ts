@@ -8,7 +8,7 @@
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from './algorithms.js'
 import type { ClaimRules } from './claims.js'
 import type { GateEventListener } from './events.js'
-import { type IssuerOptions, realmOf } from './issuers.js'
+import { type IssuerOptions, keyUrlProblem, realmOf } from './issuers.js'
 import type { NormalizedJWKSOptions } from './jwks.js'
 import type { RateLimitOptions } from './rate-limit.js'
 import type { TenantOptions } from './tenant.js'
@@ -147,27 +147,17 @@ function integerInRange(
   return value
 }
 
-function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
-}
-
 let insecureHttpWarned = false
 
 function keyUrl(value: string, path: string, allowInsecureHttp: boolean): string {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    fail(path, 'must be an absolute https URL', value)
-  }
-  if (url.username || url.password) fail(path, 'must not carry credentials', 'a URL with userinfo')
-  if (url.protocol === 'https:') return value
-  if (url.protocol !== 'http:') fail(path, 'must be an https URL', value)
-  if (isLoopback(url.hostname)) return value
-  if (!allowInsecureHttp) {
-    fail(path, 'must be https (or set jwks.allowInsecureHttp: true on a trusted network)', value)
-  }
-  if (!insecureHttpWarned) {
+  const problem = keyUrlProblem(value, allowInsecureHttp)
+  if (problem !== undefined)
+    fail(path, problem, problem.includes('credentials') ? 'a URL with userinfo' : value)
+  if (
+    value.startsWith('http:') &&
+    keyUrlProblem(value, false) !== undefined &&
+    !insecureHttpWarned
+  ) {
     insecureHttpWarned = true
     process.emitWarning('tollgate fetches signing keys over plain http', {
       code: 'TOLLGATE_INSECURE_KEY_URL',
@@ -346,6 +336,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         1024,
         16_777_216,
       ),
+      allowInsecureHttp: jwks.allowInsecureHttp === true,
       fetch: jwks.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
     }),
     cache:

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { INVALID_TOKEN } from './claims.js'
 import { InvalidTokenError, TenantRefusedError } from './errors.js'
 import type { TokenClaims } from './types.js'
 import type { VerifiedToken } from './verify.js'
@@ -134,7 +135,7 @@ export function createTenantResolver(
   const { realm } = context
 
   const invalid = (cause?: unknown) =>
-    new InvalidTokenError('invalid tenant', { realm, code: 'ERR_TENANT_INVALID', cause })
+    new InvalidTokenError(INVALID_TOKEN, { realm, code: 'ERR_TENANT_INVALID', cause })
 
   function validId(verified: VerifiedToken): string {
     let id: unknown
@@ -166,7 +167,7 @@ export function createTenantResolver(
       case 'refuse':
         throw new TenantRefusedError({ realm })
       case 'unknown':
-        throw new InvalidTokenError('unknown tenant', { realm, code: 'ERR_TENANT_UNKNOWN' })
+        throw new InvalidTokenError(INVALID_TOKEN, { realm, code: 'ERR_TENANT_UNKNOWN' })
       case 'admit': {
         const plan = (decision as { plan?: unknown }).plan
         if (plan === undefined) return { id, plan: planFromClaim(verified) }

@@ -58,6 +58,7 @@ export interface VerifierContext {
 }
 
 const MAX_KID_LENGTH = 256
+const ALWAYS = { validFrom: Number.NEGATIVE_INFINITY, validUntil: Number.POSITIVE_INFINITY }
 /** Bound on remembered forgeries: enough for a repeated forged token, small enough to be cheap. */
 const MAX_REMEMBERED_FORGERIES = 1000
 
@@ -113,19 +114,26 @@ export function createVerifier(context: VerifierContext): Verifier {
     const candidates = await issuer.keys.resolve(kid, alg as JWSAlgorithm)
     const key = findSigner(parsed, candidates, alg as JWSAlgorithm)
     if (key === undefined) {
-      if (candidates.length > 0)
-        forgeries?.set(token, true, candidates, Number.POSITIVE_INFINITY, now)
+      if (candidates.length > 0) forgeries?.set(token, true, candidates, ALWAYS, now)
       throw invalid()
     }
-    const validUntil = checkClaims(header as TokenHeader, payload, rules, Date.now())
+    const validity = checkClaims(header as TokenHeader, payload, rules, Date.now())
     const verdict = buildVerdict(token, parsed, iss as string, issuer.realm)
-    verdicts?.set(token, verdict, [key], validUntil, now)
+    verdicts?.set(token, verdict, [key], validity, now)
     return verdict
   }
 
   return {
     // A hit is still within exp and max age (the cache checks both); nbf had already passed.
-    cached: verdicts === undefined ? () => undefined : (token, nowMs) => verdicts.get(token, nowMs),
+    cached:
+      verdicts === undefined
+        ? () => undefined
+        : (token, nowMs) => {
+            const verdict = verdicts.get(token, nowMs)
+            // A verdict never outlives the keys that made it: past the stale bound, verify again (503).
+            const issuer = verdict && context.keys.get(verdict.verified.issuer)
+            return issuer?.keys.stillUsable(nowMs) ? verdict : undefined
+          },
     verify: verifyToken,
   }
 }

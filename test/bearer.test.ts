@@ -71,6 +71,13 @@ describe('extractBearerToken', () => {
     )
   })
 
+  it('throws invalid_request when an empty Authorization field precedes a real one', () => {
+    const rawHeaders = ['Authorization', '', 'Authorization', `Bearer ${TOKEN}`]
+    expect(() => extractBearerToken(request('', { rawHeaders }), 'api')).toThrow(
+      InvalidRequestError,
+    )
+  })
+
   it('throws invalid_request when the header value is a list', () => {
     expect(() =>
       extractBearerToken(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api'),

@@ -8,7 +8,7 @@ const key = (): PreparedKey => ({ kid: 'k', verifiers: {}, retired: false })
 describe('VerdictCache', () => {
   it('returns a verdict until its validity ends', () => {
     const cache = new VerdictCache<string>(10, 60_000)
-    cache.set('t', 'verdict', [key()], 1_000, 0)
+    cache.set('t', 'verdict', [key()], { validFrom: 0, validUntil: 1_000 }, 0)
     expect(cache.get('t', 999)).toBe('verdict')
     expect(cache.get('t', 1_000)).toBeUndefined()
     expect(cache.size).toBe(0)
@@ -16,7 +16,7 @@ describe('VerdictCache', () => {
 
   it('never keeps a verdict longer than its TTL, whatever its validity', () => {
     const cache = new VerdictCache<string>(10, 5_000)
-    cache.set('t', 'verdict', [key()], Number.POSITIVE_INFINITY, 100)
+    cache.set('t', 'verdict', [key()], { validFrom: 0, validUntil: Number.POSITIVE_INFINITY }, 100)
     expect(cache.get('t', 5_099)).toBe('verdict')
     expect(cache.get('t', 5_100)).toBeUndefined()
   })
@@ -24,18 +24,25 @@ describe('VerdictCache', () => {
   it('refuses a verdict whose key was retired, even before any purge', () => {
     const cache = new VerdictCache<string>(10, 60_000)
     const signing = key()
-    cache.set('t', 'verdict', [signing], 10_000, 0)
+    cache.set('t', 'verdict', [signing], { validFrom: 0, validUntil: 10_000 }, 0)
     signing.retired = true
     expect(cache.get('t', 1)).toBeUndefined()
+  })
+
+  it('answers nothing before the verdict is valid, as when the clock steps back', () => {
+    const cache = new VerdictCache<string>(10, 60_000)
+    cache.set('t', 'verdict', [key()], { validFrom: 500, validUntil: 10_000 }, 600)
+    expect(cache.get('t', 499)).toBeUndefined()
+    expect(cache.get('t', 500)).toBe('verdict')
   })
 
   it('purges every verdict of a retired key and keeps the others', () => {
     const cache = new VerdictCache<string>(10, 60_000)
     const leaving = key()
     const staying = key()
-    cache.set('a', 'a', [leaving], 10_000, 0)
-    cache.set('b', 'b', [staying], 10_000, 0)
-    cache.set('c', 'c', [leaving], 10_000, 0)
+    cache.set('a', 'a', [leaving], { validFrom: 0, validUntil: 10_000 }, 0)
+    cache.set('b', 'b', [staying], { validFrom: 0, validUntil: 10_000 }, 0)
+    cache.set('c', 'c', [leaving], { validFrom: 0, validUntil: 10_000 }, 0)
     leaving.retired = true
     cache.purgeRetired()
     expect(cache.size).toBe(1)
@@ -44,7 +51,9 @@ describe('VerdictCache', () => {
 
   it('stays within maxEntries, evicting the least recently used', () => {
     const cache = new VerdictCache<number>(100, 60_000)
-    for (let index = 0; index < 1_000; index++) cache.set(`t${index}`, index, [key()], 10_000, 0)
+    for (let index = 0; index < 1_000; index++) {
+      cache.set(`t${index}`, index, [key()], { validFrom: 0, validUntil: 10_000 }, 0)
+    }
     expect(cache.size).toBe(100)
     expect(cache.get('t0', 1)).toBeUndefined()
     expect(cache.get('t999', 1)).toBe(999)

@@ -27,13 +27,16 @@ const claims = (extra: Record<string, unknown> = {}) => ({
 
 describe('checkClaims', () => {
   it('returns when the verdict expires: exp plus tolerance', () => {
-    expect(checkClaims(HEADER, claims(), RULES, NOW_MS)).toBe((NOW + 65) * 1000)
+    expect(checkClaims(HEADER, claims(), RULES, NOW_MS)).toEqual({
+      validFrom: (NOW - 5) * 1000,
+      validUntil: (NOW + 65) * 1000,
+    })
   })
 
   it('stops at the maximum token age when it comes first', () => {
-    expect(checkClaims(HEADER, claims(), { ...RULES, maxTokenAgeSeconds: 10 }, NOW_MS)).toBe(
-      (NOW + 15) * 1000,
-    )
+    expect(
+      checkClaims(HEADER, claims(), { ...RULES, maxTokenAgeSeconds: 10 }, NOW_MS).validUntil,
+    ).toBe((NOW + 15) * 1000)
   })
 
   it.each([
@@ -74,6 +77,8 @@ describe('checkClaims', () => {
       { typ: undefined, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } },
     ],
     ['a non-string subject', { sub: 42 }],
+    ['a DPoP-bound token (cnf.jkt)', { cnf: { jkt: 'thumbprint' } }],
+    ['an mTLS-bound token (cnf.x5t#S256)', { cnf: { 'x5t#S256': 'thumbprint' } }],
   ])('throws invalid_token for %s', (_, extra) => {
     let thrown: unknown
     try {

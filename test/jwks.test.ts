@@ -11,6 +11,7 @@ const OPTIONS: NormalizedJWKSOptions = {
   maxAgeMs: 600_000,
   staleIfErrorMs: 3_600_000,
   maxBodyBytes: 262_144,
+  allowInsecureHttp: false,
   fetch: (...args) => globalThis.fetch(...args),
 }
 

@@ -31,7 +31,10 @@ describe('parseCompactJWS', () => {
     ['non-canonical trailing bits (2 chars)', `${HEADER}.${PAYLOAD}.YR`],
     ['non-canonical trailing bits (3 chars)', `${HEADER}.${PAYLOAD}.YWJ`],
     ['whitespace', `${HEADER}.${PAYLOAD} .${SIGNATURE}`],
-    ['a character Node would truncate to "A"', `${HEADER}.${PAYLOAD}.${SIGNATURE.slice(0, -1)}\u0141`],
+    [
+      'a character Node would truncate to "A"',
+      `${HEADER}.${PAYLOAD}.${SIGNATURE.slice(0, -1)}\u0141`,
+    ],
     ['a character Node would truncate to "+"', `${HEADER}.${PAYLOAD}.ab\u012bd`],
     ['a NUL byte', `${HEADER}.${PAYLOAD}.ab\u0000d`],
     ['a header that is not JSON', `${b64('alg')}.${PAYLOAD}.${SIGNATURE}`],

@@ -38,7 +38,7 @@ const INVALID_TENANT = {
   status: 401,
   headers: {
     'WWW-Authenticate':
-      'Bearer realm="api", error="invalid_token", error_description="invalid tenant"',
+      'Bearer realm="api", error="invalid_token", error_description="invalid token"',
   },
 }
 
@@ -271,7 +271,7 @@ describe('createTenantResolver', () => {
         status: 401,
         headers: {
           'WWW-Authenticate':
-            'Bearer realm="api", error="invalid_token", error_description="unknown tenant"',
+            'Bearer realm="api", error="invalid_token", error_description="invalid token"',
         },
       })
     })

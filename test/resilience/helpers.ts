@@ -1,0 +1,89 @@
+/**
+ * Helpers for the provider-fault suites: a gate that records its events, a one-line outcome of
+ * `gate.check`, and fake time that moves only Date (real sockets and timers keep working).
+ */
+import { expect, vi } from 'vitest'
+
+import { isTollgateError } from '../../src/errors.js'
+import type { GateEvent } from '../../src/events.js'
+import { createGate, type Gate } from '../../src/gate.js'
+import type { GateOptions, JWKSOptions } from '../../src/options.js'
+
+/** Small, fast settings: a 300 ms fetch timeout, 1 s cooldown, 60 s max age, 120 s stale bound. */
+export const JWKS: JWKSOptions = {
+  timeoutMs: 300,
+  cooldownMs: 1000,
+  maxAgeMs: 60_000,
+  staleIfErrorMs: 120_000,
+}
+
+export interface RecordingGate {
+  readonly gate: Gate
+  readonly events: GateEvent[]
+  /** Event types since the last call (and forgets them). */
+  takeTypes(): string[]
+  /** Events since the last call (and forgets them). */
+  take(): GateEvent[]
+}
+
+export function recordingGate(options: GateOptions): RecordingGate {
+  const events: GateEvent[] = []
+  const gate = createGate({ ...options, onEvent: (event) => events.push(event) })
+  const take = () => events.splice(0, events.length)
+  return { gate, events, take, takeTypes: () => take().map((event) => event.type) }
+}
+
+/** What a check came to: 200, or the refusal's status, code and headers. */
+export interface Outcome {
+  readonly status: number
+  readonly code?: string
+  readonly headers?: Record<string, string>
+  readonly subject?: string | undefined
+}
+
+export async function outcome(gate: Gate, token: string): Promise<Outcome> {
+  try {
+    const result = await gate.check({ headers: { authorization: `Bearer ${token}` } })
+    return { status: 200, subject: result.auth?.subject }
+  } catch (error) {
+    if (!isTollgateError(error)) throw error
+    return { status: error.status, code: error.code, headers: error.headers }
+  }
+}
+
+/** Asserts a 503 `ERR_JWKS_UNAVAILABLE` with a whole-second `Retry-After` of at least 1. */
+export function expectUnavailable(result: Outcome): void {
+  expect(result).toMatchObject({ status: 503, code: 'ERR_JWKS_UNAVAILABLE' })
+  expect(result.headers?.['Retry-After']).toMatch(/^[1-9]\d*$/)
+  expect(result.headers?.['WWW-Authenticate']).toBeUndefined()
+}
+
+/** Date-only fake time starting at `start`, advanced by hand. */
+export function fakeClock(start = Date.UTC(2032, 0, 1)) {
+  let now = start
+  return {
+    install() {
+      now = start
+      vi.useFakeTimers({ toFake: ['Date'], now })
+    },
+    uninstall() {
+      vi.useRealTimers()
+    },
+    advance(ms: number) {
+      now += ms
+      vi.setSystemTime(now)
+    },
+    get now() {
+      return now
+    },
+  }
+}
+
+/** Waits (real time) until `condition` holds, for at most `ms`. */
+export async function eventually(condition: () => boolean, ms = 3000): Promise<void> {
+  const deadline = performance.now() + ms
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
