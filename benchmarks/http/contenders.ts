@@ -1,0 +1,60 @@
+/** The HTTP contenders, the token modes each one runs, and which need what to run at all. */
+import type { HttpMode } from '../results.ts'
+
+export interface HttpContender {
+  name: string
+  framework: 'express' | 'koa'
+  file: string
+  bare?: true
+  /** tollgate contenders need dist/; `redis` ones also a Redis server and the rate-limit module. */
+  tollgate?: 'memory' | 'redis'
+  modes: readonly HttpMode[]
+}
+
+const ALL: readonly HttpMode[] = ['repeated', 'pool', 'forged', 'unknown-kid']
+const VALID: readonly HttpMode[] = ['repeated', 'pool']
+
+export const contenders: readonly HttpContender[] = [
+  {
+    name: 'express (bare)',
+    framework: 'express',
+    file: './servers/express-bare.ts',
+    bare: true,
+    modes: VALID,
+  },
+  {
+    name: 'express + tollgate',
+    framework: 'express',
+    file: './servers/express-tollgate.ts',
+    tollgate: 'memory',
+    modes: ALL,
+  },
+  {
+    name: 'express + tollgate (Redis limiter)',
+    framework: 'express',
+    file: './servers/express-tollgate.ts',
+    tollgate: 'redis',
+    modes: VALID,
+  },
+  {
+    name: 'express + express-jwt + jwks-rsa',
+    framework: 'express',
+    file: './servers/express-jwt.ts',
+    modes: ALL,
+  },
+  {
+    name: 'express + express-oauth2-jwt-bearer',
+    framework: 'express',
+    file: './servers/express-oauth2.ts',
+    modes: ALL,
+  },
+  { name: 'koa (bare)', framework: 'koa', file: './servers/koa-bare.ts', bare: true, modes: VALID },
+  {
+    name: 'koa + tollgate',
+    framework: 'koa',
+    file: './servers/koa-tollgate.ts',
+    tollgate: 'memory',
+    modes: ALL,
+  },
+  { name: 'koa + koa-jwt + jwks-rsa', framework: 'koa', file: './servers/koa-jwt.ts', modes: ALL },
+]

@@ -1,0 +1,187 @@
+/**
+ * Issue 4's targets, judged from one run's suite results, and the named ratios `bench:check`
+ * compares against `baseline.json`. Every ratio is "higher is better".
+ */
+import { settings } from './config.ts'
+import { TOLLGATE_HIT } from './micro/cache.bench.ts'
+import { TOLLGATE } from './micro/verify.bench.ts'
+import type { HttpMode, HttpRow, MemoryRow, MicroRow, SuiteResult } from './results.ts'
+
+export interface Target {
+  label: string
+  goal: string
+  measured: string
+  /** `undefined`: not measured in this run. */
+  pass: boolean | undefined
+}
+
+export interface Suites {
+  verify?: SuiteResult<MicroRow>
+  cache?: SuiteResult<MicroRow>
+  rateLimit?: SuiteResult<MicroRow>
+  memory?: SuiteResult<MemoryRow>
+  http?: SuiteResult<HttpRow>
+}
+
+const x = (n: number) => `${n.toFixed(3)}×`
+const notMeasured = (label: string, goal: string): Target => ({
+  label,
+  goal,
+  measured: 'not measured',
+  pass: undefined,
+})
+
+export function evaluateTargets(suites: Suites): Target[] {
+  const targets: Target[] = []
+  const http = suites.http?.rows ?? []
+  const row = (contender: string, mode: HttpMode) =>
+    http.find((r) => r.contender === contender && r.mode === mode)
+
+  for (const [framework, pool, repeated] of [
+    ['express', 0.7, 0.92],
+    ['koa', 0.42, 0.8],
+  ] as const) {
+    const name = `${framework} + tollgate`
+    for (const [mode, goal] of [
+      ['pool', pool],
+      ['repeated', repeated],
+    ] as const) {
+      const label = `${framework === 'express' ? 'Express' : 'Koa'} + tollgate vs bare, ${mode === 'pool' ? '10k-token pool' : 'one repeated token'}`
+      const ratio = row(name, mode)?.vsBare
+      targets.push(
+        ratio === undefined
+          ? notMeasured(label, `≥ ${goal}×`)
+          : { label, goal: `≥ ${goal}×`, measured: x(ratio), pass: ratio >= goal },
+      )
+    }
+  }
+
+  for (const r of (suites.verify?.rows ?? []).filter((r) => r.contender === TOLLGATE)) {
+    targets.push({
+      label: `Cache-miss ${r.case.replace(/^verify |\s*\(cache miss\)$/g, '')} vs node:crypto`,
+      goal: '≥ 0.85×',
+      measured: `${x(r.vsCrypto ?? 0)} (${(r.nsPerOp / 1000).toFixed(1)} µs)`,
+      pass: (r.vsCrypto ?? 0) >= 0.85,
+    })
+  }
+  if (!suites.verify?.rows.some((r) => r.contender === TOLLGATE)) {
+    targets.push(notMeasured('Cache-miss verification vs node:crypto', '≥ 0.85× per alg'))
+  }
+
+  const hit = suites.cache?.rows.find((r) => r.contender === TOLLGATE_HIT)
+  targets.push(
+    hit
+      ? {
+          label: 'Verified-token cache hit',
+          goal: '< 1 µs',
+          measured: `${(hit.nsPerOp / 1000).toFixed(2)} µs`,
+          pass: hit.nsPerOp < 1000,
+        }
+      : notMeasured('Verified-token cache hit', '< 1 µs'),
+  )
+
+  for (const framework of ['express', 'koa'] as const) {
+    const name = `${framework} + tollgate`
+    const label = `${framework === 'express' ? 'Express' : 'Koa'}: forged token CPU vs valid (pool)`
+    const forged = row(name, 'forged')
+    const valid = row(name, 'pool')
+    targets.push(
+      forged && valid
+        ? {
+            label,
+            goal: '≤ 1× (5% noise allowance)',
+            measured: `${x(forged.cpuUsPerReq / valid.cpuUsPerReq)} (${forged.cpuUsPerReq.toFixed(0)} vs ${valid.cpuUsPerReq.toFixed(0)} µs/req)`,
+            pass: forged.cpuUsPerReq <= valid.cpuUsPerReq * 1.05,
+          }
+        : notMeasured(label, '≤ 1×'),
+    )
+    const unknown = row(name, 'unknown-kid')
+    const fetchLabel = `${framework === 'express' ? 'Express' : 'Koa'}: unknown-kid flood JWKS fetches`
+    if (unknown?.jwksFetches) {
+      const seconds = Math.round(unknown.jwksFetches.spanSeconds)
+      const allowed = Math.max(1, Math.ceil(seconds / settings.jwksCooldownSeconds))
+      const fetches = unknown.jwksFetches.warmup + unknown.jwksFetches.measured
+      targets.push({
+        label: fetchLabel,
+        goal: `≤ 1 per ${settings.jwksCooldownSeconds} s cooldown (≤ ${allowed} in the case's ${seconds} s)`,
+        measured: `${fetches}`,
+        pass: fetches <= allowed,
+      })
+    } else targets.push(notMeasured(fetchLabel, '≤ 1 per cooldown'))
+    const speedLabel = `${framework === 'express' ? 'Express' : 'Koa'}: unknown-kid req/s vs valid (pool)`
+    targets.push(
+      unknown && valid
+        ? {
+            label: speedLabel,
+            goal: '≥ 1×',
+            measured: x(unknown.rps / valid.rps),
+            pass: unknown.rps >= valid.rps,
+          }
+        : notMeasured(speedLabel, '≥ 1×'),
+    )
+  }
+
+  for (const mode of ['repeated', 'pool'] as const) {
+    const label = `Redis limiter vs memory limiter (Express, ${mode})`
+    const redis = row('express + tollgate (Redis limiter)', mode)
+    const memory = row('express + tollgate', mode)
+    targets.push(
+      redis && memory
+        ? {
+            label,
+            goal: '≥ 0.8×',
+            measured: x(redis.rps / memory.rps),
+            pass: redis.rps / memory.rps >= 0.8,
+          }
+        : notMeasured(label, '≥ 0.8×'),
+    )
+  }
+
+  targets.push(memoryTarget(suites.memory))
+  return targets
+}
+
+function memoryTarget(memory: SuiteResult<MemoryRow> | undefined): Target {
+  const label = `Memory, ${settings.memoryTokens.toLocaleString('en-US')} tokens / ${settings.memoryTenants.toLocaleString('en-US')} tenants`
+  const goal = 'bounded: heap flat once the cache and tenants are saturated'
+  const before = memory?.rows.find((r) => r.stage === 'before')
+  const saturated = memory?.rows.find((r) => r.stage === 'cache and tenants saturated')
+  const end = memory?.rows.find((r) => r.stage === 'end')
+  if (!before || !saturated || !end) return notMeasured(label, goal)
+  const filling = saturated.heapUsedMb - before.heapUsedMb
+  const afterwards = end.heapUsedMb - saturated.heapUsedMb
+  return {
+    label,
+    goal,
+    measured: `heap ${before.heapUsedMb.toFixed(0)} → ${saturated.heapUsedMb.toFixed(0)} → ${end.heapUsedMb.toFixed(0)} MB, rss ${before.rssMb.toFixed(0)} → ${end.rssMb.toFixed(0)} MB`,
+    pass: afterwards <= Math.max(5, filling * 0.1),
+  }
+}
+
+const slug = (s: string) =>
+  s
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+
+/** Every comparable ratio of the run, by stable name (higher is better). */
+export function ratios(suites: Suites): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const r of suites.http?.rows ?? []) {
+    if (r.vsBare !== undefined) out[`http.${slug(r.contender)}.${r.mode}.vs-bare`] = r.vsBare
+  }
+  for (const r of suites.verify?.rows ?? []) {
+    if (r.vsCrypto !== undefined && r.contender !== 'node:crypto (limit)') {
+      out[`micro.${slug(r.case)}.${slug(r.contender)}.vs-crypto`] = r.vsCrypto
+    }
+  }
+  const http = suites.http?.rows ?? []
+  for (const mode of ['repeated', 'pool'] as const) {
+    const redis = http.find(
+      (r) => r.contender === 'express + tollgate (Redis limiter)' && r.mode === mode,
+    )
+    const memory = http.find((r) => r.contender === 'express + tollgate' && r.mode === mode)
+    if (redis && memory) out[`http.tollgate-redis-vs-memory.${mode}`] = redis.rps / memory.rps
+  }
+  return out
+}
