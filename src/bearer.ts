@@ -7,35 +7,59 @@ import { InvalidRequestError } from './errors.js'
 import type { RequestLike } from './types.js'
 
 // RFC 6750 §2.1: credentials = "Bearer" 1*SP b64token; the scheme is case-insensitive (RFC 9110 §11.1).
-const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*)$/i
-const SCHEME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+/
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
+const TCHAR = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]$/
+const SPACE = 32
+
+const malformed = (realm: string) =>
+  new InvalidRequestError('malformed bearer credentials', { realm })
+
+/** `true` when `candidate` is an RFC 6750 b64token. */
+export function isB64Token(candidate: string): boolean {
+  return B64TOKEN.test(candidate)
+}
 
 /**
- * The bearer token of a request, or `undefined` when the request carries no credentials or uses
- * another scheme (the caller answers 401 without an error code, RFC 6750 §3.1).
- * Tokens are never read from the query string (RFC 6750 §2.3 puts them in logs and Referer).
+ * The credentials of a `Bearer` Authorization header, not yet checked against the b64token
+ * charset: the gate first looks them up among verified tokens (which passed that check), and
+ * checks the charset only on a miss. `undefined` when the request carries no credentials or uses
+ * another scheme (the caller answers 401 without an error code, RFC 6750 §3.1). Tokens are never
+ * read from the query string (RFC 6750 §2.3 puts them in logs and Referer).
  *
- * @throws InvalidRequestError (400) for a malformed `Bearer` value, more than one token, a
- * repeated Authorization field, or a token sent in the query or body as well.
+ * @throws InvalidRequestError (400) for `Bearer` without credentials or not followed by a space,
+ * a repeated Authorization field, or a token sent in the query or body as well.
  */
-export function extractBearerToken(request: RequestLike, realm: string): string | undefined {
+export function readBearerCredentials(request: RequestLike, realm: string): string | undefined {
   const value = request.headers.authorization
   if (value === undefined) return undefined
   // Before the empty check: an empty field must not hide a second, non-empty one.
   if (typeof value !== 'string' || repeatsAuthorization(request.rawHeaders)) {
     throw new InvalidRequestError('more than one Authorization header', { realm })
   }
-  if (value === '') return undefined
-  const match = BEARER.exec(value)
-  if (match === null) {
-    const scheme = SCHEME.exec(value)?.[0]
-    if (scheme === undefined || scheme.toLowerCase() !== 'bearer') return undefined
-    throw new InvalidRequestError('malformed bearer credentials', { realm })
-  }
+  // A scheme other than Bearer, including a longer one such as "Bearerx": no credentials for us.
+  if (value.length < 6 || value.slice(0, 6).toLowerCase() !== 'bearer') return undefined
+  if (value.length > 6 && TCHAR.test(value.charAt(6))) return undefined
+  let start = 6
+  while (value.charCodeAt(start) === SPACE) start++
+  if (start === 6 || start === value.length) throw malformed(realm)
+  const credentials = value.slice(start)
   if (tokenInQuery(request.url) || tokenInBody(request.body)) {
+    if (!isB64Token(credentials)) throw malformed(realm)
     throw new InvalidRequestError('access token sent more than one way', { realm })
   }
-  return match[1]
+  return credentials
+}
+
+/**
+ * The bearer token of a request: {@link readBearerCredentials} plus the b64token check.
+ *
+ * @throws InvalidRequestError (400) as {@link readBearerCredentials} does, and for credentials
+ * that are not one b64token (two tokens, quotes, commas, non-ASCII).
+ */
+export function extractBearerToken(request: RequestLike, realm: string): string | undefined {
+  const credentials = readBearerCredentials(request, realm)
+  if (credentials !== undefined && !isB64Token(credentials)) throw malformed(realm)
+  return credentials
 }
 
 /** Node keeps only the first of repeated Authorization fields in `headers`; the raw list tells. */

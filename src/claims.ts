@@ -129,14 +129,27 @@ function isAccessToken(
   return true
 }
 
-function stringList(value: unknown): string[] {
-  if (typeof value === 'string') return value.split(' ').filter((item) => item !== '')
-  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string')
-  return []
+const NO_STRINGS: readonly string[] = Object.freeze([])
+
+function stringList(value: unknown): readonly string[] {
+  if (typeof value === 'string') {
+    if (value === '') return NO_STRINGS
+    const items = value.split(' ')
+    // Only a doubled, leading or trailing space leaves empty items.
+    return Object.freeze(items.includes('') ? items.filter((item) => item !== '') : items)
+  }
+  if (Array.isArray(value)) {
+    return Object.freeze(
+      value.every((item) => typeof item === 'string')
+        ? [...value]
+        : value.filter((item) => typeof item === 'string'),
+    )
+  }
+  return NO_STRINGS
 }
 
-/** Granted scopes: `scope` (RFC 8693 §4.2, space-separated) or else `scp` (array or string). */
-export function readScopes(claims: TokenClaims): string[] {
+/** Granted scopes: `scope` (RFC 8693 §4.2, space-separated) or else `scp` (array or string). Frozen. */
+export function readScopes(claims: TokenClaims): readonly string[] {
   return stringList(claims.scope !== undefined ? claims.scope : claims.scp)
 }
 
@@ -157,9 +170,9 @@ export function readRoles(claims: TokenClaims): TokenRoles {
     for (const client of Object.keys(resourceAccess)) {
       const access = ownRecord(resourceAccess[client])
       if (access !== undefined && Object.hasOwn(access, 'roles')) {
-        clients[client] = Object.freeze(stringList(access.roles))
+        clients[client] = stringList(access.roles)
       }
     }
   }
-  return Object.freeze({ realm: Object.freeze(realm), clients: Object.freeze(clients) })
+  return Object.freeze({ realm, clients: Object.freeze(clients) })
 }

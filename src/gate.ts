@@ -5,10 +5,15 @@
  *
  * @module
  */
-import { extractBearerToken } from './bearer.js'
-import { bearerChallenge, isTollgateError, TokenMissingError } from './errors.js'
+import { isB64Token, readBearerCredentials } from './bearer.js'
+import {
+  bearerChallenge,
+  InvalidRequestError,
+  isTollgateError,
+  TokenMissingError,
+} from './errors.js'
 import { createEmit } from './events.js'
-import { bindContext, type GateContext } from './guards.js'
+import type { GateContext } from './guards.js'
 import { IssuerKeys, type IssuerKeysStatus } from './jwks.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
@@ -72,7 +77,9 @@ export function createGate(options: GateOptions): Gate {
     realm: issuer.realm,
     keys: new IssuerKeys(issuer, normalized.algorithms, normalized.jwks, emit),
   }))
+  const context: GateContext = Object.freeze({ realm, errorHandling: normalized.errorHandling })
   const verifier = createVerifier({
+    gate: context,
     keys: new Map(issuers.map((entry) => [entry.issuer, entry])),
     algorithms: new Set(normalized.algorithms),
     rules: normalized.claims,
@@ -84,7 +91,6 @@ export function createGate(options: GateOptions): Gate {
   }
   const resolveTenant = options.tenant && createTenantResolver(options.tenant, { realm })
   const limiter = options.rateLimit && createTenantLimiter(options.rateLimit, { realm, emit })
-  const context: GateContext = Object.freeze({ realm, errorHandling: normalized.errorHandling })
   const { credentialsRequired, skip } = normalized
   const pass = Promise.resolve(PASS)
 
@@ -92,7 +98,6 @@ export function createGate(options: GateOptions): Gate {
   function accept(verdict: Verdict): Promise<CheckResult> {
     let answer = verdict.memo as Promise<CheckResult> | undefined
     if (answer === undefined) {
-      bindContext(verdict.admission, context)
       answer = Promise.resolve(Object.freeze({ auth: verdict.admission, headers: NO_HEADERS }))
       verdict.memo = answer
     }
@@ -116,7 +121,6 @@ export function createGate(options: GateOptions): Gate {
       tenant: tenant.id,
       plan: tenant.plan,
     })
-    bindContext(auth, context)
     verdict.memo = { id: tenant.id, plan: tenant.plan, auth } satisfies TenantMemo
     return auth
   }
@@ -167,7 +171,7 @@ export function createGate(options: GateOptions): Gate {
     let token: string | undefined
     try {
       if (skip?.(request)) return pass
-      token = extractBearerToken(request, realm)
+      token = readBearerCredentials(request, realm)
     } catch (error) {
       return refuse(error, undefined, undefined)
     }
@@ -176,8 +180,16 @@ export function createGate(options: GateOptions): Gate {
         ? refuse(new TokenMissingError({ realm }), undefined, undefined)
         : pass
     }
+    // Verified tokens passed the charset check: only a miss pays for it.
     const cached = verifier.cached(token, Date.now())
     if (cached !== undefined && resolveTenant === undefined) return accept(cached)
+    if (cached === undefined && !isB64Token(token)) {
+      return refuse(
+        new InvalidRequestError('malformed bearer credentials', { realm }),
+        undefined,
+        undefined,
+      )
+    }
     return admit(request, token, cached)
   }
 

@@ -17,16 +17,20 @@ export interface GateContext {
 }
 
 const DEFAULT_CONTEXT: GateContext = Object.freeze({ realm: 'api', errorHandling: 'respond' })
-const contexts = new WeakMap<Admission, GateContext>()
 
-/** Records which gate admitted `auth`. */
-export function bindContext(auth: Admission, context: GateContext): void {
-  contexts.set(auth, context)
-}
+/**
+ * Where an admission records the gate that admitted it. A symbol-keyed property written when the
+ * admission is built (and copied by spreads) costs nothing per request; a WeakMap entry per
+ * admission cost an insertion and ephemeron work in every GC.
+ */
+export const GATE_CONTEXT: unique symbol = Symbol('tollgate.gate')
 
 /** The context of the gate that admitted `auth`, or the defaults when nothing was admitted. */
 export function contextOf(auth: Admission | undefined): GateContext {
-  return (auth !== undefined && contexts.get(auth)) || DEFAULT_CONTEXT
+  return (
+    (auth as { readonly [GATE_CONTEXT]?: GateContext } | undefined)?.[GATE_CONTEXT] ??
+    DEFAULT_CONTEXT
+  )
 }
 
 // Scope tokens (RFC 6749 §3.3): %x21 / %x23-5B / %x5D-7E, so a quote cannot break the challenge.

@@ -12,6 +12,7 @@ import type { JWSAlgorithm, PreparedVerifier } from './algorithms.js'
 import { VerdictCache } from './cache.js'
 import { type ClaimRules, checkClaims, INVALID_TOKEN, readRoles, readScopes } from './claims.js'
 import { InvalidTokenError } from './errors.js'
+import { GATE_CONTEXT, type GateContext } from './guards.js'
 import type { IssuerKeys, PreparedKey } from './jwks.js'
 import { type ParsedJWS, parseCompactJWS } from './jws.js'
 import type { Admission, TokenClaims, TokenHeader } from './types.js'
@@ -47,6 +48,8 @@ export interface Verifier {
 
 /** Everything verification needs, built once by `createGate()`. */
 export interface VerifierContext {
+  /** Recorded on every admission, for the guards. */
+  readonly gate: GateContext
   readonly keys: ReadonlyMap<
     string,
     { readonly keys: IssuerKeys; readonly realm: string | undefined }
@@ -118,7 +121,7 @@ export function createVerifier(context: VerifierContext): Verifier {
       throw invalid()
     }
     const validity = checkClaims(header as TokenHeader, payload, rules, Date.now())
-    const verdict = buildVerdict(token, parsed, iss as string, issuer.realm)
+    const verdict = buildVerdict(token, parsed, iss as string, issuer.realm, context.gate)
     verdicts?.set(token, verdict, [key], validity, now)
     return verdict
   }
@@ -161,9 +164,10 @@ function signatureMatches(data: Buffer, signature: Buffer, verifier: PreparedVer
 }
 
 function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value)
-    for (const child of Object.values(value)) deepFreeze(child)
+  Object.freeze(value)
+  for (const key in value) {
+    const child = value[key]
+    if (typeof child === 'object' && child !== null) deepFreeze(child)
   }
   return value
 }
@@ -173,6 +177,7 @@ function buildVerdict(
   parsed: ParsedJWS,
   issuer: string,
   realm: string | undefined,
+  gate: GateContext,
 ): Verdict {
   // Verdicts are shared by every request that presents the same token: nothing may mutate them.
   const header = deepFreeze(parsed.header) as TokenHeader
@@ -192,10 +197,11 @@ function buildVerdict(
     realm,
     subject: claims.sub,
     clientId,
-    scopes: Object.freeze(readScopes(claims)),
+    scopes: readScopes(claims),
     roles: readRoles(claims),
     tenant: undefined,
     plan: undefined,
+    [GATE_CONTEXT]: gate,
   })
   return { verified, admission, memo: undefined }
 }

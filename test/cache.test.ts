@@ -59,3 +59,21 @@ describe('VerdictCache', () => {
     expect(cache.get('t999', 1)).toBe(999)
   })
 })
+
+describe('VerdictCache keys', () => {
+  it('never answers for a different token that shares the cached token’s tail', () => {
+    const cache = new VerdictCache<string>(10, 60_000)
+    const tail = 'x'.repeat(40)
+    cache.set(`valid.${tail}`, 'verdict', [key()], { validFrom: 0, validUntil: 10_000 }, 0)
+    expect(cache.get(`forged.${tail}`, 1)).toBeUndefined()
+    expect(cache.get(`valid.${tail}`, 1)).toBe('verdict')
+  })
+
+  it('keeps tokens shorter than the key length apart', () => {
+    const cache = new VerdictCache<string>(10, 60_000)
+    cache.set('a.b.c', 'one', [key()], { validFrom: 0, validUntil: 10_000 }, 0)
+    cache.set('a.b.d', 'two', [key()], { validFrom: 0, validUntil: 10_000 }, 0)
+    expect(cache.get('a.b.c', 1)).toBe('one')
+    expect(cache.get('a.b.d', 1)).toBe('two')
+  })
+})

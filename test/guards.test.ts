@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 
 import { InsufficientScopeError, TokenMissingError } from '../src/errors.js'
 import {
-  bindContext,
+  GATE_CONTEXT,
   requireAnyScope,
   requireClientRoles,
   requireRealmRoles,
@@ -79,8 +79,7 @@ describe('guards', () => {
   })
 
   it('uses the realm of the gate that admitted the request', () => {
-    const auth = admission([])
-    bindContext(auth, { realm: 'office', errorHandling: 'respond' })
+    const auth = { ...admission([]), [GATE_CONTEXT]: { realm: 'office', errorHandling: 'respond' } }
     try {
       requireScopes('a')(auth)
     } catch (error) {

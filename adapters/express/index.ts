@@ -50,7 +50,7 @@ export function tollgate(options: GateOptions): RequestHandler {
     gate.check({ headers, rawHeaders, method, url, body }).then(
       (result) => {
         if (result.auth !== undefined) req.auth = result.auth
-        res.set(result.headers)
+        for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
         next()
       },
       (error: unknown) => refuse(error, res, next, gate.errorHandling),
