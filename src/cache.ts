@@ -7,7 +7,7 @@
  */
 import { LRUCache } from 'lru-cache'
 
-import type { PreparedKey } from './jwks.js'
+import type { PreparedKey } from './jwk.js'
 
 interface Entry<T> {
   readonly token: string

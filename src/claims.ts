@@ -139,11 +139,10 @@ function stringList(value: unknown): readonly string[] {
     return Object.freeze(items.includes('') ? items.filter((item) => item !== '') : items)
   }
   if (Array.isArray(value)) {
-    return Object.freeze(
-      value.every((item) => typeof item === 'string')
-        ? [...value]
-        : value.filter((item) => typeof item === 'string'),
-    )
+    // Claims are frozen before they are read: an all-string array can be shared as it is.
+    return value.every((item) => typeof item === 'string')
+      ? Object.freeze(value)
+      : Object.freeze(value.filter((item) => typeof item === 'string'))
   }
   return NO_STRINGS
 }

@@ -9,6 +9,7 @@ import { isB64Token, readBearerCredentials } from './bearer.js'
 import {
   bearerChallenge,
   InvalidRequestError,
+  InvalidTokenError,
   isTollgateError,
   TokenMissingError,
 } from './errors.js'
@@ -162,7 +163,15 @@ export function createGate(options: GateOptions): Gate {
       })
       return { auth, headers }
     } catch (error) {
-      return refuse(error, issuer, tenantId)
+      // A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
+      // that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
+      const malformed =
+        error instanceof InvalidTokenError && issuer === undefined && !isB64Token(token)
+      return refuse(
+        malformed ? new InvalidRequestError('malformed bearer credentials', { realm }) : error,
+        issuer,
+        tenantId,
+      )
     }
   }
 
@@ -180,16 +189,8 @@ export function createGate(options: GateOptions): Gate {
         ? refuse(new TokenMissingError({ realm }), undefined, undefined)
         : pass
     }
-    // Verified tokens passed the charset check: only a miss pays for it.
     const cached = verifier.cached(token, Date.now())
     if (cached !== undefined && resolveTenant === undefined) return accept(cached)
-    if (cached === undefined && !isB64Token(token)) {
-      return refuse(
-        new InvalidRequestError('malformed bearer credentials', { realm }),
-        undefined,
-        undefined,
-      )
-    }
     return admit(request, token, cached)
   }
 

@@ -13,17 +13,14 @@
  *
  * @module
  */
-import { createPublicKey, type KeyObject } from 'node:crypto'
-
-import {
-  ALGORITHMS,
-  type JWSAlgorithm,
-  type PreparedVerifier,
-  prepareVerifier,
-} from './algorithms.js'
+import type { JWSAlgorithm } from './algorithms.js'
 import { ServiceUnavailableError } from './errors.js'
 import type { Emit, JWKSFailureReason } from './events.js'
+import { FetchFailure, fetchJSON } from './fetch-json.js'
 import { keyUrlProblem } from './issuers.js'
+import { fingerprintOf, type PreparedKey, prepareKey } from './jwk.js'
+
+export type { PreparedKey } from './jwk.js'
 
 /** Validated JWKS settings (see `GateOptions.jwks` for meanings and defaults). */
 export interface NormalizedJWKSOptions {
@@ -34,14 +31,6 @@ export interface NormalizedJWKSOptions {
   readonly maxBodyBytes: number
   readonly allowInsecureHttp: boolean
   readonly fetch: typeof globalThis.fetch
-}
-
-/** A verification key with its `crypto.verify` arguments per algorithm. */
-export interface PreparedKey {
-  readonly kid: string | undefined
-  readonly verifiers: Readonly<Partial<Record<JWSAlgorithm, PreparedVerifier>>>
-  /** Set when a refresh no longer lists this key: anything verified with it must be re-verified. */
-  retired: boolean
 }
 
 /** How an issuer's keys stand, as `gate.ready()` reports it. */
@@ -55,20 +44,9 @@ export interface IssuerKeysStatus {
   readonly lastFailure: JWKSFailureReason | undefined
 }
 
-class FetchFailure extends Error {
-  readonly reason: JWKSFailureReason
-  constructor(reason: JWKSFailureReason, cause?: unknown) {
-    super(`JWKS fetch failed: ${reason}`, cause === undefined ? undefined : { cause })
-    this.reason = reason
-  }
-}
-
 const NO_KEYS: readonly PreparedKey[] = Object.freeze([])
 /** Tokens without `kid` may be tried against this many keys at most. */
 const MAX_KEYLESS_CANDIDATES = 4
-const MIN_RSA_MODULUS_BITS = 2048
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const
-const ACCEPT = 'application/jwk-set+json, application/json;q=0.9'
 
 /** The keys of one configured issuer. */
 export class IssuerKeys {
@@ -234,31 +212,8 @@ export class IssuerKeys {
     return jwksUri
   }
 
-  private async fetchJSON(uri: string): Promise<unknown> {
-    let response: Response
-    try {
-      response = await this.options.fetch(uri, {
-        redirect: 'manual',
-        headers: { accept: ACCEPT },
-        signal: AbortSignal.timeout(this.options.timeoutMs),
-      })
-    } catch (error) {
-      throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)
-    }
-    if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel().catch(() => undefined)
-      throw new FetchFailure('redirect')
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel().catch(() => undefined)
-      throw new FetchFailure('status')
-    }
-    const text = await readCapped(response, this.options.maxBodyBytes)
-    try {
-      return JSON.parse(text) as unknown
-    } catch (error) {
-      throw new FetchFailure('invalid_json', error)
-    }
+  private fetchJSON(uri: string): Promise<unknown> {
+    return fetchJSON(uri, this.options)
   }
 
   private apply(document: unknown): void {
@@ -308,110 +263,4 @@ export class IssuerKeys {
       this.emit?.({ type: 'jwks_stale', issuer: this.issuer, ageMs: age })
     }
   }
-}
-
-function isTimeout(error: unknown): boolean {
-  return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')
-}
-
-async function readCapped(response: Response, maxBytes: number): Promise<string> {
-  const declared = Number(response.headers.get('content-length'))
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => undefined)
-    throw new FetchFailure('too_large')
-  }
-  if (response.body === null) return ''
-  const reader = response.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      size += value.byteLength
-      if (size > maxBytes) {
-        await reader.cancel().catch(() => undefined)
-        throw new FetchFailure('too_large')
-      }
-      chunks.push(value)
-    }
-  } catch (error) {
-    if (error instanceof FetchFailure) throw error
-    throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)
-  }
-  return Buffer.concat(chunks, size).toString('utf8')
-}
-
-const PUBLIC_MEMBERS: Record<string, readonly string[]> = {
-  RSA: ['n', 'e'],
-  EC: ['crv', 'x', 'y'],
-  OKP: ['crv', 'x'],
-}
-
-/**
- * Identity of a key across refreshes: everything that decides whether and how it may verify
- * (kid, alg, use, key_ops, private members) and its public material. A key republished with
- * `use: enc` or with private members is a different key, and is judged again.
- */
-function fingerprintOf(jwk: unknown): string | undefined {
-  if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) return undefined
-  const record = jwk as Record<string, unknown>
-  const members = typeof record.kty === 'string' ? PUBLIC_MEMBERS[record.kty] : undefined
-  if (members === undefined) return undefined
-  const privateMembers = PRIVATE_MEMBERS.filter((member) => record[member] !== undefined)
-  const parts = [record.kty, record.kid, record.alg, record.use, record.key_ops, privateMembers]
-  for (const member of members) {
-    if (typeof record[member] !== 'string') return undefined
-    parts.push(record[member])
-  }
-  return JSON.stringify(parts)
-}
-
-/**
- * Imports a JWK for verification, or `undefined` when it must not verify anything here:
- * encryption keys, keys whose `key_ops` exclude verify, keys carrying private members (a
- * misconfigured provider; the private half is never touched), short RSA moduli, and keys whose
- * `alg`, `kty` and `crv` do not fit an allowed algorithm.
- */
-function prepareKey(
-  record: Record<string, unknown>,
-  allowed: readonly JWSAlgorithm[],
-): PreparedKey | undefined {
-  if (record.use !== undefined && record.use !== 'sig') return undefined
-  if (record.key_ops !== undefined) {
-    if (!Array.isArray(record.key_ops) || !record.key_ops.includes('verify')) return undefined
-  }
-  if (PRIVATE_MEMBERS.some((member) => record[member] !== undefined)) return undefined
-  if (record.kid !== undefined && (typeof record.kid !== 'string' || record.kid.length === 0)) {
-    return undefined
-  }
-  if (record.alg !== undefined && typeof record.alg !== 'string') return undefined
-  const crv = typeof record.crv === 'string' ? record.crv : undefined
-  const algorithms = allowed.filter((alg) => {
-    const spec = ALGORITHMS[alg]
-    if (spec.kty !== record.kty) return false
-    if (spec.curves !== undefined && (crv === undefined || !spec.curves.includes(crv))) return false
-    return record.alg === undefined || record.alg === alg
-  })
-  if (algorithms.length === 0) return undefined
-
-  let key: KeyObject
-  try {
-    const publicJwk: Record<string, string> = { kty: record.kty as string }
-    for (const member of PUBLIC_MEMBERS[record.kty as string] ?? []) {
-      publicJwk[member] = record[member] as string
-    }
-    key = createPublicKey({ key: publicJwk, format: 'jwk' })
-  } catch {
-    return undefined
-  }
-  if (
-    record.kty === 'RSA' &&
-    (key.asymmetricKeyDetails?.modulusLength ?? 0) < MIN_RSA_MODULUS_BITS
-  ) {
-    return undefined
-  }
-  const verifiers: Partial<Record<JWSAlgorithm, PreparedVerifier>> = {}
-  for (const alg of algorithms) verifiers[alg] = prepareVerifier(alg, key, crv)
-  return { kid: record.kid as string | undefined, verifiers, retired: false }
 }

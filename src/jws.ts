@@ -56,6 +56,8 @@ export function parseCompactJWS(token: string): ParsedJWS | undefined {
   if (firstDot <= 0 || secondDot <= firstDot + 1 || token.indexOf('.', secondDot + 1) !== -1) {
     return undefined
   }
+  // Canonical segments joined by dots are always a b64token: the gate relies on it to check the
+  // charset only for tokens this refuses.
   const headerBytes = decodeCanonical(token.slice(0, firstDot))
   const payloadBytes = headerBytes && decodeCanonical(token.slice(firstDot + 1, secondDot))
   const signature = payloadBytes && decodeCanonical(token.slice(secondDot + 1))

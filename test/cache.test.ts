@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 
 import { VerdictCache } from '../src/cache.js'
-import type { PreparedKey } from '../src/jwks.js'
+import type { PreparedKey } from '../src/jwk.js'
 
 const key = (): PreparedKey => ({ kid: 'k', verifiers: {}, retired: false })
 

@@ -7,18 +7,13 @@
 import { subtle, type webcrypto } from 'node:crypto'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose'
 
-/** The JWS algorithms the test issuer can sign with (RSA 2048-bit keys, NIST curves, Ed25519). */
-export type TestAlgorithm =
-  | 'RS256'
-  | 'RS384'
-  | 'RS512'
-  | 'PS256'
-  | 'PS384'
-  | 'PS512'
-  | 'ES256'
-  | 'ES384'
-  | 'ES512'
-  | 'EdDSA'
+import type { JWSAlgorithm } from '../algorithms.js'
+
+/**
+ * The JWS algorithms the test issuer can sign with (RSA 2048-bit keys, NIST curves, Ed25519):
+ * exactly those tollgate can verify.
+ */
+export type TestAlgorithm = JWSAlgorithm
 
 // Web Crypto parameters per algorithm; the key itself fixes the hash for RSA and the curve.
 const SIGN_PARAMS: Readonly<

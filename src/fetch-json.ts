@@ -1,0 +1,89 @@
+/**
+ * Fetching a JSON document from an identity provider: a deadline over headers and body, a size
+ * cap, no redirects, and failures classified by reason for events and backoff.
+ *
+ * @module
+ */
+import type { JWKSFailureReason } from './events.js'
+
+const ACCEPT = 'application/jwk-set+json, application/json;q=0.9'
+
+/** A fetch that did not yield a usable document, with the reason events report. */
+export class FetchFailure extends Error {
+  readonly reason: JWKSFailureReason
+  constructor(reason: JWKSFailureReason, cause?: unknown) {
+    super(`JWKS fetch failed: ${reason}`, cause === undefined ? undefined : { cause })
+    this.reason = reason
+  }
+}
+
+/** How {@link fetchJSON} fetches. */
+export interface FetchJSONOptions {
+  readonly fetch: typeof globalThis.fetch
+  readonly timeoutMs: number
+  readonly maxBodyBytes: number
+}
+
+/**
+ * Fetches and parses a JSON document.
+ *
+ * @throws FetchFailure with reason `network`, `timeout`, `redirect`, `status`, `too_large` or `invalid_json`.
+ */
+export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise<unknown> {
+  let response: Response
+  try {
+    response = await options.fetch(uri, {
+      redirect: 'manual',
+      headers: { accept: ACCEPT },
+      signal: AbortSignal.timeout(options.timeoutMs),
+    })
+  } catch (error) {
+    throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)
+  }
+  if (response.status >= 300 && response.status < 400) {
+    await response.body?.cancel().catch(() => undefined)
+    throw new FetchFailure('redirect')
+  }
+  if (response.status !== 200) {
+    await response.body?.cancel().catch(() => undefined)
+    throw new FetchFailure('status')
+  }
+  const text = await readCapped(response, options.maxBodyBytes)
+  try {
+    return JSON.parse(text) as unknown
+  } catch (error) {
+    throw new FetchFailure('invalid_json', error)
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')
+}
+
+async function readCapped(response: Response, maxBytes: number): Promise<string> {
+  const declared = Number(response.headers.get('content-length'))
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined)
+    throw new FetchFailure('too_large')
+  }
+  if (response.body === null) return ''
+  const reader = response.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      size += value.byteLength
+      if (size > maxBytes) {
+        await reader.cancel().catch(() => undefined)
+        throw new FetchFailure('too_large')
+      }
+      chunks.push(value)
+    }
+  } catch (error) {
+    if (error instanceof FetchFailure) throw error
+    throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)
+  }
+  return Buffer.concat(chunks, size).toString('utf8')
+}
