@@ -94,7 +94,13 @@ export class TollgateError extends Error {
     headers: Record<string, string>,
     cause?: unknown,
   ) {
+    // Refusals are expected outcomes, not bugs: no stack trace. Capturing one cost 5.9 µs per
+    // refused request here (0.5 µs without), more than answering a cached token. `cause` keeps
+    // the dependency's own error, with its stack, for operators.
+    const stackTraceLimit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message, cause === undefined ? undefined : { cause })
+    Error.stackTraceLimit = stackTraceLimit
     this.name = new.target.name
     this.code = code
     this.status = status

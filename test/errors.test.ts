@@ -154,3 +154,19 @@ describe('error family', () => {
     expect(error.status).toBe(401)
   })
 })
+
+describe('error cost', () => {
+  it('captures no stack trace for refusals, and leaves the global limit as it was', () => {
+    const before = Error.stackTraceLimit
+    const error = new InvalidTokenError('invalid token', { realm: 'api' })
+    expect(error.stack?.split('\n')).toHaveLength(1)
+    expect(Error.stackTraceLimit).toBe(before)
+  })
+
+  it('keeps the cause, with its own stack, for operators', () => {
+    const cause = new Error('ECONNREFUSED')
+    const error = new ServiceUnavailableError('ERR_JWKS_UNAVAILABLE', 1, cause)
+    expect(error.cause).toBe(cause)
+    expect(cause.stack?.split('\n').length).toBeGreaterThan(1)
+  })
+})
