@@ -7,6 +7,9 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // CI also writes a JSON summary, from which .ci/run prints its closing "N passed, N failed" line.
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: 'test-results.json' },
     coverage: {
       provider: 'v8',
       include: ['src/**/*.ts', 'adapters/**/*.ts'],
