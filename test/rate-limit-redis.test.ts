@@ -9,19 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
 import { createTenantLimiter } from '../src/rate-limit.js'
-import type { ResolvedTenant, VerifiedToken } from '../src/tenant.js'
-import type { RequestLike } from '../src/types.js'
+import type { ResolvedTenant } from '../src/tenant.js'
+import { get, token } from './helpers/limiter-fixtures.js'
 import type { RedisServer } from './helpers/redis.js'
 import { startRedisServer, waitForReady } from './helpers/redis.js'
 
-const ISSUER = 'https://sso.example.com/realms/acme'
-const token: VerifiedToken = {
-  header: { alg: 'RS256' },
-  claims: { iss: ISSUER, exp: 2_000_000_000 },
-  issuer: ISSUER,
-  realm: 'acme',
-}
-const get: RequestLike = { headers: {}, method: 'GET', url: '/items' }
 const STORE_TIMEOUT_MS = 50
 /** Generous on purpose: a loaded 2-core CI machine delays timers by tens of milliseconds. */
 const MARGIN_MS = 250

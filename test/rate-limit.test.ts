@@ -4,18 +4,11 @@ import { RateLimitedError } from '../src/errors.js'
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
 import { createTenantLimiter } from '../src/rate-limit.js'
-import type { ResolvedTenant, VerifiedToken } from '../src/tenant.js'
+import type { ResolvedTenant } from '../src/tenant.js'
 import type { RequestLike } from '../src/types.js'
+import { get, token } from './helpers/limiter-fixtures.js'
 
 const NOW = Date.parse('2025-01-01T00:00:00.000Z')
-const ISSUER = 'https://sso.example.com/realms/acme'
-const token: VerifiedToken = {
-  header: { alg: 'RS256' },
-  claims: { iss: ISSUER, exp: 2_000_000_000 },
-  issuer: ISSUER,
-  realm: 'acme',
-}
-const get: RequestLike = { headers: {}, method: 'GET', url: '/items' }
 const acme: ResolvedTenant = { id: 'acme', plan: undefined }
 
 function limiterWith(options: RateLimitOptions, events?: GateEvent[]): TenantLimiter {
