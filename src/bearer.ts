@@ -50,18 +50,6 @@ export function readBearerCredentials(request: RequestLike, realm: string): stri
   return credentials
 }
 
-/**
- * The bearer token of a request: {@link readBearerCredentials} plus the b64token check.
- *
- * @throws InvalidRequestError (400) as {@link readBearerCredentials} does, and for credentials
- * that are not one b64token (two tokens, quotes, commas, non-ASCII).
- */
-export function extractBearerToken(request: RequestLike, realm: string): string | undefined {
-  const credentials = readBearerCredentials(request, realm)
-  if (credentials !== undefined && !isB64Token(credentials)) throw malformed(realm)
-  return credentials
-}
-
 /** Node keeps only the first of repeated Authorization fields in `headers`; the raw list tells. */
 function repeatsAuthorization(rawHeaders: readonly string[] | undefined): boolean {
   if (rawHeaders === undefined) return false

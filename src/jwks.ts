@@ -55,6 +55,8 @@ export class IssuerKeys {
   private readonly discoveryUri: string | undefined
   private readonly algorithms: readonly JWSAlgorithm[]
   private readonly options: NormalizedJWKSOptions
+  /** After a failure, wait `min(cooldownMs, 1 s)` before the next attempt: recover fast, never hammer. */
+  private readonly failureBackoffMs: number
   private readonly emit: Emit
 
   private byKid = new Map<string | undefined, PreparedKey[]>()
@@ -79,6 +81,7 @@ export class IssuerKeys {
       : undefined
     this.algorithms = algorithms
     this.options = options
+    this.failureBackoffMs = Math.min(options.cooldownMs, 1000)
     this.emit = emit
   }
 
@@ -142,15 +145,15 @@ export class IssuerKeys {
     }
   }
 
-  /** After a failure, wait `min(cooldownMs, 1 s)` before the next attempt: recover fast, never hammer. */
+  /** Whether a fetch may start now: none under way, and past the failure backoff if the last one failed. */
   private mayAttempt(now: number): boolean {
     if (this.pending !== undefined) return false
-    const backoff = this.lastFailure === undefined ? 0 : Math.min(this.options.cooldownMs, 1000)
+    const backoff = this.lastFailure === undefined ? 0 : this.failureBackoffMs
     return now - this.lastAttemptAt >= backoff
   }
 
   private unavailable(): ServiceUnavailableError {
-    const backoff = Math.min(this.options.cooldownMs, 1000)
+    const backoff = this.failureBackoffMs
     const waitMs = this.lastAttemptAt + backoff - Date.now()
     return new ServiceUnavailableError('ERR_JWKS_UNAVAILABLE', waitMs / 1000)
   }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 
-import { extractBearerToken } from '../src/bearer.js'
+import { isB64Token, readBearerCredentials } from '../src/bearer.js'
 import { InvalidRequestError } from '../src/errors.js'
+import { createGate } from '../src/gate.js'
 import type { RequestLike } from '../src/types.js'
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln'
@@ -13,7 +14,15 @@ function request(
   return { headers: authorization === undefined ? {} : { authorization }, ...extra }
 }
 
-describe('extractBearerToken', () => {
+// Never fetches: credentials refused here fail before any key is looked up.
+const gate = createGate({
+  issuers: [
+    { issuer: 'https://sso.example.com/realms/a', jwksUri: 'https://sso.example.com/certs' },
+  ],
+  audience: 'api',
+})
+
+describe('readBearerCredentials', () => {
   it.each([
     ['Bearer', `Bearer ${TOKEN}`],
     ['bearer', `bearer ${TOKEN}`],
@@ -23,12 +32,12 @@ describe('extractBearerToken', () => {
   ])(
     'reads the token with scheme spelled %s (RFC 6750 §2.1, case-insensitive scheme)',
     (_, value) => {
-      expect(extractBearerToken(request(value), 'api')).toBe(TOKEN)
+      expect(readBearerCredentials(request(value), 'api')).toBe(TOKEN)
     },
   )
 
   it('accepts every b64token character and trailing padding', () => {
-    expect(extractBearerToken(request('Bearer aZ09-._~+/=='), 'api')).toBe('aZ09-._~+/==')
+    expect(readBearerCredentials(request('Bearer aZ09-._~+/=='), 'api')).toBe('aZ09-._~+/==')
   })
 
   it.each([
@@ -40,7 +49,7 @@ describe('extractBearerToken', () => {
     ['DPoP', `DPoP ${TOKEN}`],
     ['a token alone', TOKEN],
   ])('returns undefined (no credentials) for %s', (_, value) => {
-    expect(extractBearerToken(request(value), 'api')).toBeUndefined()
+    expect(readBearerCredentials(request(value), 'api')).toBeUndefined()
   })
 
   it.each([
@@ -53,9 +62,21 @@ describe('extractBearerToken', () => {
     ['non-ASCII', 'Bearer tökén'],
     ['an auth-param', 'Bearer realm="x"'],
     ['a NUL byte', 'Bearer a\u0000b'],
-  ])('throws invalid_request for %s', (_, value) => {
-    expect(() => extractBearerToken(request(value), 'api')).toThrow(InvalidRequestError)
+  ])('answers invalid_request for %s', async (_, value) => {
+    // The gate checks the charset only for refused credentials: this is the path requests take.
+    await expect(gate.check(request(value))).rejects.toBeInstanceOf(InvalidRequestError)
   })
+
+  it.each([TOKEN, 'aZ09-._~+/==', 'a'])('accepts %s as a b64token', (value) => {
+    expect(isB64Token(value)).toBe(true)
+  })
+
+  it.each(['', `${TOKEN} ${TOKEN}`, `"${TOKEN}"`, 'ab=cd', 'tökén', 'a,b', '=abc'])(
+    'refuses %j as a b64token',
+    (value) => {
+      expect(isB64Token(value)).toBe(false)
+    },
+  )
 
   it('throws invalid_request when the Authorization field is repeated', () => {
     const rawHeaders = [
@@ -66,21 +87,21 @@ describe('extractBearerToken', () => {
       'authorization',
       `Bearer ${TOKEN}`,
     ]
-    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toThrow(
+    expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toThrow(
       InvalidRequestError,
     )
   })
 
   it('throws invalid_request when an empty Authorization field precedes a real one', () => {
     const rawHeaders = ['Authorization', '', 'Authorization', `Bearer ${TOKEN}`]
-    expect(() => extractBearerToken(request('', { rawHeaders }), 'api')).toThrow(
+    expect(() => readBearerCredentials(request('', { rawHeaders }), 'api')).toThrow(
       InvalidRequestError,
     )
   })
 
   it('throws invalid_request when the header value is a list', () => {
     expect(() =>
-      extractBearerToken(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api'),
+      readBearerCredentials(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api'),
     ).toThrow(InvalidRequestError)
   })
 
@@ -93,13 +114,13 @@ describe('extractBearerToken', () => {
       'Accept',
       'application/json',
     ]
-    expect(extractBearerToken(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toBe(TOKEN)
+    expect(readBearerCredentials(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toBe(TOKEN)
   })
 
   it.each([['/api?access_token=abc'], ['/api?x=1&access_token='], ['/api?access_token']])(
     'throws invalid_request when a token is also in the query (%s)',
     (url) => {
-      expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { url }), 'api')).toThrow(
+      expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { url }), 'api')).toThrow(
         InvalidRequestError,
       )
     },
@@ -107,26 +128,26 @@ describe('extractBearerToken', () => {
 
   it('throws invalid_request when a token is also in a parsed body', () => {
     const body = { access_token: TOKEN }
-    expect(() => extractBearerToken(request(`Bearer ${TOKEN}`, { body }), 'api')).toThrow(
+    expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { body }), 'api')).toThrow(
       InvalidRequestError,
     )
   })
 
   it('never reads a token from the query string alone', () => {
     expect(
-      extractBearerToken(request(undefined, { url: `/api?access_token=${TOKEN}` }), 'api'),
+      readBearerCredentials(request(undefined, { url: `/api?access_token=${TOKEN}` }), 'api'),
     ).toBeUndefined()
   })
 
   it('ignores query parameters that merely contain the name', () => {
     expect(
-      extractBearerToken(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' }), 'api'),
+      readBearerCredentials(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' }), 'api'),
     ).toBe(TOKEN)
   })
 
   it('puts the realm in the challenge of its errors', () => {
     try {
-      extractBearerToken(request('Bearer'), 'gateway')
+      readBearerCredentials(request('Bearer'), 'gateway')
       expect.unreachable()
     } catch (error) {
       expect((error as InvalidRequestError).headers['WWW-Authenticate']).toBe(

@@ -9,11 +9,17 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions, JWKSOptions } from '../../src/options.js'
 import { createTestIssuer, type TestIssuer, type TestIssuerFault } from '../../src/testing/index.js'
 import { attackerKey, type Json, privateKeyOf, signWith } from '../security/tokens.js'
-import { expectUnavailable, fakeClock, JWKS, outcome, recordingGate } from './helpers.js'
+import {
+  acmeOptions,
+  expectUnavailable,
+  fakeClock,
+  JWKS,
+  outcome,
+  recordingGate,
+} from './helpers.js'
 
 let issuer: TestIssuer
 let elsewhere: Server
@@ -48,11 +54,7 @@ afterEach(async () => {
   clock.uninstall()
 })
 
-const options = (jwks: object = {}): GateOptions => ({
-  issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
-  audience: 'gateway',
-  jwks: { ...JWKS, ...jwks },
-})
+const options = (jwks: JWKSOptions = {}): GateOptions => acmeOptions(issuer, jwks)
 
 const mint = (claims: Json = {}) => issuer.mint({ aud: 'gateway', ...claims })
 

@@ -7,7 +7,9 @@ import { expect, vi } from 'vitest'
 import { isTollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
 import { createGate, type Gate } from '../../src/gate.js'
+import { keycloak } from '../../src/issuers.js'
 import type { GateOptions, JWKSOptions } from '../../src/options.js'
+import type { TestIssuer } from '../../src/testing/index.js'
 
 /** Small, fast settings: a 300 ms fetch timeout, 1 s cooldown, 60 s max age, 120 s stale bound. */
 export const JWKS: JWKSOptions = {
@@ -15,6 +17,15 @@ export const JWKS: JWKSOptions = {
   cooldownMs: 1000,
   maxAgeMs: 60_000,
   staleIfErrorMs: 120_000,
+}
+
+/** Options for realm acme of `issuer`, audience `gateway`, with {@link JWKS} and any overrides. */
+export function acmeOptions(issuer: TestIssuer, jwks: JWKSOptions = {}): GateOptions {
+  return {
+    issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+    audience: 'gateway',
+    jwks: { ...JWKS, ...jwks },
+  }
 }
 
 export interface RecordingGate {

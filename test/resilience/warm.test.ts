@@ -7,10 +7,10 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions, JWKSOptions } from '../../src/options.js'
 import { createTestIssuer, type TestIssuer, type TestIssuerFault } from '../../src/testing/index.js'
 import {
+  acmeOptions,
   eventually,
   expectUnavailable,
   fakeClock,
@@ -40,11 +40,7 @@ afterEach(async () => {
   clock.uninstall()
 })
 
-const options = (jwks: object = {}): GateOptions => ({
-  issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
-  audience: 'gateway',
-  jwks: { ...JWKS, ...jwks },
-})
+const options = (jwks: JWKSOptions = {}): GateOptions => acmeOptions(issuer, jwks)
 
 const mint = () => issuer.mint({}, { expiresInSeconds: 3600 })
 
