@@ -1,6 +1,20 @@
+import { fileURLToPath } from 'node:url'
+
 import { defineConfig } from 'vitest/config'
 
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
 export default defineConfig({
+  // The demo imports the package by its public names, as a user would; tests run it from source
+  // (tsconfig.json maps the same names for tsc and tsx).
+  resolve: {
+    alias: [
+      { find: /^tollgate$/, replacement: source('./src/index.ts') },
+      { find: /^tollgate\/express$/, replacement: source('./adapters/express/index.ts') },
+      { find: /^tollgate\/koa$/, replacement: source('./adapters/koa/index.ts') },
+      { find: /^tollgate\/testing$/, replacement: source('./src/testing/index.ts') },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Loopback servers and redis-server processes: generous, but a hang still fails the run.

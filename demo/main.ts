@@ -1,25 +1,52 @@
 /**
  * `npm start`: the demo platform on loopback with ready-to-paste curl lines. Ports default to
  * 7400 (identity provider), 7401 (gateway) and 7402 (office); set DEMO_ISSUER_PORT,
- * DEMO_GATEWAY_PORT or DEMO_OFFICE_PORT to change them (a taken port falls back to a free one).
+ * DEMO_GATEWAY_PORT or DEMO_OFFICE_PORT to change them (0: any free port). A taken port stops the
+ * demo with one line naming the variable that moves it.
  */
-import { REALM, SERVICE_CLIENT, startDemo } from './servers.js'
+import {
+  type Demo,
+  type DemoPorts,
+  PortInUseError,
+  REALM,
+  SERVICE_CLIENT,
+  startDemo,
+} from './servers.js'
+
+const PORT_VARIABLES: Record<keyof DemoPorts, string> = {
+  issuer: 'DEMO_ISSUER_PORT',
+  gateway: 'DEMO_GATEWAY_PORT',
+  office: 'DEMO_OFFICE_PORT',
+}
 
 function port(name: string, fallback: number): number {
   const value = process.env[name]
   if (value === undefined || value === '') return fallback
   const parsed = Number(value)
   if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65_535) {
-    throw new Error(`${name} must be a port number from 0 to 65535 (got ${JSON.stringify(value)})`)
+    console.error(
+      `demo: ${name} must be a port number from 0 to 65535 (got ${JSON.stringify(value)})`,
+    )
+    process.exit(1)
   }
   return parsed
 }
 
-const demo = await startDemo({
-  issuer: port('DEMO_ISSUER_PORT', 7400),
-  gateway: port('DEMO_GATEWAY_PORT', 7401),
-  office: port('DEMO_OFFICE_PORT', 7402),
-})
+let demo: Demo
+try {
+  demo = await startDemo({
+    issuer: port(PORT_VARIABLES.issuer, 7400),
+    gateway: port(PORT_VARIABLES.gateway, 7401),
+    office: port(PORT_VARIABLES.office, 7402),
+  })
+} catch (error) {
+  if (!(error instanceof PortInUseError)) throw error
+  const variable = PORT_VARIABLES[error.service]
+  console.error(
+    `demo: port ${error.port} (${error.service}) is in use; set ${variable} to another port, or ${variable}=0 for any free one`,
+  )
+  process.exit(1)
+}
 const { issuer, gatewayUrl, officeUrl } = demo
 const lifetime = 3600
 const gatewayToken = await issuer.mint(

@@ -9,10 +9,10 @@ import type { AddressInfo } from 'node:net'
 import express from 'express'
 import Koa from 'koa'
 
-import * as gatewayAuth from '../adapters/express/index.js'
-import * as officeAuth from '../adapters/koa/index.js'
-import { keycloak } from '../src/index.js'
-import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
+import { keycloak } from 'tollgate'
+import * as gatewayAuth from 'tollgate/express'
+import * as officeAuth from 'tollgate/koa'
+import { createTestIssuer, type TestIssuer } from 'tollgate/testing'
 
 export const REALM = 'platform'
 /** A backend integration registered for the Client Credentials flow (a demo secret, not a real one). */
@@ -31,23 +31,38 @@ export interface Demo {
   close(): Promise<void>
 }
 
-async function listen(server: Server, port: number): Promise<string> {
-  const bind = (candidate: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(candidate, '127.0.0.1', () => {
-        server.off('error', reject)
-        resolve()
-      })
-    })
-  try {
-    await bind(port)
-  } catch (error) {
-    // A taken default port should not stop a newcomer's demo: take any free port instead.
-    if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw error
-    await bind(0)
+/** A demo server could not listen because its port is taken. */
+export class PortInUseError extends Error {
+  readonly service: keyof DemoPorts
+  readonly port: number
+
+  constructor(service: keyof DemoPorts, port: number) {
+    super(`port ${port} is in use`)
+    this.service = service
+    this.port = port
   }
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** Runs `start`, turning "address in use" into a {@link PortInUseError} naming the service. */
+async function onPort<T>(service: keyof DemoPorts, port: number, start: () => Promise<T>) {
+  try {
+    return await start()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new PortInUseError(service, port)
+    }
+    throw error
+  }
+}
+
+function listen(server: Server, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+    })
+  })
 }
 
 function gatewayApp(authUrl: string): Server {
@@ -82,14 +97,13 @@ function gatewayApp(authUrl: string): Server {
 function officeApp(authUrl: string): Server {
   const app = new Koa<officeAuth.TollgateState>()
   app.silent = true
-  app.use(
-    officeAuth.tollgate({
-      issuers: keycloak({ authUrl, realms: [REALM] }),
-      audience: 'office',
-      realm: 'office',
-    }),
-  )
-  const writeRecords = officeAuth.requireScopes('office:records:write')
+  const auth = officeAuth.tollgate({
+    issuers: keycloak({ authUrl, realms: [REALM] }),
+    audience: 'office',
+    realm: 'office',
+  })
+  app.use(auth)
+  const writeRecords = auth.requireScopes('office:records:write')
   app.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/api/namespaces') {
       ctx.body = { user: ctx.state.auth?.subject, namespaces: [{ slug: 'crm', name: 'CRM' }] }
@@ -109,29 +123,41 @@ function officeApp(authUrl: string): Server {
 
 /** Starts the three servers; ports default to free ones. */
 export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
-  const issuer = await createTestIssuer({
-    realms: [REALM],
-    algorithms: ['RS256', 'ES256'],
-    audience: 'gateway',
-    port: ports.issuer ?? 0,
-    clients: [{ ...SERVICE_CLIENT, audience: 'gateway', scope: 'billing:read', tenant: 'acme' }],
-  })
+  const issuer = await onPort('issuer', ports.issuer ?? 0, () =>
+    createTestIssuer({
+      realms: [REALM],
+      algorithms: ['RS256', 'ES256'],
+      audience: 'gateway',
+      port: ports.issuer ?? 0,
+      clients: [{ ...SERVICE_CLIENT, audience: 'gateway', scope: 'billing:read', tenant: 'acme' }],
+    }),
+  )
   const gateway = gatewayApp(issuer.url)
   const office = officeApp(issuer.url)
-  const gatewayUrl = await listen(gateway, ports.gateway ?? 0)
-  const officeUrl = await listen(office, ports.office ?? 0)
+  const close = async () => {
+    gateway.closeAllConnections()
+    office.closeAllConnections()
+    await Promise.all([
+      new Promise((resolve) => (gateway.listening ? gateway.close(resolve) : resolve(undefined))),
+      new Promise((resolve) => (office.listening ? office.close(resolve) : resolve(undefined))),
+      issuer.close(),
+    ])
+  }
+  let gatewayUrl: string
+  let officeUrl: string
+  try {
+    gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
+      listen(gateway, ports.gateway ?? 0),
+    )
+    officeUrl = await onPort('office', ports.office ?? 0, () => listen(office, ports.office ?? 0))
+  } catch (error) {
+    await close()
+    throw error
+  }
   return {
     issuer,
     gatewayUrl,
     officeUrl,
-    async close() {
-      gateway.closeAllConnections()
-      office.closeAllConnections()
-      await Promise.all([
-        new Promise((resolve) => gateway.close(resolve)),
-        new Promise((resolve) => office.close(resolve)),
-        issuer.close(),
-      ])
-    },
+    close,
   }
 }

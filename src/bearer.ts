@@ -11,8 +11,7 @@ const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 const TCHAR = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]$/
 const SPACE = 32
 
-const malformed = (realm: string) =>
-  new InvalidRequestError('malformed bearer credentials', { realm })
+const malformed = () => new InvalidRequestError({ reason: 'malformed_credentials' })
 
 /** `true` when `candidate` is an RFC 6750 b64token. */
 export function isB64Token(candidate: string): boolean {
@@ -29,23 +28,23 @@ export function isB64Token(candidate: string): boolean {
  * @throws InvalidRequestError (400) for `Bearer` without credentials or not followed by a space,
  * a repeated Authorization field, or a token sent in the query or body as well.
  */
-export function readBearerCredentials(request: RequestLike, realm: string): string | undefined {
+export function readBearerCredentials(request: RequestLike): string | undefined {
   const value = request.headers.authorization
   if (value === undefined) return undefined
   // Before the empty check: an empty field must not hide a second, non-empty one.
   if (typeof value !== 'string' || repeatsAuthorization(request.rawHeaders)) {
-    throw new InvalidRequestError('more than one Authorization header', { realm })
+    throw new InvalidRequestError({ reason: 'repeated_authorization' })
   }
   // A scheme other than Bearer, including a longer one such as "Bearerx": no credentials for us.
   if (value.length < 6 || value.slice(0, 6).toLowerCase() !== 'bearer') return undefined
   if (value.length > 6 && TCHAR.test(value.charAt(6))) return undefined
   let start = 6
   while (value.charCodeAt(start) === SPACE) start++
-  if (start === 6 || start === value.length) throw malformed(realm)
+  if (start === 6 || start === value.length) throw malformed()
   const credentials = value.slice(start)
   if (tokenInQuery(request.url) || tokenInBody(request.body)) {
-    if (!isB64Token(credentials)) throw malformed(realm)
-    throw new InvalidRequestError('access token sent more than one way', { realm })
+    if (!isB64Token(credentials)) throw malformed()
+    throw new InvalidRequestError({ reason: 'token_sent_twice' })
   }
   return credentials
 }

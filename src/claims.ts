@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { InvalidTokenError, TokenExpiredError } from './errors.js'
+import { InvalidTokenError, type RefusalReason, TokenExpiredError } from './errors.js'
 import type { TokenClaims, TokenHeader, TokenRoles } from './types.js'
 
 /** Validated claim rules (see `GateOptions` for meanings and defaults). */
@@ -13,7 +13,6 @@ export interface ClaimRules {
   readonly maxTokenAgeSeconds: number | undefined
   readonly requiredClaims: readonly string[]
   readonly tokenProfile: 'access' | 'rfc9068'
-  readonly realm: string
 }
 
 const ACCESS_TOKEN_MEDIA_TYPES = new Set(['at+jwt', 'application/at+jwt'])
@@ -21,8 +20,8 @@ const GENERIC_MEDIA_TYPES = new Set(['jwt', 'application/jwt'])
 const RFC9068_REQUIRED = ['sub', 'client_id', 'iat', 'jti'] as const
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
 
-/** The one description every refusal of a token shares, apart from expiry. */
-export const INVALID_TOKEN = 'invalid token'
+const refuse = (reason: RefusalReason, detail?: Readonly<Record<string, unknown>>) =>
+  new InvalidTokenError(detail === undefined ? { reason } : { reason, detail })
 
 function isNumericDate(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value)
@@ -42,42 +41,63 @@ export function checkClaims(
   rules: ClaimRules,
   nowMs: number,
 ): { validFrom: number; validUntil: number } {
-  const realm = rules.realm
   const now = nowMs / 1000
   const tolerance = rules.clockToleranceSeconds
   const { exp, nbf, iat } = claims
-  if (!isNumericDate(exp)) throw new InvalidTokenError(INVALID_TOKEN, { realm })
-  if (nbf !== undefined && (!isNumericDate(nbf) || nbf > now + tolerance)) {
-    throw new InvalidTokenError(INVALID_TOKEN, { realm })
+  if (!isNumericDate(exp)) {
+    throw exp === undefined
+      ? refuse('missing_claim', { claim: 'exp' })
+      : refuse('malformed_claim', { claim: 'exp' })
   }
-  if (iat !== undefined && (!isNumericDate(iat) || iat > now + tolerance)) {
-    throw new InvalidTokenError(INVALID_TOKEN, { realm })
+  if (nbf !== undefined) {
+    if (!isNumericDate(nbf)) throw refuse('malformed_claim', { claim: 'nbf' })
+    if (nbf > now + tolerance) throw refuse('not_yet_valid', { nbf })
   }
-  if (!hasAudience(claims.aud, rules.audiences))
-    throw new InvalidTokenError(INVALID_TOKEN, { realm })
-  if (!isAccessToken(header, claims, rules.tokenProfile)) {
-    throw new InvalidTokenError(INVALID_TOKEN, { realm })
+  if (iat !== undefined) {
+    if (!isNumericDate(iat)) throw refuse('malformed_claim', { claim: 'iat' })
+    if (iat > now + tolerance) throw refuse('issued_in_future', { iat })
   }
+  if (!hasAudience(claims.aud, rules.audiences)) {
+    // The one claim value shown to operators (in `detail`, never in the response): a verified
+    // token sent to the wrong service is the most common misconfiguration, and its `aud` says why.
+    throw refuse('audience', {
+      aud: audienceForOperators(claims.aud),
+      expected: [...rules.audiences],
+    })
+  }
+  const typeProblem = accessTokenProblem(header, claims, rules.tokenProfile)
+  if (typeProblem !== undefined) throw refuse(typeProblem)
   if (claims.sub !== undefined && typeof claims.sub !== 'string') {
-    throw new InvalidTokenError(INVALID_TOKEN, { realm })
+    throw refuse('malformed_claim', { claim: 'sub' })
   }
   for (const name of rules.requiredClaims) {
     if (claims[name] === undefined || claims[name] === null) {
-      throw new InvalidTokenError(INVALID_TOKEN, { realm })
+      throw refuse('missing_claim', { claim: name })
     }
   }
 
   let validUntil = (exp + tolerance) * 1000
+  let reason: RefusalReason = 'expired'
   if (rules.maxTokenAgeSeconds !== undefined) {
-    if (!isNumericDate(iat)) throw new InvalidTokenError(INVALID_TOKEN, { realm })
-    validUntil = Math.min(validUntil, (iat + rules.maxTokenAgeSeconds + tolerance) * 1000)
+    if (!isNumericDate(iat)) throw refuse('missing_claim', { claim: 'iat' })
+    const ageBound = (iat + rules.maxTokenAgeSeconds + tolerance) * 1000
+    if (ageBound < validUntil) {
+      validUntil = ageBound
+      reason = 'too_old'
+    }
   }
-  if (nowMs >= validUntil) throw new TokenExpiredError({ realm })
+  if (nowMs >= validUntil) throw new TokenExpiredError({ reason, detail: { exp, iat } })
   const start = Math.max(
     isNumericDate(nbf) ? nbf : Number.NEGATIVE_INFINITY,
     isNumericDate(iat) ? iat : Number.NEGATIVE_INFINITY,
   )
   return { validFrom: (start - tolerance) * 1000, validUntil }
+}
+
+/** Bounded, so that a token with a huge `aud` cannot flood logs. */
+function audienceForOperators(aud: unknown): unknown {
+  const clip = (value: unknown) => (typeof value === 'string' ? value.slice(0, 128) : typeof value)
+  return Array.isArray(aud) ? aud.slice(0, 8).map(clip) : aud === undefined ? undefined : clip(aud)
 }
 
 function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
@@ -97,36 +117,38 @@ function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
  * header `typ` (`logout+jwt`, `id_token+jwt`…). The `rfc9068` profile requires `at+jwt` and the
  * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too.
  */
-function isAccessToken(
+function accessTokenProblem(
   header: TokenHeader,
   claims: Record<string, unknown>,
   profile: ClaimRules['tokenProfile'],
-): boolean {
+): RefusalReason | undefined {
   const headerType = header.typ
-  if (headerType !== undefined && typeof headerType !== 'string') return false
+  if (headerType !== undefined && typeof headerType !== 'string') return 'token_type'
   const mediaType = headerType?.toLowerCase()
   if (profile === 'rfc9068') {
-    if (mediaType === undefined || !ACCESS_TOKEN_MEDIA_TYPES.has(mediaType)) return false
-    if (RFC9068_REQUIRED.some((name) => claims[name] === undefined)) return false
+    if (mediaType === undefined || !ACCESS_TOKEN_MEDIA_TYPES.has(mediaType)) return 'token_type'
+    if (RFC9068_REQUIRED.some((name) => claims[name] === undefined)) return 'missing_claim'
   } else if (
     mediaType !== undefined &&
     !ACCESS_TOKEN_MEDIA_TYPES.has(mediaType) &&
     !GENERIC_MEDIA_TYPES.has(mediaType)
   ) {
-    return false
+    return 'token_type'
   }
   const payloadType = claims.typ
   if (payloadType !== undefined) {
-    if (typeof payloadType !== 'string' || payloadType.toLowerCase() !== 'bearer') return false
+    if (typeof payloadType !== 'string' || payloadType.toLowerCase() !== 'bearer') {
+      return 'token_type'
+    }
   }
   // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) presented as a plain bearer token:
   // tollgate cannot check the binding, and accepting it would make a stolen bound token usable.
-  if (claims.cnf !== undefined) return false
+  if (claims.cnf !== undefined) return 'sender_constrained'
   const events = claims.events
   if (typeof events === 'object' && events !== null && Object.hasOwn(events, LOGOUT_EVENT)) {
-    return false
+    return 'token_type'
   }
-  return true
+  return undefined
 }
 
 const NO_STRINGS: readonly string[] = Object.freeze([])

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { TollgateErrorCode } from './errors.js'
+import type { RefusalReason, TollgateErrorCode } from './errors.js'
 
 /** Why a JWKS refresh failed. */
 export type JWKSFailureReason =
@@ -19,20 +19,24 @@ export type JWKSFailureReason =
 
 /** Everything the gate reports. Discriminated by `type`. Never carries a token. */
 export type GateEvent =
-  | {
+  | ({
       readonly type: 'accepted'
       readonly issuer: string
       readonly subject: string | undefined
       readonly clientId: string | undefined
-      readonly tenant: string | undefined
-    }
-  | {
+    } & DecisionFacts)
+  | ({
       readonly type: 'rejected'
       readonly code: TollgateErrorCode
+      /** Why, for operators (the response stays generic). */
+      readonly reason: RefusalReason
+      /** Context for operators, such as the token's `aud` on an audience mismatch. Never a token. */
+      readonly detail: Readonly<Record<string, unknown>> | undefined
+      /** The HTTP status of the refusal. */
+      readonly status: number
       /** The issuer, once the token's signature was verified; `undefined` before that. */
       readonly issuer: string | undefined
-      readonly tenant: string | undefined
-    }
+    } & DecisionFacts)
   | {
       readonly type: 'jwks_refreshed'
       readonly issuer: string
@@ -66,6 +70,20 @@ export type GateEvent =
       readonly engaged: boolean
       readonly policy: 'memory' | 'allow' | 'deny'
     }
+
+/** What an access log needs to join a decision to its request line. */
+export interface DecisionFacts {
+  readonly tenant: string | undefined
+  /** The tenant's plan, when plans are configured. */
+  readonly plan: string | undefined
+  readonly method: string | undefined
+  /** The request path, without the query string (which may carry secrets). */
+  readonly path: string | undefined
+  /** The `X-Request-Id` header, when the request has one. */
+  readonly requestId: string | undefined
+  /** Time the decision took, in milliseconds. */
+  readonly durationMs: number
+}
 
 /** Receives every {@link GateEvent}. Exceptions it throws are swallowed: events never fail a request. */
 export type GateEventListener = (event: GateEvent) => void

@@ -22,6 +22,8 @@ export interface FetchJSONOptions {
   readonly fetch: typeof globalThis.fetch
   readonly timeoutMs: number
   readonly maxBodyBytes: number
+  /** Aborts the fetch early (the gate's `close()`). */
+  readonly signal?: AbortSignal | undefined
 }
 
 /**
@@ -35,7 +37,10 @@ export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise
     response = await options.fetch(uri, {
       redirect: 'manual',
       headers: { accept: ACCEPT },
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal:
+        options.signal === undefined
+          ? AbortSignal.timeout(options.timeoutMs)
+          : AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]),
     })
   } catch (error) {
     throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)

@@ -1,10 +1,14 @@
 /**
- * `createGate(options)`: validates everything once, wires the steps, and returns `gate.check()`,
- * the framework-neutral decision the adapters call on every request:
- * bearer extraction → verification (cache, JWS, keys, signature, claims) → tenant → rate limit.
+ * `createGate(options)`: validates everything once, wires the steps, and returns the gate the
+ * adapters call on every request (bearer extraction → verification (cache, JWS, keys, signature,
+ * claims) → tenant → rate limit), plus the handles an operator needs (readiness, key refresh,
+ * shutdown). The steps throw coded errors that know nothing of HTTP settings; {@link Gate} has one
+ * refusal point that adds this gate's challenge and reports the refusal.
  *
  * @module
  */
+import { performance } from 'node:perf_hooks'
+
 import { isB64Token, readBearerCredentials } from './bearer.js'
 import {
   bearerChallenge,
@@ -12,18 +16,19 @@ import {
   InvalidTokenError,
   isTollgateError,
   TokenMissingError,
+  withChallenge,
 } from './errors.js'
-import { createEmit } from './events.js'
-import type { GateContext } from './guards.js'
+import { createEmit, type DecisionFacts } from './events.js'
+import type { Guard } from './guards.js'
 import { IssuerKeys, type IssuerKeysStatus } from './jwks.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
 import type { ResolvedTenant } from './tenant.js'
 import { createTenantResolver } from './tenant.js'
 import type { Admission, CheckResult, RequestLike } from './types.js'
-import { createVerifier, type Verdict } from './verify.js'
+import { createVerdictCaches, createVerifier, type Verdict } from './verify.js'
 
-/** What `gate.ready()` reports: `ready` when every issuer has usable keys. */
+/** What `gate.ready()` and `gate.refresh()` report: `ready` when every issuer has usable keys. */
 export interface ReadyReport {
   readonly ready: boolean
   readonly issuers: readonly IssuerKeysStatus[]
@@ -33,12 +38,33 @@ export interface ReadyReport {
 export interface Gate {
   /**
    * Decides on one request. Resolves when it may proceed; rejects with a `TollgateError` otherwise
-   * (400, 401, 403, 429 or 503, with the headers to send). Anything else it rejects with comes from
-   * the application's own hooks (`skip`, tenant functions).
+   * (400, 401, 403, 429 or 503, with the headers to send, this gate's challenge included).
+   * Anything else it rejects with comes from the application's own hooks (`skip`, tenant
+   * functions).
    */
   check(request: RequestLike): Promise<CheckResult>
-  /** Fetches every issuer's keys now (start-up, readiness probes) and reports their state. Never rejects. */
+  /**
+   * Runs a guard (`requireScopes(…)` and the like) for a request this gate has decided on. Throws
+   * the guard's refusal with this gate's challenge, also when nothing was admitted (anonymous
+   * request on a gate with `credentialsRequired: false`), and reports it like any refusal.
+   */
+  authorize(guard: Guard, auth: Admission | undefined, request?: RequestLike): void
+  /** Fetches every issuer's keys unless fresh ones are held (start-up, readiness probes). Never rejects. */
   ready(): Promise<ReadyReport>
+  /**
+   * Fetches the key sets now, bypassing the cooldown: after the provider dropped a compromised
+   * key, tokens it signed are refused from the next request, cached verdicts included. Never
+   * rejects; the report says whether the fetch succeeded.
+   *
+   * @param issuer One configured issuer (exact `iss`); default every issuer.
+   * @throws TypeError when `issuer` is not a configured issuer.
+   */
+  refresh(issuer?: string): Promise<ReadyReport>
+  /**
+   * Aborts key fetches under way and starts no new ones, so nothing the gate holds keeps the
+   * process alive. Requests are still decided with the keys already held. Idempotent.
+   */
+  close(): Promise<void>
   /** How the adapters handle refusals (see `GateOptions.errorHandling`). */
   readonly errorHandling: 'respond' | 'framework'
   /** The `WWW-Authenticate` realm. */
@@ -50,11 +76,19 @@ export interface Gate {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const PASS: CheckResult = Object.freeze({ auth: undefined, headers: NO_HEADERS })
 
-interface TenantMemo {
-  readonly id: string
+/** Where the gate was when it refused: what the `rejected` event reports beyond the error. */
+interface RefusalFacts {
+  readonly issuer: string | undefined
+  readonly tenant: string | undefined
   readonly plan: string | undefined
-  readonly auth: Admission
+  readonly startedAt: number
 }
+
+const BEFORE_VERIFICATION: Omit<RefusalFacts, 'startedAt'> = Object.freeze({
+  issuer: undefined,
+  tenant: undefined,
+  plan: undefined,
+})
 
 /**
  * Creates a gate.
@@ -71,96 +105,126 @@ interface TenantMemo {
  */
 export function createGate(options: GateOptions): Gate {
   const normalized = normalizeOptions(options)
-  const realm = normalized.claims.realm
+  const { realm, credentialsRequired, skip } = normalized
   const emit = createEmit(options.onEvent)
-  const issuers = normalized.issuers.map((issuer) => ({
-    issuer: issuer.issuer,
-    realm: issuer.realm,
-    keys: new IssuerKeys(issuer, normalized.algorithms, normalized.jwks, emit),
-  }))
-  const context: GateContext = Object.freeze({ realm, errorHandling: normalized.errorHandling })
+  const caches = createVerdictCaches(normalized.cache)
+  const hooks = { emit, onKeysRetired: caches?.purgeRetired }
+  const issuers = new Map(
+    normalized.issuers.map((issuer) => [
+      issuer.issuer,
+      {
+        realm: issuer.realm,
+        keys: new IssuerKeys(issuer, normalized.algorithms, normalized.jwks, hooks),
+      },
+    ]),
+  )
   const verifier = createVerifier({
-    gate: context,
-    keys: new Map(issuers.map((entry) => [entry.issuer, entry])),
+    keys: issuers,
     algorithms: new Set(normalized.algorithms),
     rules: normalized.claims,
     maxTokenBytes: normalized.maxTokenBytes,
-    cache: normalized.cache,
+    caches,
   })
-  if (options.rateLimit !== undefined && options.tenant === undefined) {
-    throw new TypeError('createGate(options): "rateLimit" needs "tenant": limits are per tenant')
-  }
-  const resolveTenant = options.tenant && createTenantResolver(options.tenant, { realm })
-  const limiter = options.rateLimit && createTenantLimiter(options.rateLimit, { realm, emit })
-  const { credentialsRequired, skip } = normalized
+  const resolveTenant = normalized.tenant && createTenantResolver(normalized.tenant)
+  const limiter = normalized.rateLimit && createTenantLimiter(normalized.rateLimit, { emit })
   const pass = Promise.resolve(PASS)
 
-  /** A hit on a gate without tenants answers with a promise built once per verified token. */
-  function accept(verdict: Verdict): Promise<CheckResult> {
-    let answer = verdict.memo as Promise<CheckResult> | undefined
-    if (answer === undefined) {
-      answer = Promise.resolve(Object.freeze({ auth: verdict.admission, headers: NO_HEADERS }))
-      verdict.memo = answer
+  /** Request facts for events, read only when someone listens. */
+  function describeRequest(
+    request: RequestLike | undefined,
+  ): Pick<DecisionFacts, 'method' | 'path' | 'requestId'> {
+    const url = request?.url
+    const query = url === undefined ? -1 : url.indexOf('?')
+    const requestId = request?.headers['x-request-id']
+    return {
+      method: request?.method,
+      path: query === -1 ? url : url?.slice(0, query),
+      requestId: typeof requestId === 'string' ? requestId : undefined,
     }
-    const { admission } = verdict
+  }
+
+  /**
+   * The one refusal point: adds this gate's challenge and reports why. Errors that are not
+   * tollgate's (a throwing `skip` or tenant policy) pass through untouched, for the application.
+   */
+  function refusal(error: unknown, request: RequestLike | undefined, facts: RefusalFacts): unknown {
+    if (!isTollgateError(error)) return error
+    withChallenge(error, realm)
+    emit?.({
+      type: 'rejected',
+      code: error.code,
+      reason: error.reason,
+      detail: error.detail,
+      status: error.status,
+      issuer: facts.issuer,
+      tenant: facts.tenant,
+      plan: facts.plan,
+      ...describeRequest(request),
+      durationMs: performance.now() - facts.startedAt,
+    })
+    return error
+  }
+
+  function refuse(error: unknown, request: RequestLike, facts: RefusalFacts): Promise<never> {
+    return Promise.reject(refusal(error, request, facts))
+  }
+
+  function reportAccepted(request: RequestLike, auth: Admission, startedAt: number): void {
     emit?.({
       type: 'accepted',
-      issuer: admission.issuer,
-      subject: admission.subject,
-      clientId: admission.clientId,
-      tenant: undefined,
+      issuer: auth.issuer,
+      subject: auth.subject,
+      clientId: auth.clientId,
+      tenant: auth.tenant,
+      plan: auth.plan,
+      ...describeRequest(request),
+      durationMs: performance.now() - startedAt,
     })
+  }
+
+  /** A hit on a gate without tenants answers with a promise built once per verified token. */
+  function accept(request: RequestLike, verdict: Verdict, startedAt: number): Promise<CheckResult> {
+    let answer = verdict.answer
+    if (answer === undefined) {
+      answer = Promise.resolve(Object.freeze({ auth: verdict.admission, headers: NO_HEADERS }))
+      verdict.answer = answer
+    }
+    if (emit !== undefined) reportAccepted(request, verdict.admission, startedAt)
     return answer
   }
 
   /** The admission with its tenant, reused while the same token keeps resolving to the same tenant and plan. */
   function withTenant(verdict: Verdict, tenant: ResolvedTenant): Admission {
-    const memo = verdict.memo as TenantMemo | undefined
-    if (memo !== undefined && memo.id === tenant.id && memo.plan === tenant.plan) return memo.auth
+    const last = verdict.withTenant
+    if (last !== undefined && last.tenant === tenant.id && last.plan === tenant.plan) return last
     const auth: Admission = Object.freeze({
       ...verdict.admission,
       tenant: tenant.id,
       plan: tenant.plan,
     })
-    verdict.memo = { id: tenant.id, plan: tenant.plan, auth } satisfies TenantMemo
+    verdict.withTenant = auth
     return auth
-  }
-
-  function refuse(
-    error: unknown,
-    issuer: string | undefined,
-    tenant: string | undefined,
-  ): Promise<never> {
-    if (emit !== undefined && isTollgateError(error))
-      emit({ type: 'rejected', code: error.code, issuer, tenant })
-    return Promise.reject(error)
   }
 
   async function admit(
     request: RequestLike,
     token: string,
     cached: Verdict | undefined,
+    startedAt: number,
   ): Promise<CheckResult> {
     let issuer: string | undefined
-    let tenantId: string | undefined
+    let tenant: ResolvedTenant | undefined
     try {
       const verdict = cached ?? (await verifier.verify(token))
-      if (resolveTenant === undefined) return await accept(verdict)
+      if (resolveTenant === undefined) return await accept(request, verdict, startedAt)
       issuer = verdict.admission.issuer
-      const tenant = await resolveTenant(verdict.verified)
-      tenantId = tenant.id
+      tenant = await resolveTenant(verdict.verified)
       const headers =
         limiter === undefined
           ? NO_HEADERS
           : await limiter.consume(tenant, request, verdict.verified)
       const auth = withTenant(verdict, tenant)
-      emit?.({
-        type: 'accepted',
-        issuer,
-        subject: auth.subject,
-        clientId: auth.clientId,
-        tenant: tenant.id,
-      })
+      if (emit !== undefined) reportAccepted(request, auth, startedAt)
       return { auth, headers }
     } catch (error) {
       // A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
@@ -168,40 +232,77 @@ export function createGate(options: GateOptions): Gate {
       const malformed =
         error instanceof InvalidTokenError && issuer === undefined && !isB64Token(token)
       return refuse(
-        malformed ? new InvalidRequestError('malformed bearer credentials', { realm }) : error,
-        issuer,
-        tenantId,
+        malformed ? new InvalidRequestError({ reason: 'malformed_credentials' }) : error,
+        request,
+        { issuer, tenant: tenant?.id, plan: tenant?.plan, startedAt },
       )
     }
   }
 
   // Not async on purpose: a cached token on a gate without tenants is answered without any await.
   function check(request: RequestLike): Promise<CheckResult> {
+    const startedAt = emit === undefined ? 0 : performance.now()
     let token: string | undefined
     try {
       if (skip?.(request)) return pass
-      token = readBearerCredentials(request, realm)
+      token = readBearerCredentials(request)
     } catch (error) {
-      return refuse(error, undefined, undefined)
+      return refuse(error, request, { ...BEFORE_VERIFICATION, startedAt })
     }
     if (token === undefined) {
       return credentialsRequired
-        ? refuse(new TokenMissingError({ realm }), undefined, undefined)
+        ? refuse(new TokenMissingError(), request, { ...BEFORE_VERIFICATION, startedAt })
         : pass
     }
     const cached = verifier.cached(token, Date.now())
-    if (cached !== undefined && resolveTenant === undefined) return accept(cached)
-    return admit(request, token, cached)
+    if (cached !== undefined && resolveTenant === undefined) {
+      return accept(request, cached, startedAt)
+    }
+    return admit(request, token, cached, startedAt)
   }
+
+  function authorize(guard: Guard, auth: Admission | undefined, request?: RequestLike): void {
+    const startedAt = emit === undefined ? 0 : performance.now()
+    try {
+      guard(auth)
+    } catch (error) {
+      throw refusal(error, request, {
+        issuer: auth?.issuer,
+        tenant: auth?.tenant,
+        plan: auth?.plan,
+        startedAt,
+      })
+    }
+  }
+
+  async function report(selected: readonly IssuerKeys[], now: boolean): Promise<ReadyReport> {
+    const statuses = await Promise.all(
+      selected.map((keys) => (now ? keys.refreshNow() : keys.warm())),
+    )
+    return {
+      ready: statuses.every((status) => status.state !== 'unavailable'),
+      issuers: statuses,
+    }
+  }
+
+  const allKeys = [...issuers.values()].map((entry) => entry.keys)
 
   return Object.freeze({
     check,
-    async ready(): Promise<ReadyReport> {
-      const statuses = await Promise.all(issuers.map((entry) => entry.keys.warm()))
-      return {
-        ready: statuses.every((status) => status.state !== 'unavailable'),
-        issuers: statuses,
+    authorize,
+    ready: () => report(allKeys, false),
+    refresh(issuer?: string): Promise<ReadyReport> {
+      if (issuer === undefined) return report(allKeys, true)
+      const entry = typeof issuer === 'string' ? issuers.get(issuer) : undefined
+      if (entry === undefined) {
+        throw new TypeError(
+          'gate.refresh(issuer): "issuer" must be one of the configured issuers (the exact iss)',
+        )
       }
+      return report([entry.keys], true)
+    },
+    async close(): Promise<void> {
+      for (const keys of allKeys) keys.close()
     },
     errorHandling: normalized.errorHandling,
     realm,

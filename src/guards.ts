@@ -7,31 +7,11 @@
 import { InsufficientScopeError, TokenMissingError } from './errors.js'
 import type { Admission } from './types.js'
 
-/** Throws when the admission does not meet the requirement; returns nothing otherwise. */
-export type Guard = (auth: Admission | undefined) => void
-
-/** How the gate that admitted a request renders errors; guards answer the same way. */
-export interface GateContext {
-  readonly realm: string
-  readonly errorHandling: 'respond' | 'framework'
-}
-
-const DEFAULT_CONTEXT: GateContext = Object.freeze({ realm: 'api', errorHandling: 'respond' })
-
 /**
- * Where an admission records the gate that admitted it. A symbol-keyed property written when the
- * admission is built (and copied by spreads) costs nothing per request; a WeakMap entry per
- * admission cost an insertion and ephemeron work in every GC.
+ * Throws when the admission does not meet the requirement; returns nothing otherwise. The errors
+ * carry no challenge: the gate that runs the guard (`gate.authorize`) adds its own.
  */
-export const GATE_CONTEXT: unique symbol = Symbol('tollgate.gate')
-
-/** The context of the gate that admitted `auth`, or the defaults when nothing was admitted. */
-export function contextOf(auth: Admission | undefined): GateContext {
-  return (
-    (auth as { readonly [GATE_CONTEXT]?: GateContext } | undefined)?.[GATE_CONTEXT] ??
-    DEFAULT_CONTEXT
-  )
-}
+export type Guard = (auth: Admission | undefined) => void
 
 // Scope tokens (RFC 6749 §3.3): %x21 / %x23-5B / %x5D-7E, so a quote cannot break the challenge.
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
@@ -51,9 +31,8 @@ function names(values: readonly string[], what: string, factory: string): readon
 function guard(required: readonly string[], satisfied: (auth: Admission) => boolean): Guard {
   const scope = required.join(' ')
   return (auth) => {
-    const { realm } = contextOf(auth)
-    if (auth === undefined) throw new TokenMissingError({ realm })
-    if (!satisfied(auth)) throw new InsufficientScopeError(scope, { realm })
+    if (auth === undefined) throw new TokenMissingError()
+    if (!satisfied(auth)) throw new InsufficientScopeError({ requiredScope: scope })
   }
 }
 

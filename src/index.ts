@@ -6,7 +6,16 @@
  * @module
  */
 export type { JWSAlgorithm } from './algorithms.js'
-export type { AnyTollgateError, ErrorBodyCode, ErrorResponse, TollgateErrorCode } from './errors.js'
+export type {
+  AnyTollgateError,
+  ErrorBodyCode,
+  ErrorOptions,
+  ErrorResponse,
+  InvalidTokenCode,
+  RefusalReason,
+  TollgateErrorCode,
+  UnavailableCode,
+} from './errors.js'
 export {
   bearerChallenge,
   InsufficientScopeError,
@@ -21,17 +30,30 @@ export {
   TokenMissingError,
   TollgateError,
 } from './errors.js'
-export type { GateEvent, GateEventListener, JWKSFailureReason } from './events.js'
+export type { DecisionFacts, GateEvent, GateEventListener, JWKSFailureReason } from './events.js'
 export type { Gate, ReadyReport } from './gate.js'
 export { createGate } from './gate.js'
-export type { Guard } from './guards.js'
+export type { Guard, GuardMiddlewareFactories } from './guards.js'
 export { requireAnyScope, requireClientRoles, requireRealmRoles, requireScopes } from './guards.js'
 export type { IssuerOptions, KeycloakOptions } from './issuers.js'
 export { keycloak } from './issuers.js'
 export type { IssuerKeysStatus } from './jwks.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './options.js'
-export type { RateLimitOptions } from './rate-limit.js'
-export type { ResolvedTenant, TenantOptions } from './tenant.js'
+export type {
+  RateLimitCost,
+  RateLimitHeaderMode,
+  RateLimitOptions,
+  RateLimitWindow,
+  RedisClientLike,
+  StoreFailurePolicy,
+} from './rate-limit.js'
+export type {
+  ResolvedTenant,
+  TenantDecision,
+  TenantFunction,
+  TenantOptions,
+  TenantPolicy,
+} from './tenant.js'
 export type {
   Admission,
   CheckResult,

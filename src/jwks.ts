@@ -66,13 +66,15 @@ export class IssuerKeys {
   private lastFailure: JWKSFailureReason | undefined
   private pending: Promise<void> | undefined
   /** Called after a refresh retired keys, so caches can drop what those keys verified. */
-  onKeysRetired: (() => void) | undefined
+  private readonly onKeysRetired: (() => void) | undefined
+  /** Aborted by `close()`: no fetch runs or starts after it. */
+  private readonly lifetime = new AbortController()
 
   constructor(
     issuer: { issuer: string; jwksUri: string | undefined; discovery: boolean },
     algorithms: readonly JWSAlgorithm[],
     options: NormalizedJWKSOptions,
-    emit: Emit,
+    hooks: { readonly emit: Emit; readonly onKeysRetired: (() => void) | undefined },
   ) {
     this.issuer = issuer.issuer
     this.jwksUri = issuer.jwksUri
@@ -82,7 +84,24 @@ export class IssuerKeys {
     this.algorithms = algorithms
     this.options = options
     this.failureBackoffMs = Math.min(options.cooldownMs, 1000)
-    this.emit = emit
+    this.emit = hooks.emit
+    this.onKeysRetired = hooks.onKeysRetired
+  }
+
+  /**
+   * Fetches the key set now, whatever the cooldown, after any fetch already under way (which may
+   * have started before the provider changed its keys). Keys that are gone stop verifying, and the
+   * verdicts they made are purged, as soon as it resolves.
+   */
+  async refreshNow(): Promise<IssuerKeysStatus> {
+    if (this.pending !== undefined) await this.pending
+    await this.refresh()
+    return this.status()
+  }
+
+  /** Aborts a fetch under way and starts no other; keys already fetched keep verifying. */
+  close(): void {
+    this.lifetime.abort()
   }
 
   /**
@@ -155,7 +174,11 @@ export class IssuerKeys {
   private unavailable(): ServiceUnavailableError {
     const backoff = this.failureBackoffMs
     const waitMs = this.lastAttemptAt + backoff - Date.now()
-    return new ServiceUnavailableError('ERR_JWKS_UNAVAILABLE', waitMs / 1000)
+    return new ServiceUnavailableError({
+      code: 'ERR_JWKS_UNAVAILABLE',
+      retryAfterSeconds: waitMs / 1000,
+      detail: { issuer: this.issuer, lastFailure: this.lastFailure },
+    })
   }
 
   private match(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] {
@@ -174,6 +197,7 @@ export class IssuerKeys {
 
   private refresh(): Promise<void> {
     if (this.pending !== undefined) return this.pending
+    if (this.lifetime.signal.aborted) return Promise.resolve()
     this.lastAttemptAt = Date.now()
     // apply() throws for a document that is not a key set: it must fail like a network error.
     this.pending = this.fetchKeys()
@@ -216,7 +240,7 @@ export class IssuerKeys {
   }
 
   private fetchJSON(uri: string): Promise<unknown> {
-    return fetchJSON(uri, this.options)
+    return fetchJSON(uri, { ...this.options, signal: this.lifetime.signal })
   }
 
   private apply(document: unknown): void {
@@ -258,6 +282,8 @@ export class IssuerKeys {
   }
 
   private fail(error: unknown): void {
+    // Closing aborts the fetch: an expected end, not a provider failure.
+    if (this.lifetime.signal.aborted) return
     const reason = error instanceof FetchFailure ? error.reason : 'network'
     this.lastFailure = reason
     this.emit?.({ type: 'jwks_refresh_failed', issuer: this.issuer, reason, error })

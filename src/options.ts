@@ -10,9 +10,18 @@ import type { ClaimRules } from './claims.js'
 import type { GateEventListener } from './events.js'
 import { type IssuerOptions, keyUrlProblem, realmOf } from './issuers.js'
 import type { NormalizedJWKSOptions } from './jwks.js'
-import type { RateLimitOptions } from './rate-limit.js'
-import type { TenantOptions } from './tenant.js'
+import {
+  type NormalizedRateLimitOptions,
+  normalizeRateLimitOptions,
+  type RateLimitOptions,
+} from './rate-limit-options.js'
+import {
+  type NormalizedTenantOptions,
+  normalizeTenantOptions,
+  type TenantOptions,
+} from './tenant.js'
 import type { RequestLike } from './types.js'
+import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from './validate.js'
 
 /** JWKS fetching and caching. All durations in milliseconds. */
 export interface JWKSOptions {
@@ -89,6 +98,8 @@ export interface NormalizedIssuer {
 
 /** Everything `createGate()` needs, validated, defaulted and frozen. */
 export interface NormalizedOptions {
+  /** The `WWW-Authenticate` realm; only the gate's refusal point reads it. */
+  readonly realm: string
   readonly issuers: readonly NormalizedIssuer[]
   readonly algorithms: readonly JWSAlgorithm[]
   readonly claims: ClaimRules
@@ -98,7 +109,21 @@ export interface NormalizedOptions {
   readonly errorHandling: 'respond' | 'framework'
   readonly jwks: NormalizedJWKSOptions
   readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
+  readonly tenant: NormalizedTenantOptions | undefined
+  readonly rateLimit: NormalizedRateLimitOptions | undefined
 }
+
+const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
+const JWKS_KEYS = [
+  'timeoutMs',
+  'cooldownMs',
+  'maxAgeMs',
+  'staleIfErrorMs',
+  'maxBodyBytes',
+  'allowInsecureHttp',
+  'fetch',
+]
+const CACHE_KEYS = ['maxEntries', 'maxTtlSeconds']
 
 const KNOWN_OPTIONS = new Set([
   'issuers',
@@ -119,33 +144,6 @@ const KNOWN_OPTIONS = new Set([
   'rateLimit',
   'onEvent',
 ])
-
-/** A short, safe description of a received value for error messages. */
-export function describe(value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'an array'
-  if (typeof value === 'number') return String(value)
-  if (typeof value === 'string') return value.length > 40 ? 'a long string' : JSON.stringify(value)
-  return typeof value
-}
-
-function fail(path: string, expectation: string, value: unknown): never {
-  throw new TypeError(`createGate(options): "${path}" ${expectation} (got ${describe(value)})`)
-}
-
-function integerInRange(
-  value: unknown,
-  path: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    fail(path, `must be a whole number from ${min} to ${max}`, value)
-  }
-  return value
-}
 
 let insecureHttpWarned = false
 
@@ -174,8 +172,7 @@ function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): Normalize
   const seen = new Set<string>()
   return value.map((entry: unknown, index) => {
     const path = `issuers[${index}]`
-    if (typeof entry !== 'object' || entry === null) fail(path, 'must be an object', entry)
-    const { issuer, jwksUri, discovery, realm } = entry as Record<string, unknown>
+    const { issuer, jwksUri, discovery, realm } = record(entry, path, ISSUER_KEYS)
     if (typeof issuer !== 'string' || issuer.length === 0) {
       fail(`${path}.issuer`, 'must be the exact `iss` string', issuer)
     }
@@ -188,7 +185,7 @@ function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): Normalize
       fail(`${path}.realm`, 'must be a non-empty string', realm)
     }
     if ((jwksUri === undefined) === (discovery !== true)) {
-      fail(path, 'needs exactly one of jwksUri or discovery: true', entry)
+      fail(path, 'needs exactly one of jwksUri or discovery: true')
     }
     if (jwksUri !== undefined && typeof jwksUri !== 'string') {
       fail(`${path}.jwksUri`, 'must be a URL string', jwksUri)
@@ -241,116 +238,112 @@ const TOKEN_CHARSET = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/
  * @throws TypeError naming the option and what to change.
  */
 export function normalizeOptions(input: GateOptions): NormalizedOptions {
-  if (typeof input !== 'object' || input === null) {
+  if (!isRecord(input)) {
     throw new TypeError(
       'createGate(options): "options" must be an object with issuers and audience',
     )
   }
-  for (const name of Object.keys(input)) {
-    if (!KNOWN_OPTIONS.has(name))
-      fail(name, 'is not an option of createGate (check the spelling)', name)
-  }
-  const jwks = input.jwks ?? {}
-  if (typeof jwks !== 'object' || jwks === null) fail('jwks', 'must be an object', jwks)
-  if (jwks.allowInsecureHttp !== undefined && typeof jwks.allowInsecureHttp !== 'boolean') {
-    fail('jwks.allowInsecureHttp', 'must be a boolean', jwks.allowInsecureHttp)
-  }
-  if (jwks.fetch !== undefined && typeof jwks.fetch !== 'function') {
-    fail('jwks.fetch', 'must be a fetch-compatible function', jwks.fetch)
-  }
+  record(input, 'options', KNOWN_OPTIONS)
+  const jwks = record(input.jwks ?? {}, 'jwks', JWKS_KEYS) as JWKSOptions
+  const allowInsecureHttp = boolean(jwks.allowInsecureHttp, 'jwks.allowInsecureHttp', false)
+  const fetchOption = optionalFunction<typeof globalThis.fetch>(
+    jwks.fetch,
+    'jwks.fetch',
+    'compatible with fetch',
+  )
   const realm = input.realm ?? 'api'
   if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
     fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm)
   }
-  if (
-    input.tokenProfile !== undefined &&
-    input.tokenProfile !== 'access' &&
-    input.tokenProfile !== 'rfc9068'
-  ) {
-    fail('tokenProfile', "must be 'access' or 'rfc9068'", input.tokenProfile)
-  }
-  if (input.credentialsRequired !== undefined && typeof input.credentialsRequired !== 'boolean') {
-    fail('credentialsRequired', 'must be a boolean', input.credentialsRequired)
-  }
-  if (input.skip !== undefined && typeof input.skip !== 'function') {
-    fail('skip', 'must be a function (request) => boolean', input.skip)
-  }
-  if (input.onEvent !== undefined && typeof input.onEvent !== 'function') {
-    fail('onEvent', 'must be a function (event) => void', input.onEvent)
-  }
-  if (
-    input.errorHandling !== undefined &&
-    input.errorHandling !== 'respond' &&
-    input.errorHandling !== 'framework'
-  ) {
-    fail('errorHandling', "must be 'respond' or 'framework'", input.errorHandling)
-  }
-  const cache = input.cache
-  if (cache !== undefined && cache !== false && (typeof cache !== 'object' || cache === null)) {
-    fail('cache', 'must be an object or false', cache)
+  const tokenProfile = oneOf(input.tokenProfile, 'tokenProfile', ['access', 'rfc9068'] as const)
+  const credentialsRequired = boolean(input.credentialsRequired, 'credentialsRequired', true)
+  const skip = optionalFunction<(request: RequestLike) => boolean>(
+    input.skip,
+    'skip',
+    '(request) => boolean',
+  )
+  optionalFunction(input.onEvent, 'onEvent', '(event) => void')
+  const errorHandling = oneOf(input.errorHandling, 'errorHandling', [
+    'respond',
+    'framework',
+  ] as const)
+  const cache = input.cache === false ? false : record(input.cache ?? {}, 'cache', CACHE_KEYS)
+  if (input.rateLimit !== undefined && input.tenant === undefined) {
+    fail('rateLimit', 'needs "tenant": limits are per tenant')
   }
   const maxAgeSeconds = input.maxTokenAgeSeconds
   return Object.freeze({
-    issuers: Object.freeze(normalizeIssuers(input.issuers, jwks.allowInsecureHttp === true)),
+    realm,
+    issuers: Object.freeze(normalizeIssuers(input.issuers, allowInsecureHttp)),
     algorithms: normalizeAlgorithms(input.algorithms),
     claims: Object.freeze({
       audiences: new Set(stringList(input.audience, 'audience', false)),
-      clockToleranceSeconds: integerInRange(
-        input.clockToleranceSeconds,
-        'clockToleranceSeconds',
-        5,
-        0,
-        300,
-      ),
+      clockToleranceSeconds: integer(input.clockToleranceSeconds, 'clockToleranceSeconds', {
+        fallback: 5,
+        min: 0,
+        max: 300,
+      }),
       maxTokenAgeSeconds:
         maxAgeSeconds === undefined
           ? undefined
-          : integerInRange(maxAgeSeconds, 'maxTokenAgeSeconds', 0, 1, 31_536_000),
+          : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
       requiredClaims: Object.freeze(
         input.requiredClaims === undefined
           ? []
           : stringList(input.requiredClaims, 'requiredClaims', true),
       ),
-      tokenProfile: input.tokenProfile ?? 'access',
-      realm,
+      tokenProfile,
     }),
-    maxTokenBytes: integerInRange(input.maxTokenBytes, 'maxTokenBytes', 8192, 256, 65_536),
-    credentialsRequired: input.credentialsRequired ?? true,
-    skip: input.skip,
-    errorHandling: input.errorHandling ?? 'respond',
+    maxTokenBytes: integer(input.maxTokenBytes, 'maxTokenBytes', {
+      fallback: 8192,
+      min: 256,
+      max: 65_536,
+    }),
+    credentialsRequired,
+    skip,
+    errorHandling,
     jwks: Object.freeze({
-      timeoutMs: integerInRange(jwks.timeoutMs, 'jwks.timeoutMs', 5000, 1, 60_000),
-      cooldownMs: integerInRange(jwks.cooldownMs, 'jwks.cooldownMs', 30_000, 0, 3_600_000),
-      maxAgeMs: integerInRange(jwks.maxAgeMs, 'jwks.maxAgeMs', 600_000, 1000, 86_400_000),
-      staleIfErrorMs: integerInRange(
-        jwks.staleIfErrorMs,
-        'jwks.staleIfErrorMs',
-        3_600_000,
-        0,
-        604_800_000,
-      ),
-      maxBodyBytes: integerInRange(
-        jwks.maxBodyBytes,
-        'jwks.maxBodyBytes',
-        262_144,
-        1024,
-        16_777_216,
-      ),
-      allowInsecureHttp: jwks.allowInsecureHttp === true,
-      fetch: jwks.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
+      timeoutMs: integer(jwks.timeoutMs, 'jwks.timeoutMs', { fallback: 5000, min: 1, max: 60_000 }),
+      cooldownMs: integer(jwks.cooldownMs, 'jwks.cooldownMs', {
+        fallback: 30_000,
+        min: 0,
+        max: 3_600_000,
+      }),
+      maxAgeMs: integer(jwks.maxAgeMs, 'jwks.maxAgeMs', {
+        fallback: 600_000,
+        min: 1000,
+        max: 86_400_000,
+      }),
+      staleIfErrorMs: integer(jwks.staleIfErrorMs, 'jwks.staleIfErrorMs', {
+        fallback: 3_600_000,
+        min: 0,
+        max: 604_800_000,
+      }),
+      maxBodyBytes: integer(jwks.maxBodyBytes, 'jwks.maxBodyBytes', {
+        fallback: 262_144,
+        min: 1024,
+        max: 16_777_216,
+      }),
+      allowInsecureHttp,
+      fetch: fetchOption ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
     }),
     cache:
       cache === false
         ? undefined
         : Object.freeze({
-            maxEntries: integerInRange(cache?.maxEntries, 'cache.maxEntries', 5000, 1, 1_000_000),
-            maxTtlSeconds: integerInRange(
-              cache?.maxTtlSeconds,
-              'cache.maxTtlSeconds',
-              300,
-              1,
-              86_400,
-            ),
+            maxEntries: integer(cache.maxEntries, 'cache.maxEntries', {
+              fallback: 5000,
+              min: 1,
+              max: 1_000_000,
+            }),
+            maxTtlSeconds: integer(cache.maxTtlSeconds, 'cache.maxTtlSeconds', {
+              fallback: 300,
+              min: 1,
+              max: 86_400,
+            }),
           }),
+    tenant: input.tenant === undefined ? undefined : normalizeTenantOptions(input.tenant),
+    rateLimit:
+      input.rateLimit === undefined ? undefined : normalizeRateLimitOptions(input.rateLimit),
   })
 }

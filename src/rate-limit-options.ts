@@ -5,16 +5,86 @@
  * @module
  */
 
-import type {
-  RateLimitCost,
-  RateLimitOptions,
-  RateLimitWindow,
-  RedisClientLike,
-  StoreFailurePolicy,
-} from './rate-limit.js'
 import type { RateLimitHeaderMode } from './rate-limit-headers.js'
-import { PLAN_NAME_PATTERN } from './tenant.js'
+import { PLAN_NAME_PATTERN, type VerifiedToken } from './tenant.js'
+import type { RequestLike } from './types.js'
+import { fail, integer, isRecord, oneOf, optionalFunction, record } from './validate.js'
 
+/** A fixed window: at most `points` per `durationSeconds`. */
+export interface RateLimitWindow {
+  /** Points admitted per window; an integer ≥ 1. */
+  readonly points: number
+  /** Window length in whole seconds, 1 to 31 622 400 (366 days). */
+  readonly durationSeconds: number
+  /**
+   * Item name in the `RateLimit-Policy` / `RateLimit` fields and in `rate_limited` events
+   * ({@link PLAN_NAME_PATTERN}). Default: the plan name for a plan with a single window,
+   * else `<plan>-<durationSeconds>s` (`default-1s`, `default-60s`).
+   */
+  readonly name?: string
+}
+
+/**
+ * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) the limiter uses.
+ * Give it fail-fast options (`enableOfflineQueue: false`, `maxRetriesPerRequest: 1`): tollgate
+ * bounds each request with {@link RateLimitOptions.storeTimeoutMs} either way, but queued
+ * commands still cost memory and land late.
+ */
+export interface RedisClientLike {
+  readonly status: string
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+  multi(): unknown
+}
+
+/** The points a request costs; an integer ≥ 1. Errors it throws reach the application. */
+export type RateLimitCost = (request: RequestLike, verified: VerifiedToken) => number
+
+/** What happens to requests while the store fails or does not answer in time. */
+export type StoreFailurePolicy = 'memory' | 'allow' | 'deny'
+
+/** Per-tenant limits. Give either `windows` (a single plan) or `plans`. */
+export interface RateLimitOptions {
+  /** The windows of the only plan, named `defaultPlan`. Every window must admit a request. */
+  readonly windows?: readonly RateLimitWindow[]
+  /** Windows by plan name ({@link PLAN_NAME_PATTERN}), 1 to 8 windows each, distinct durations. */
+  readonly plans?: Readonly<Record<string, readonly RateLimitWindow[]>>
+  /** The plan of tenants with no plan or an unknown one. Default `'default'`. */
+  readonly defaultPlan?: string
+  /**
+   * Plans pinned by tenant id. Wins over the plan the tenant resolver gives (policy or claim),
+   * which wins over `defaultPlan`. Every value must name a configured plan.
+   */
+  readonly tenantPlans?: Readonly<Record<string, string>> | ReadonlyMap<string, string>
+  /** Points a request costs. Default: 1. A cost above a window's points is always refused. */
+  readonly cost?: RateLimitCost
+  /** `'memory'` (default, this process only) or `{ redis }` (shared by every process). */
+  readonly store?: 'memory' | { readonly redis: RedisClientLike }
+  /** Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`). Default `'tollgate:rl'`. */
+  readonly keyPrefix?: string
+  /** Deadline for the store's answer to one request, in ms (1 to 10 000). Default 50. */
+  readonly storeTimeoutMs?: number
+  /**
+   * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
+   * request probes it; a successful probe returns everyone to the store. Default 1000.
+   */
+  readonly storeRetryIntervalMs?: number
+  /**
+   * While the store fails: `'memory'` (default) applies the same windows in this process's
+   * memory; `'allow'` admits; `'deny'` answers 503 `ERR_LIMITER_UNAVAILABLE` with `Retry-After`.
+   * A store failure is never a 429.
+   */
+  readonly onStoreError?: StoreFailurePolicy
+  /**
+   * With `onStoreError: 'memory'`, each process admits `ceil(points / fallbackDivisor)` per
+   * window: set it to the number of gateway processes to keep the combined limit near the
+   * configured one during an outage. Default 1.
+   */
+  readonly fallbackDivisor?: number
+  /** `'draft-10'` (default), `'legacy'` (`X-RateLimit-*`), `'both'`, or `false` for none. */
+  readonly headers?: RateLimitHeaderMode
+}
+
+const WINDOW_KEYS = ['points', 'durationSeconds', 'name']
 const OPTION_KEYS = [
   'windows',
   'plans',
@@ -50,130 +120,98 @@ export interface NormalizedRateLimitOptions {
  *
  * @throws TypeError naming the option, what it must be and a safe summary of what it got.
  */
-export function normalizeRateLimitOptions(options: RateLimitOptions): NormalizedRateLimitOptions {
-  if (!isRecord(options)) {
-    throw new TypeError(`"rateLimit" option must be an object (got ${summarize(options)})`)
-  }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.includes(key)) {
-      throw new TypeError(
-        `"rateLimit.${key}" is not an option; use one of: ${OPTION_KEYS.join(', ')}`,
-      )
-    }
-  }
+export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOptions {
+  const options = record(input, 'rateLimit', OPTION_KEYS) as RateLimitOptions
   const defaultPlan = options.defaultPlan ?? 'default'
   if (typeof defaultPlan !== 'string' || !PLAN_NAME_PATTERN.test(defaultPlan)) {
-    throw new TypeError(
-      `"rateLimit.defaultPlan" must be a plan name matching ${PLAN_NAME_PATTERN} (got ${summarize(defaultPlan)})`,
-    )
+    fail('rateLimit.defaultPlan', `must be a plan name matching ${PLAN_NAME_PATTERN}`, defaultPlan)
   }
   const plans = new Map<string, readonly RateLimitWindow[]>()
   if ((options.windows === undefined) === (options.plans === undefined)) {
-    throw new TypeError('"rateLimit" needs exactly one of "windows" (a single plan) or "plans"')
+    fail('rateLimit', 'needs exactly one of "windows" (a single plan) or "plans"')
   }
   if (options.windows !== undefined) {
     plans.set(defaultPlan, windowsOption(options.windows, 'rateLimit.windows'))
   } else {
     if (!isRecord(options.plans) || Object.keys(options.plans).length === 0) {
-      throw new TypeError(
-        `"rateLimit.plans" must be an object of plan name → windows, with at least one plan (got ${summarize(options.plans)})`,
+      fail(
+        'rateLimit.plans',
+        'must be an object of plan name → windows, with at least one plan',
+        options.plans,
       )
     }
     for (const [name, windows] of Object.entries(options.plans)) {
       if (!PLAN_NAME_PATTERN.test(name)) {
-        throw new TypeError(
-          `"rateLimit.plans" key ${JSON.stringify(name)} must match ${PLAN_NAME_PATTERN}`,
-        )
+        fail('rateLimit.plans', `keys must be plan names matching ${PLAN_NAME_PATTERN}`, name)
       }
       plans.set(name, windowsOption(windows, `rateLimit.plans.${name}`))
     }
     if (!plans.has(defaultPlan)) {
-      throw new TypeError(
-        `"rateLimit.defaultPlan" must name one of the plans (${[...plans.keys()].join(', ')}); got '${defaultPlan}'`,
-      )
+      fail('rateLimit.defaultPlan', `must name one of the plans (${[...plans.keys()].join(', ')})`)
     }
   }
   return Object.freeze({
     plans,
     defaultPlan,
     tenantPlans: tenantPlansOption(options.tenantPlans, plans),
-    cost: optionalFunction<RateLimitCost>(options.cost, 'rateLimit.cost'),
+    cost: optionalFunction<RateLimitCost>(
+      options.cost,
+      'rateLimit.cost',
+      '(request, verified) => points',
+    ),
     redis: storeOption(options.store),
     keyPrefix: keyPrefixOption(options.keyPrefix),
-    storeTimeoutMs: integerOption(
-      options.storeTimeoutMs,
-      'rateLimit.storeTimeoutMs',
-      50,
-      1,
-      10_000,
-    ),
-    storeRetryIntervalMs: integerOption(
-      options.storeRetryIntervalMs,
-      'rateLimit.storeRetryIntervalMs',
-      1000,
-      0,
-      600_000,
-    ),
+    storeTimeoutMs: integer(options.storeTimeoutMs, 'rateLimit.storeTimeoutMs', {
+      fallback: 50,
+      min: 1,
+      max: 10_000,
+    }),
+    storeRetryIntervalMs: integer(options.storeRetryIntervalMs, 'rateLimit.storeRetryIntervalMs', {
+      fallback: 1000,
+      min: 0,
+      max: 600_000,
+    }),
     onStoreError: oneOf(options.onStoreError, 'rateLimit.onStoreError', [
       'memory',
       'allow',
       'deny',
     ]),
-    fallbackDivisor: integerOption(
-      options.fallbackDivisor,
-      'rateLimit.fallbackDivisor',
-      1,
-      1,
-      10_000,
-    ),
+    fallbackDivisor: integer(options.fallbackDivisor, 'rateLimit.fallbackDivisor', {
+      fallback: 1,
+      min: 1,
+      max: 10_000,
+    }),
     headers: oneOf(options.headers, 'rateLimit.headers', ['draft-10', 'legacy', 'both', false]),
   })
 }
 
 function windowsOption(value: unknown, path: string): readonly RateLimitWindow[] {
   if (!Array.isArray(value) || value.length === 0 || value.length > 8) {
-    throw new TypeError(`"${path}" must be an array of 1 to 8 windows (got ${summarize(value)})`)
+    fail(path, 'must be an array of 1 to 8 windows', value)
   }
   const windows = value.map((window: unknown, index): RateLimitWindow => {
     const at = `${path}[${index}]`
-    if (!isRecord(window)) {
-      throw new TypeError(`"${at}" must be { points, durationSeconds } (got ${summarize(window)})`)
-    }
-    for (const key of Object.keys(window)) {
-      if (key !== 'points' && key !== 'durationSeconds' && key !== 'name') {
-        throw new TypeError(`"${at}.${key}" is not an option; use points, durationSeconds, name`)
-      }
-    }
-    const name = window['name']
+    const { points, durationSeconds, name } = record(window, at, WINDOW_KEYS)
     if (name !== undefined && (typeof name !== 'string' || !PLAN_NAME_PATTERN.test(name))) {
-      throw new TypeError(`"${at}.name" must match ${PLAN_NAME_PATTERN} (got ${summarize(name)})`)
+      fail(`${at}.name`, `must match ${PLAN_NAME_PATTERN}`, name)
     }
     return {
-      points: integerOption(
-        window['points'],
-        `${at}.points`,
-        undefined,
-        1,
-        Number.MAX_SAFE_INTEGER,
-      ),
+      points: integer(points, `${at}.points`, { min: 1, max: Number.MAX_SAFE_INTEGER }),
       // rate-limiter-flexible's Redis store works in whole seconds and mishandles shorter windows.
-      durationSeconds: integerOption(
-        window['durationSeconds'],
-        `${at}.durationSeconds`,
-        undefined,
-        1,
-        31_622_400,
-      ),
+      durationSeconds: integer(durationSeconds, `${at}.durationSeconds`, {
+        min: 1,
+        max: 31_622_400,
+      }),
       ...(name === undefined ? {} : { name }),
     }
   })
   const durations = new Set(windows.map((window) => window.durationSeconds))
   if (durations.size !== windows.length) {
-    throw new TypeError(`"${path}" has two windows with the same durationSeconds; merge them`)
+    fail(path, 'has two windows with the same durationSeconds; merge them')
   }
   const names = windows.map((window) => window.name).filter((name) => name !== undefined)
   if (new Set(names).size !== names.length) {
-    throw new TypeError(`"${path}" has two windows with the same name; rename one`)
+    fail(path, 'has two windows with the same name; rename one')
   }
   return Object.freeze(windows.sort((a, b) => a.durationSeconds - b.durationSeconds))
 }
@@ -188,14 +226,14 @@ function tenantPlansOption(value: unknown, plans: ReadonlyMap<string, unknown>) 
         ? Object.entries(value)
         : undefined
   if (entries === undefined) {
-    throw new TypeError(
-      `"rateLimit.tenantPlans" must be an object or a Map of tenant id → plan name (got ${summarize(value)})`,
-    )
+    fail('rateLimit.tenantPlans', 'must be an object or a Map of tenant id → plan name', value)
   }
   for (const [tenant, plan] of entries) {
     if (typeof tenant !== 'string' || typeof plan !== 'string' || !plans.has(plan)) {
-      throw new TypeError(
-        `"rateLimit.tenantPlans" values must name one of the plans (${[...plans.keys()].join(', ')}); got ${summarize(plan)}`,
+      fail(
+        'rateLimit.tenantPlans',
+        `values must name one of the plans (${[...plans.keys()].join(', ')})`,
+        plan,
       )
     }
     map.set(tenant, plan)
@@ -206,9 +244,7 @@ function tenantPlansOption(value: unknown, plans: ReadonlyMap<string, unknown>) 
 function storeOption(value: unknown): RedisClientLike | undefined {
   if (value === undefined || value === 'memory') return undefined
   if (!isRecord(value) || Object.keys(value).some((key) => key !== 'redis')) {
-    throw new TypeError(
-      `"rateLimit.store" must be 'memory' or { redis: client } (got ${summarize(value)})`,
-    )
+    fail('rateLimit.store', "must be 'memory' or { redis: client }", value)
   }
   const client = value['redis']
   if (
@@ -217,8 +253,10 @@ function storeOption(value: unknown): RedisClientLike | undefined {
     typeof client['multi'] !== 'function' ||
     typeof client['status'] !== 'string'
   ) {
-    throw new TypeError(
-      `"rateLimit.store.redis" must be an ioredis Redis or Cluster client (got ${summarize(client)}); node-redis clients are not supported`,
+    fail(
+      'rateLimit.store.redis',
+      'must be an ioredis Redis or Cluster client (node-redis clients are not supported)',
+      client,
     )
   }
   return client as unknown as RedisClientLike
@@ -228,56 +266,11 @@ function keyPrefixOption(value: unknown): string {
   if (value === undefined) return 'tollgate:rl'
   // Braces would move the Redis Cluster hash tag off the tenant id.
   if (typeof value !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(value)) {
-    throw new TypeError(
-      `"rateLimit.keyPrefix" must be 1 to 64 printable ASCII characters without spaces or braces (got ${summarize(value)})`,
+    fail(
+      'rateLimit.keyPrefix',
+      'must be 1 to 64 printable ASCII characters without spaces or braces',
+      value,
     )
   }
   return value
-}
-
-function integerOption(
-  value: unknown,
-  path: string,
-  fallback: number | undefined,
-  min: number,
-  max: number,
-): number {
-  if (value === undefined && fallback !== undefined) return fallback
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new TypeError(
-      `"${path}" must be an integer from ${min} to ${max} (got ${summarize(value)})`,
-    )
-  }
-  return value
-}
-
-function oneOf<T extends string | false>(value: unknown, path: string, allowed: readonly T[]): T {
-  if (value === undefined) return allowed[0] as T
-  if (!allowed.includes(value as T)) {
-    const list = allowed.map((item) => (typeof item === 'string' ? `'${item}'` : String(item)))
-    throw new TypeError(`"${path}" must be one of ${list.join(', ')} (got ${summarize(value)})`)
-  }
-  return value as T
-}
-
-function optionalFunction<T>(value: unknown, path: string): T | undefined {
-  if (value === undefined) return undefined
-  if (typeof value !== 'function') {
-    throw new TypeError(`"${path}" must be a function (got ${summarize(value)})`)
-  }
-  return value as T
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/** Type and shape of a received value, never its content. */
-export function summarize(value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return `an array of length ${value.length}`
-  if (typeof value === 'object') return 'an object'
-  if (typeof value === 'string') return `a string of length ${value.length}`
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${value}`
-  return typeof value
 }

@@ -10,93 +10,21 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 
 import { RateLimitedError, ServiceUnavailableError } from './errors.js'
 import type { Emit } from './events.js'
-import type {
-  HeaderWindow,
-  PlanHeaders,
-  RateLimitHeaderMode,
-  WindowState,
-} from './rate-limit-headers.js'
+import type { HeaderWindow, PlanHeaders, WindowState } from './rate-limit-headers.js'
 import { createPlanHeaders, secondsUntil } from './rate-limit-headers.js'
-import type { NormalizedRateLimitOptions } from './rate-limit-options.js'
-import { normalizeRateLimitOptions, summarize } from './rate-limit-options.js'
+import type { NormalizedRateLimitOptions, RateLimitWindow } from './rate-limit-options.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
 import type { RequestLike } from './types.js'
+import { summarize } from './validate.js'
 
 export type { RateLimitHeaderMode } from './rate-limit-headers.js'
-
-/** A fixed window: at most `points` per `durationSeconds`. */
-export interface RateLimitWindow {
-  /** Points admitted per window; an integer ≥ 1. */
-  readonly points: number
-  /** Window length in whole seconds, 1 to 31 622 400 (366 days). */
-  readonly durationSeconds: number
-  /**
-   * Item name in the `RateLimit-Policy` / `RateLimit` fields and in `rate_limited` events
-   * ({@link PLAN_NAME_PATTERN}). Default: the plan name for a plan with a single window,
-   * else `<plan>-<durationSeconds>s` (`default-1s`, `default-60s`).
-   */
-  readonly name?: string
-}
-
-/**
- * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) the limiter uses.
- * Give it fail-fast options (`enableOfflineQueue: false`, `maxRetriesPerRequest: 1`): tollgate
- * bounds each request with {@link RateLimitOptions.storeTimeoutMs} either way, but queued
- * commands still cost memory and land late.
- */
-export interface RedisClientLike {
-  readonly status: string
-  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
-  multi(): unknown
-}
-
-/** The points a request costs; an integer ≥ 1. Errors it throws reach the application. */
-export type RateLimitCost = (request: RequestLike, verified: VerifiedToken) => number
-
-/** What happens to requests while the store fails or does not answer in time. */
-export type StoreFailurePolicy = 'memory' | 'allow' | 'deny'
-
-/** Per-tenant limits. Give either `windows` (a single plan) or `plans`. */
-export interface RateLimitOptions {
-  /** The windows of the only plan, named `defaultPlan`. Every window must admit a request. */
-  readonly windows?: readonly RateLimitWindow[]
-  /** Windows by plan name ({@link PLAN_NAME_PATTERN}), 1 to 8 windows each, distinct durations. */
-  readonly plans?: Readonly<Record<string, readonly RateLimitWindow[]>>
-  /** The plan of tenants with no plan or an unknown one. Default `'default'`. */
-  readonly defaultPlan?: string
-  /**
-   * Plans pinned by tenant id. Wins over the plan the tenant resolver gives (policy or claim),
-   * which wins over `defaultPlan`. Every value must name a configured plan.
-   */
-  readonly tenantPlans?: Readonly<Record<string, string>> | ReadonlyMap<string, string>
-  /** Points a request costs. Default: 1. A cost above a window's points is always refused. */
-  readonly cost?: RateLimitCost
-  /** `'memory'` (default, this process only) or `{ redis }` (shared by every process). */
-  readonly store?: 'memory' | { readonly redis: RedisClientLike }
-  /** Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`). Default `'tollgate:rl'`. */
-  readonly keyPrefix?: string
-  /** Deadline for the store's answer to one request, in ms (1 to 10 000). Default 50. */
-  readonly storeTimeoutMs?: number
-  /**
-   * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
-   * request probes it; a successful probe returns everyone to the store. Default 1000.
-   */
-  readonly storeRetryIntervalMs?: number
-  /**
-   * While the store fails: `'memory'` (default) applies the same windows in this process's
-   * memory; `'allow'` admits; `'deny'` answers 503 `ERR_LIMITER_UNAVAILABLE` with `Retry-After`.
-   * A store failure is never a 429.
-   */
-  readonly onStoreError?: StoreFailurePolicy
-  /**
-   * With `onStoreError: 'memory'`, each process admits `ceil(points / fallbackDivisor)` per
-   * window: set it to the number of gateway processes to keep the combined limit near the
-   * configured one during an outage. Default 1.
-   */
-  readonly fallbackDivisor?: number
-  /** `'draft-10'` (default), `'legacy'` (`X-RateLimit-*`), `'both'`, or `false` for none. */
-  readonly headers?: RateLimitHeaderMode
-}
+export type {
+  RateLimitCost,
+  RateLimitOptions,
+  RateLimitWindow,
+  RedisClientLike,
+  StoreFailurePolicy,
+} from './rate-limit-options.js'
 
 /** Applies a tenant's limits to a request. */
 export interface TenantLimiter {
@@ -141,22 +69,21 @@ const MAX_BLOCKED_PER_WINDOW = 10_000
 const noop = () => {}
 
 /**
- * Validates `options` once and returns the limiter the gate calls after tenant resolution.
+ * Returns the limiter the gate calls after tenant resolution, from options that
+ * `normalizeRateLimitOptions()` validated (`createGate` does it for `options.rateLimit`).
  *
- * @throws TypeError naming the option and what to change, when `options` are invalid.
  * @example
  * ```ts
  * const limiter = createTenantLimiter(
- *   { windows: [{ points: 20, durationSeconds: 1 }, { points: 600, durationSeconds: 60 }], store: { redis } },
- *   { realm: 'api', emit: undefined },
+ *   normalizeRateLimitOptions({ windows: [{ points: 20, durationSeconds: 1 }], store: { redis } }),
+ *   { emit: undefined },
  * )
  * ```
  */
 export function createTenantLimiter(
-  options: RateLimitOptions,
-  context: { realm: string; emit: Emit },
+  o: NormalizedRateLimitOptions,
+  context: { emit: Emit },
 ): TenantLimiter {
-  const o = normalizeRateLimitOptions(options)
   const { emit } = context
   const redis = o.redis
   const plans = new Map<string, Plan>()
@@ -177,7 +104,10 @@ export function createTenantLimiter(
     if (outcome.admitted) return plan.headers.admitted(outcome.states)
     const { state } = outcome
     emit?.({ type: 'rate_limited', tenant, policy: state.window.name })
-    throw new RateLimitedError(state.msBeforeReset / 1000, plan.headers.refused(state))
+    throw new RateLimitedError({
+      retryAfterSeconds: state.msBeforeReset / 1000,
+      headers: plan.headers.refused(state),
+    })
   }
 
   function storeFailed(error: unknown): void {
@@ -197,7 +127,11 @@ export function createTenantLimiter(
   async function fallback(tenant: string, plan: Plan, points: number, error: unknown) {
     if (o.onStoreError === 'allow') return plan.headers.unknown()
     if (o.onStoreError === 'deny') {
-      throw new ServiceUnavailableError('ERR_LIMITER_UNAVAILABLE', denyRetryAfterSeconds, error)
+      throw new ServiceUnavailableError({
+        code: 'ERR_LIMITER_UNAVAILABLE',
+        retryAfterSeconds: denyRetryAfterSeconds,
+        cause: error,
+      })
     }
     return settle(tenant, plan, await consumeWindows(plan, tenant, points, false))
   }

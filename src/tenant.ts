@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { INVALID_TOKEN } from './claims.js'
 import { InvalidTokenError, TenantRefusedError } from './errors.js'
 import type { TokenClaims } from './types.js'
+import { fail, optionalFunction, record, summarize } from './validate.js'
 import type { VerifiedToken } from './verify.js'
 
 export type { VerifiedToken } from './verify.js'
@@ -94,58 +94,63 @@ const MAX_TENANT_ID_LENGTH = 256
 const FORBIDDEN_SEGMENTS = new Set(['__proto__', 'prototype', 'constructor'])
 const OPTION_KEYS = new Set(['from', 'claim', 'idPattern', 'planClaim', 'policy'])
 
+/** {@link TenantOptions}, validated: what the resolver needs, ready to use. */
+export interface NormalizedTenantOptions {
+  readonly readId: TenantFunction
+  readonly idPattern: RegExp
+  readonly planPath: readonly string[] | undefined
+  readonly policy: TenantPolicy | undefined
+}
+
 /**
- * Validates `options` and returns the resolver the gate calls after verification.
+ * Validates {@link TenantOptions} once (`createGate` calls it for `options.tenant`).
+ *
+ * @throws TypeError naming the option and what to change.
+ */
+export function normalizeTenantOptions(options: unknown): NormalizedTenantOptions {
+  const input = record(options, 'tenant', OPTION_KEYS) as TenantOptions
+  return Object.freeze({
+    readId: idReader(input),
+    idPattern: patternOption(input.idPattern),
+    planPath:
+      input.planClaim === undefined ? undefined : pathOption(input.planClaim, 'tenant.planClaim'),
+    policy: optionalFunction<TenantPolicy>(
+      input.policy,
+      'tenant.policy',
+      '(id, verified) => decision',
+    ),
+  })
+}
+
+/**
+ * Returns the resolver the gate calls after verification.
  *
  * The resolver throws `InvalidTokenError` with code `ERR_TENANT_INVALID` (401) when the token
  * names no tenant or a malformed one, `ERR_TENANT_UNKNOWN` (401) when the policy does not know
  * it, and `TenantRefusedError` (`ERR_TENANT_REFUSED`, 403) when the policy refuses it.
  *
- * @throws TypeError naming the option and what to change, when `options` are invalid.
  * @example
  * ```ts
  * const resolveTenant = createTenantResolver(
- *   { claim: 'org.id', policy: async (id) => ((await db.suspended(id)) ? { action: 'refuse' } : { action: 'admit' }) },
- *   { realm: 'api' },
+ *   normalizeTenantOptions({ claim: 'org.id', policy: async (id) => ((await db.suspended(id)) ? { action: 'refuse' } : { action: 'admit' }) }),
  * )
  * ```
  */
-export function createTenantResolver(
-  options: TenantOptions,
-  context: { realm: string },
-): TenantResolver {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new TypeError(`"tenant" option must be an object (got ${summarize(options)})`)
-  }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) {
-      throw new TypeError(
-        `"tenant.${key}" is not an option; use one of: ${[...OPTION_KEYS].join(', ')}`,
-      )
-    }
-  }
-  const readId = idReader(options)
-  const idPattern = patternOption(options.idPattern)
-  const planPath =
-    options.planClaim === undefined ? undefined : pathOption(options.planClaim, 'tenant.planClaim')
-  const policy = options.policy
-  if (policy !== undefined && typeof policy !== 'function') {
-    throw new TypeError(`"tenant.policy" option must be a function (got ${summarize(policy)})`)
-  }
-  const { realm } = context
-
-  const invalid = (cause?: unknown) =>
-    new InvalidTokenError(INVALID_TOKEN, { realm, code: 'ERR_TENANT_INVALID', cause })
+export function createTenantResolver(options: NormalizedTenantOptions): TenantResolver {
+  const { readId, idPattern, planPath, policy } = options
+  const invalid = (reason: 'tenant_missing' | 'tenant_malformed', cause?: unknown) =>
+    new InvalidTokenError({ code: 'ERR_TENANT_INVALID', reason, cause })
 
   function validId(verified: VerifiedToken): string {
     let id: unknown
     try {
       id = readId(verified)
     } catch (error) {
-      throw invalid(error)
+      throw invalid('tenant_malformed', error)
     }
+    if (id === undefined || id === null) throw invalid('tenant_missing')
     if (typeof id !== 'string' || id.length > MAX_TENANT_ID_LENGTH || !idPattern.test(id)) {
-      throw invalid()
+      throw invalid('tenant_malformed')
     }
     return id
   }
@@ -165,9 +170,9 @@ export function createTenantResolver(
     const decision: unknown = await policy(id, verified)
     switch (decisionAction(decision)) {
       case 'refuse':
-        throw new TenantRefusedError({ realm })
+        throw new TenantRefusedError()
       case 'unknown':
-        throw new InvalidTokenError(INVALID_TOKEN, { realm, code: 'ERR_TENANT_UNKNOWN' })
+        throw new InvalidTokenError({ code: 'ERR_TENANT_UNKNOWN', reason: 'tenant_unknown' })
       case 'admit': {
         const plan = (decision as { plan?: unknown }).plan
         if (plan === undefined) return { id, plan: planFromClaim(verified) }
@@ -184,24 +189,18 @@ function idReader(options: TenantOptions): TenantFunction {
   const from = options.from ?? 'claim'
   if (typeof from === 'function') {
     if (options.claim !== undefined) {
-      throw new TypeError(
-        '"tenant.claim" only applies with from: \'claim\'; remove it or drop "from"',
-      )
+      fail('tenant.claim', 'only applies with from: \'claim\'; remove it or drop "from"')
     }
-    return from
+    return from as TenantFunction
   }
   if (from === 'realm') {
     if (options.claim !== undefined) {
-      throw new TypeError(
-        '"tenant.claim" only applies with from: \'claim\'; remove it or drop "from"',
-      )
+      fail('tenant.claim', 'only applies with from: \'claim\'; remove it or drop "from"')
     }
     return (verified) => verified.realm
   }
   if (from !== 'claim') {
-    throw new TypeError(
-      `"tenant.from" option must be 'claim', 'realm' or a function (got ${summarize(from)})`,
-    )
+    fail('tenant.from', "must be 'claim', 'realm' or a function", from)
   }
   const path = pathOption(options.claim ?? 'tenant', 'tenant.claim')
   return (verified) => readPath(verified.claims, path)
@@ -210,14 +209,14 @@ function idReader(options: TenantOptions): TenantFunction {
 function patternOption(value: unknown): RegExp {
   if (value === undefined) return DEFAULT_TENANT_ID_PATTERN
   if (!(value instanceof RegExp)) {
-    throw new TypeError(`"tenant.idPattern" option must be a RegExp (got ${summarize(value)})`)
+    fail('tenant.idPattern', 'must be a RegExp', value)
   }
   if (value.global || value.sticky) {
     // Both make test() stateful through lastIndex: the same id would pass, then fail.
-    throw new TypeError('"tenant.idPattern" must not use the g or y flags; remove them')
+    fail('tenant.idPattern', 'must not use the g or y flags; remove them')
   }
   if (!value.source.startsWith('^') || !value.source.endsWith('$')) {
-    throw new TypeError('"tenant.idPattern" must be anchored: start it with ^ and end it with $')
+    fail('tenant.idPattern', 'must be anchored: start it with ^ and end it with $')
   }
   return value
 }
@@ -230,15 +229,15 @@ function pathOption(value: unknown, name: string): readonly string[] {
     segments.length > 16 ||
     !segments.every((segment) => typeof segment === 'string' && segment.length > 0)
   ) {
-    throw new TypeError(
-      `"${name}" option must be a dot path such as 'org.id', or an array of 1 to 16 non-empty segments (got ${summarize(value)})`,
+    fail(
+      name,
+      "must be a dot path such as 'org.id', or an array of 1 to 16 non-empty segments",
+      value,
     )
   }
   for (const segment of segments as string[]) {
     if (FORBIDDEN_SEGMENTS.has(segment)) {
-      throw new TypeError(
-        `"${name}" must not contain the segment '${segment}'; name a claim instead`,
-      )
+      fail(name, `must not contain the segment '${segment}'; name a claim instead`)
     }
   }
   return Object.freeze([...(segments as string[])])
@@ -263,15 +262,4 @@ function decisionAction(decision: unknown): TenantDecision['action'] {
   throw new TypeError(
     `"tenant.policy" must return { action: 'admit' | 'refuse' | 'unknown' } (got ${summarize(decision)})`,
   )
-}
-
-/** A safe description of a received value for option errors: its type, never its content. */
-function summarize(value: unknown): string {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'an array'
-  if (value instanceof RegExp) return 'a RegExp'
-  if (typeof value === 'object') return 'an object'
-  if (typeof value === 'string') return `a string of length ${value.length}`
-  if (typeof value === 'number' || typeof value === 'boolean') return `${typeof value} ${value}`
-  return typeof value
 }

@@ -10,12 +10,11 @@ import { verify as verifySignatureBytes } from 'node:crypto'
 
 import type { JWSAlgorithm, PreparedVerifier } from './algorithms.js'
 import { VerdictCache } from './cache.js'
-import { type ClaimRules, checkClaims, INVALID_TOKEN, readRoles, readScopes } from './claims.js'
-import { InvalidTokenError } from './errors.js'
-import { GATE_CONTEXT, type GateContext } from './guards.js'
+import { type ClaimRules, checkClaims, readRoles, readScopes } from './claims.js'
+import { InvalidTokenError, type RefusalReason } from './errors.js'
 import type { IssuerKeys, PreparedKey } from './jwks.js'
 import { type ParsedJWS, parseCompactJWS } from './jws.js'
-import type { Admission, TokenClaims, TokenHeader } from './types.js'
+import type { Admission, CheckResult, TokenClaims, TokenHeader } from './types.js'
 
 /** A token after signature, issuer, audience and time checks passed. */
 export interface VerifiedToken {
@@ -31,11 +30,21 @@ export interface VerifiedToken {
 export interface Verdict {
   readonly verified: VerifiedToken
   readonly admission: Admission
+  /** The gate's answer for this token when it has no tenants, built once and then reused. */
+  answer: Promise<CheckResult> | undefined
   /**
-   * Per-verdict memo for the gate: the last admission built with a tenant, so a token repeated by
-   * the same tenant does not allocate a new admission per request.
+   * The last admission built with a tenant, so a token repeated by the same tenant does not
+   * allocate a new admission per request.
    */
-  memo: unknown
+  withTenant: Admission | undefined
+}
+
+/** The verified-token cache and the forged-token memory of one gate. */
+export interface VerdictCaches {
+  readonly verdicts: VerdictCache<Verdict>
+  readonly forgeries: VerdictCache<true>
+  /** Drops what keys a refresh retired had verified: given to each issuer's key set. */
+  readonly purgeRetired: () => void
 }
 
 /** The verification step of one gate. */
@@ -48,8 +57,6 @@ export interface Verifier {
 
 /** Everything verification needs, built once by `createGate()`. */
 export interface VerifierContext {
-  /** Recorded on every admission, for the guards. */
-  readonly gate: GateContext
   readonly keys: ReadonlyMap<
     string,
     { readonly keys: IssuerKeys; readonly realm: string | undefined }
@@ -57,7 +64,7 @@ export interface VerifierContext {
   readonly algorithms: ReadonlySet<string>
   readonly rules: ClaimRules
   readonly maxTokenBytes: number
-  readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
+  readonly caches: VerdictCaches | undefined
 }
 
 const MAX_KID_LENGTH = 256
@@ -65,63 +72,70 @@ const ALWAYS = { validFrom: Number.NEGATIVE_INFINITY, validUntil: Number.POSITIV
 /** Bound on remembered forgeries: enough for a repeated forged token, small enough to be cheap. */
 const MAX_REMEMBERED_FORGERIES = 1000
 
+/** Creates the caches of one gate; `undefined` when caching is off. */
+export function createVerdictCaches(
+  options: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined,
+): VerdictCaches | undefined {
+  if (options === undefined) return undefined
+  const verdicts = new VerdictCache<Verdict>(options.maxEntries, options.maxTtlSeconds * 1000)
+  // A forged token repeated costs one signature check, like a valid one repeated.
+  const forgeries = new VerdictCache<true>(
+    Math.min(options.maxEntries, MAX_REMEMBERED_FORGERIES),
+    options.maxTtlSeconds * 1000,
+  )
+  return {
+    verdicts,
+    forgeries,
+    purgeRetired() {
+      verdicts.purgeRetired()
+      forgeries.purgeRetired()
+    },
+  }
+}
+
+// No detail before the signature is verified: what an unauthenticated token says (its alg, iss,
+// kid) is the sender's text, and must not reach operators' logs as if it were a fact.
+const invalid = (reason: RefusalReason) => new InvalidTokenError({ reason })
+
 /** Creates the verification step of one gate. */
 export function createVerifier(context: VerifierContext): Verifier {
   const { rules, algorithms, maxTokenBytes } = context
-  const realm = rules.realm
-  const verdicts =
-    context.cache &&
-    new VerdictCache<Verdict>(context.cache.maxEntries, context.cache.maxTtlSeconds * 1000)
-  // A forged token repeated costs one signature check, like a valid one repeated.
-  const forgeries =
-    context.cache &&
-    new VerdictCache<true>(
-      Math.min(context.cache.maxEntries, MAX_REMEMBERED_FORGERIES),
-      context.cache.maxTtlSeconds * 1000,
-    )
-
-  const invalid = () => new InvalidTokenError(INVALID_TOKEN, { realm })
-  if (verdicts !== undefined) {
-    for (const { keys } of context.keys.values()) {
-      keys.onKeysRetired = () => {
-        verdicts.purgeRetired()
-        forgeries?.purgeRetired()
-      }
-    }
-  }
+  const verdicts = context.caches?.verdicts
+  const forgeries = context.caches?.forgeries
 
   async function verifyToken(token: string): Promise<Verdict> {
     const now = Date.now()
-    if (token.length > maxTokenBytes) throw invalid()
-    if (forgeries?.get(token, now) !== undefined) throw invalid()
+    if (token.length > maxTokenBytes) throw invalid('too_large')
+    if (forgeries?.get(token, now) !== undefined) throw invalid('signature')
     const parsed = parseCompactJWS(token)
-    if (parsed === undefined) throw invalid()
+    if (parsed === undefined) throw invalid('malformed')
     const { header, payload } = parsed
     const alg = header.alg
     // RFC 8725 §3.1: the allow-list decides, the token does not. `none` and HS* are never listed.
-    if (typeof alg !== 'string' || !algorithms.has(alg)) throw invalid()
+    if (typeof alg !== 'string' || !algorithms.has(alg)) throw invalid('algorithm')
     // RFC 7515 §4.1.11: refuse extensions we do not understand; `b64: false` (RFC 7797) too.
-    if (header.crit !== undefined || header.b64 !== undefined) throw invalid()
+    if (header.crit !== undefined || header.b64 !== undefined) throw invalid('header')
     const kid = header.kid
     if (
       kid !== undefined &&
       (typeof kid !== 'string' || kid.length === 0 || kid.length > MAX_KID_LENGTH)
     ) {
-      throw invalid()
+      throw invalid('header')
     }
     // `jwk`, `jku`, `x5u` and `x5c` are ignored: keys come only from the configured issuer.
     const iss = payload.iss
     const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
-    if (issuer === undefined) throw invalid()
+    if (issuer === undefined) throw invalid('unknown_issuer')
 
     const candidates = await issuer.keys.resolve(kid, alg as JWSAlgorithm)
     const key = findSigner(parsed, candidates, alg as JWSAlgorithm)
     if (key === undefined) {
-      if (candidates.length > 0) forgeries?.set(token, true, candidates, ALWAYS, now)
-      throw invalid()
+      if (candidates.length === 0) throw invalid('unknown_kid')
+      forgeries?.set(token, true, candidates, ALWAYS, now)
+      throw invalid('signature')
     }
     const validity = checkClaims(header as TokenHeader, payload, rules, Date.now())
-    const verdict = buildVerdict(token, parsed, iss as string, issuer.realm, context.gate)
+    const verdict = buildVerdict(token, parsed, iss as string, issuer.realm)
     verdicts?.set(token, verdict, [key], validity, now)
     return verdict
   }
@@ -177,7 +191,6 @@ function buildVerdict(
   parsed: ParsedJWS,
   issuer: string,
   realm: string | undefined,
-  gate: GateContext,
 ): Verdict {
   // Verdicts are shared by every request that presents the same token: nothing may mutate them.
   const header = deepFreeze(parsed.header) as TokenHeader
@@ -201,7 +214,6 @@ function buildVerdict(
     roles: readRoles(claims),
     tenant: undefined,
     plan: undefined,
-    [GATE_CONTEXT]: gate,
   })
-  return { verified, admission, memo: undefined }
+  return { verified, admission, answer: undefined, withTenant: undefined }
 }

@@ -32,12 +32,12 @@ describe('readBearerCredentials', () => {
   ])(
     'reads the token with scheme spelled %s (RFC 6750 §2.1, case-insensitive scheme)',
     (_, value) => {
-      expect(readBearerCredentials(request(value), 'api')).toBe(TOKEN)
+      expect(readBearerCredentials(request(value))).toBe(TOKEN)
     },
   )
 
   it('accepts every b64token character and trailing padding', () => {
-    expect(readBearerCredentials(request('Bearer aZ09-._~+/=='), 'api')).toBe('aZ09-._~+/==')
+    expect(readBearerCredentials(request('Bearer aZ09-._~+/=='))).toBe('aZ09-._~+/==')
   })
 
   it.each([
@@ -49,7 +49,7 @@ describe('readBearerCredentials', () => {
     ['DPoP', `DPoP ${TOKEN}`],
     ['a token alone', TOKEN],
   ])('returns undefined (no credentials) for %s', (_, value) => {
-    expect(readBearerCredentials(request(value), 'api')).toBeUndefined()
+    expect(readBearerCredentials(request(value))).toBeUndefined()
   })
 
   it.each([
@@ -87,22 +87,20 @@ describe('readBearerCredentials', () => {
       'authorization',
       `Bearer ${TOKEN}`,
     ]
-    expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toThrow(
+    expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { rawHeaders }))).toThrow(
       InvalidRequestError,
     )
   })
 
   it('throws invalid_request when an empty Authorization field precedes a real one', () => {
     const rawHeaders = ['Authorization', '', 'Authorization', `Bearer ${TOKEN}`]
-    expect(() => readBearerCredentials(request('', { rawHeaders }), 'api')).toThrow(
-      InvalidRequestError,
-    )
+    expect(() => readBearerCredentials(request('', { rawHeaders }))).toThrow(InvalidRequestError)
   })
 
   it('throws invalid_request when the header value is a list', () => {
-    expect(() =>
-      readBearerCredentials(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]), 'api'),
-    ).toThrow(InvalidRequestError)
+    expect(() => readBearerCredentials(request([`Bearer ${TOKEN}`, `Bearer ${TOKEN}`]))).toThrow(
+      InvalidRequestError,
+    )
   })
 
   it('accepts one Authorization field among other raw headers', () => {
@@ -114,13 +112,13 @@ describe('readBearerCredentials', () => {
       'Accept',
       'application/json',
     ]
-    expect(readBearerCredentials(request(`Bearer ${TOKEN}`, { rawHeaders }), 'api')).toBe(TOKEN)
+    expect(readBearerCredentials(request(`Bearer ${TOKEN}`, { rawHeaders }))).toBe(TOKEN)
   })
 
   it.each([['/api?access_token=abc'], ['/api?x=1&access_token='], ['/api?access_token']])(
     'throws invalid_request when a token is also in the query (%s)',
     (url) => {
-      expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { url }), 'api')).toThrow(
+      expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { url }))).toThrow(
         InvalidRequestError,
       )
     },
@@ -128,31 +126,34 @@ describe('readBearerCredentials', () => {
 
   it('throws invalid_request when a token is also in a parsed body', () => {
     const body = { access_token: TOKEN }
-    expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { body }), 'api')).toThrow(
+    expect(() => readBearerCredentials(request(`Bearer ${TOKEN}`, { body }))).toThrow(
       InvalidRequestError,
     )
   })
 
   it('never reads a token from the query string alone', () => {
     expect(
-      readBearerCredentials(request(undefined, { url: `/api?access_token=${TOKEN}` }), 'api'),
+      readBearerCredentials(request(undefined, { url: `/api?access_token=${TOKEN}` })),
     ).toBeUndefined()
   })
 
   it('ignores query parameters that merely contain the name', () => {
     expect(
-      readBearerCredentials(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' }), 'api'),
+      readBearerCredentials(request(`Bearer ${TOKEN}`, { url: '/api?my_access_token=1' })),
     ).toBe(TOKEN)
   })
 
-  it('puts the realm in the challenge of its errors', () => {
+  it('throws a coded error with its reason and no challenge: the gate adds its own', () => {
     try {
-      readBearerCredentials(request('Bearer'), 'gateway')
+      readBearerCredentials(request('Bearer'))
       expect.unreachable()
     } catch (error) {
-      expect((error as InvalidRequestError).headers['WWW-Authenticate']).toBe(
-        'Bearer realm="gateway", error="invalid_request", error_description="malformed bearer credentials"',
-      )
+      expect(error).toMatchObject({
+        code: 'ERR_INVALID_REQUEST',
+        reason: 'malformed_credentials',
+        challenge: 'invalid_request',
+        headers: {},
+      })
     }
   })
 })

@@ -12,7 +12,6 @@ const RULES: ClaimRules = {
   maxTokenAgeSeconds: undefined,
   requiredClaims: [],
   tokenProfile: 'access',
-  realm: 'api',
 }
 const HEADER: TokenHeader = { alg: 'RS256', typ: 'JWT' }
 const claims = (extra: Record<string, unknown> = {}) => ({

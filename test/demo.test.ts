@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { type Demo, startDemo } from '../demo/servers.js'
@@ -18,5 +22,34 @@ describe('demo walkthrough', () => {
       steps.map((step) => [step.title, step.expected]),
     )
     expect(new Set(steps.map((step) => step.status))).toEqual(new Set([200, 400, 401, 403, 429]))
+  })
+})
+
+describe('npm start', () => {
+  it.each([
+    ['DEMO_ISSUER_PORT', 'issuer'],
+    ['DEMO_GATEWAY_PORT', 'gateway'],
+  ])('stops with one line naming %s when its port is taken', async (variable, service) => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const port = (taken.address() as AddressInfo).port
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DEMO_ISSUER_PORT: '0',
+      DEMO_GATEWAY_PORT: '0',
+      DEMO_OFFICE_PORT: '0',
+    }
+    env[variable] = String(port)
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'demo/main.ts'], {
+      env,
+      encoding: 'utf8',
+      timeout: 15_000,
+    })
+    taken.close()
+    expect(result.status).toBe(1)
+    expect(result.stdout).toBe('')
+    expect(result.stderr.trim().split('\n')).toEqual([
+      `demo: port ${port} (${service}) is in use; set ${variable} to another port, or ${variable}=0 for any free one`,
+    ])
   })
 })

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { TollgateError } from '../src/errors.js'
 import type { GateEvent } from '../src/events.js'
 import { createGate } from '../src/gate.js'
+import { requireScopes } from '../src/guards.js'
 import { keycloak } from '../src/issuers.js'
 import type { GateOptions } from '../src/options.js'
 import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
@@ -229,19 +230,46 @@ describe('events', () => {
     const events: GateEvent[] = []
     const gate = createGate({ ...base, onEvent: (event) => events.push(event) })
     const token = await issuer.mint({ sub: 'u9', azp: 'ui' })
-    await gate.check(bearer(token))
-    await gate.check({ headers: {} }).catch(() => undefined)
+    const request = { method: 'GET', url: '/api/v1/billing?page=2&access=x' }
+    await gate.check({ ...bearer(token), ...request })
+    await gate.check({ headers: { 'x-request-id': 'req-7' }, ...request }).catch(() => undefined)
     await gate.check(bearer(await issuer.mint({ aud: 'office' }))).catch(() => undefined)
+    const facts = { tenant: undefined, plan: undefined, durationMs: expect.any(Number) }
     expect(events.filter((event) => event.type !== 'jwks_refreshed')).toEqual([
       {
         type: 'accepted',
         issuer: issuer.issuer('acme'),
         subject: 'u9',
         clientId: 'ui',
-        tenant: undefined,
+        method: 'GET',
+        path: '/api/v1/billing',
+        requestId: undefined,
+        ...facts,
       },
-      { type: 'rejected', code: 'ERR_TOKEN_MISSING', issuer: undefined, tenant: undefined },
-      { type: 'rejected', code: 'ERR_TOKEN_INVALID', issuer: undefined, tenant: undefined },
+      {
+        type: 'rejected',
+        code: 'ERR_TOKEN_MISSING',
+        reason: 'credentials_missing',
+        detail: undefined,
+        status: 401,
+        issuer: undefined,
+        method: 'GET',
+        path: '/api/v1/billing',
+        requestId: 'req-7',
+        ...facts,
+      },
+      {
+        type: 'rejected',
+        code: 'ERR_TOKEN_INVALID',
+        reason: 'audience',
+        detail: { aud: 'office', expected: ['gateway'] },
+        status: 401,
+        issuer: undefined,
+        method: undefined,
+        path: undefined,
+        requestId: undefined,
+        ...facts,
+      },
     ])
     expect(JSON.stringify(events)).not.toContain(token)
   })
@@ -279,5 +307,88 @@ describe('gate.ready', () => {
     const report = await gate.ready()
     expect(report.ready).toBe(false)
     expect(report.issuers[2]).toMatchObject({ state: 'unavailable', lastFailure: 'network' })
+  })
+})
+
+describe('gate.refresh', () => {
+  it('fetches now whatever the cooldown, for one issuer or all', async () => {
+    const gate = createGate(base)
+    await gate.ready()
+    issuer.resetCounts()
+    await gate.refresh(issuer.issuer('beta'))
+    expect([issuer.fetchCount('acme'), issuer.fetchCount('beta')]).toEqual([0, 1])
+    const report = await gate.refresh()
+    expect(report.ready).toBe(true)
+    expect([issuer.fetchCount('acme'), issuer.fetchCount('beta')]).toEqual([1, 2])
+  })
+
+  it.each([['https://unknown.example/realms/x'], [''], [42]])(
+    'refuses %j, which is not a configured issuer, with a TypeError',
+    (value) => {
+      const gate = createGate(base)
+      expect(() => gate.refresh(value as string)).toThrow(TypeError)
+    },
+  )
+})
+
+describe('gate.close', () => {
+  it('starts no key fetch after it, and keeps deciding with the keys it holds', async () => {
+    const gate = createGate(base)
+    const token = await issuer.mint()
+    expect(await codeOf(gate.check(bearer(token)))).toBe('admitted')
+    await gate.close()
+    await gate.close()
+    issuer.resetCounts()
+    await gate.refresh()
+    expect(issuer.fetchCount('acme')).toBe(0)
+    expect(await codeOf(gate.check(bearer(await issuer.mint())))).toBe('admitted')
+  })
+})
+
+describe('gate.authorize', () => {
+  it('adds the gate challenge to a guard refusal and reports it', async () => {
+    const events: GateEvent[] = []
+    const gate = createGate({ ...base, realm: 'shop', onEvent: (event) => events.push(event) })
+    const { auth } = await gate.check(bearer(await issuer.mint({ scope: 'openid' })))
+    let refusal: unknown
+    try {
+      gate.authorize(requireScopes('billing:read'), auth, { headers: {}, url: '/billing?x=1' })
+    } catch (error) {
+      refusal = error
+    }
+    expect(refusal).toMatchObject({
+      code: 'ERR_INSUFFICIENT_SCOPE',
+      headers: {
+        'WWW-Authenticate':
+          'Bearer realm="shop", error="insufficient_scope", error_description="insufficient scope", scope="billing:read"',
+      },
+    })
+    expect(events.at(-1)).toMatchObject({
+      type: 'rejected',
+      reason: 'insufficient_scope',
+      status: 403,
+      issuer: issuer.issuer('acme'),
+      path: '/billing',
+    })
+  })
+
+  it('challenges an anonymous request with a bare challenge of its realm', () => {
+    const gate = createGate({ ...base, realm: 'shop', credentialsRequired: false })
+    expect(() => gate.authorize(requireScopes('a'), undefined)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_TOKEN_MISSING',
+        headers: { 'WWW-Authenticate': 'Bearer realm="shop"' },
+      }),
+    )
+  })
+
+  it('lets a guard failure that is not a refusal reach the application untouched', () => {
+    const gate = createGate(base)
+    const bug = new Error('guard bug')
+    expect(() =>
+      gate.authorize(() => {
+        throw bug
+      }, undefined),
+    ).toThrow(bug)
   })
 })

@@ -41,7 +41,7 @@ function keysOf(options: Partial<NormalizedJWKSOptions> = {}, realm = 'acme', di
     },
     ['RS256', 'PS256', 'ES256', 'EdDSA'],
     { ...OPTIONS, ...options },
-    (event) => events.push(event),
+    { emit: (event) => events.push(event), onKeysRetired: undefined },
   )
   return { keys, events }
 }
@@ -256,7 +256,7 @@ describe('IssuerKeys', () => {
       { issuer: `${issuer.issuer('acme')}/`, jwksUri: undefined, discovery: true },
       ['RS256'],
       OPTIONS,
-      (event) => events.push(event),
+      { emit: (event) => events.push(event), onKeysRetired: undefined },
     )
     await expect(keys.resolve(kidOf('RS256'), 'RS256')).rejects.toBeInstanceOf(
       ServiceUnavailableError,

@@ -11,9 +11,9 @@ describe('normalizeOptions', () => {
   it('fills every default', () => {
     const normalized = normalizeOptions(BASE)
     expect(normalized.algorithms).toEqual(['RS256', 'PS256', 'ES256', 'EdDSA'])
+    expect(normalized.realm).toBe('api')
     expect(normalized.claims).toMatchObject({
       clockToleranceSeconds: 5,
-      realm: 'api',
       tokenProfile: 'access',
     })
     expect(normalized.jwks).toMatchObject({

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
 import { createTenantLimiter } from '../src/rate-limit.js'
+import { normalizeRateLimitOptions } from '../src/rate-limit-options.js'
 import { get, token } from './helpers/limiter-fixtures.js'
 import type { RedisCluster } from './helpers/redis.js'
 import { startRedisCluster } from './helpers/redis.js'
@@ -52,10 +53,9 @@ async function tenantsOnEveryShard(keyPrefix: string) {
 }
 
 function limiterOn(client: Cluster, options: RateLimitOptions, events?: GateEvent[]) {
-  return createTenantLimiter(
-    { ...options, store: { redis: client } },
-    { realm: 'api', emit: events === undefined ? undefined : (event) => events.push(event) },
-  )
+  return createTenantLimiter(normalizeRateLimitOptions({ ...options, store: { redis: client } }), {
+    emit: events === undefined ? undefined : (event) => events.push(event),
+  })
 }
 
 describe('createTenantLimiter (Redis Cluster, 3 masters)', () => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
 import { createTenantLimiter } from '../src/rate-limit.js'
+import { normalizeRateLimitOptions } from '../src/rate-limit-options.js'
 import type { ResolvedTenant } from '../src/tenant.js'
 import { get, token } from './helpers/limiter-fixtures.js'
 import type { RedisServer } from './helpers/redis.js'
@@ -46,8 +47,8 @@ async function limiterOnServer(
 ): Promise<TenantLimiter> {
   const client = await server.client()
   return createTenantLimiter(
-    { keyPrefix: nextPrefix(), ...options, store: { redis: client } },
-    { realm: 'api', emit: events === undefined ? undefined : (event) => events.push(event) },
+    normalizeRateLimitOptions({ keyPrefix: nextPrefix(), ...options, store: { redis: client } }),
+    { emit: events === undefined ? undefined : (event) => events.push(event) },
   )
 }
 
@@ -109,8 +110,8 @@ describe('createTenantLimiter (Redis store)', () => {
     const instances = await Promise.all(
       [1, 2, 3].map(async () =>
         createTenantLimiter(
-          { ...options, store: { redis: await server.client() } },
-          { realm: 'api', emit: undefined },
+          normalizeRateLimitOptions({ ...options, store: { redis: await server.client() } }),
+          { emit: undefined },
         ),
       ),
     )
@@ -148,8 +149,8 @@ describe('createTenantLimiter (Redis store)', () => {
     const instances = await Promise.all(
       [1, 2].map(async () =>
         createTenantLimiter(
-          { ...options, store: { redis: await server.client() } },
-          { realm: 'api', emit: undefined },
+          normalizeRateLimitOptions({ ...options, store: { redis: await server.client() } }),
+          { emit: undefined },
         ),
       ),
     )

@@ -4,6 +4,7 @@ import { RateLimitedError } from '../src/errors.js'
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
 import { createTenantLimiter } from '../src/rate-limit.js'
+import { normalizeRateLimitOptions } from '../src/rate-limit-options.js'
 import type { ResolvedTenant } from '../src/tenant.js'
 import type { RequestLike } from '../src/types.js'
 import { get, token } from './helpers/limiter-fixtures.js'
@@ -12,8 +13,7 @@ const NOW = Date.parse('2025-01-01T00:00:00.000Z')
 const acme: ResolvedTenant = { id: 'acme', plan: undefined }
 
 function limiterWith(options: RateLimitOptions, events?: GateEvent[]): TenantLimiter {
-  return createTenantLimiter(options, {
-    realm: 'api',
+  return createTenantLimiter(normalizeRateLimitOptions(options), {
     emit: events === undefined ? undefined : (event) => events.push(event),
   })
 }
@@ -340,7 +340,11 @@ describe('createTenantLimiter (memory store)', () => {
     const windows = [{ points: 10, durationSeconds: 60 }]
     const plans = { free: windows }
     it.each<[string, unknown, RegExp]>([
-      ['options that are not an object', 'fast', /"rateLimit" option must be an object/],
+      [
+        'options that are not an object',
+        'fast',
+        /"rateLimit" must be an object \(got a string of length 4\)/,
+      ],
       ['an unknown option', { windows, points: 5 }, /"rateLimit.points" is not an option/],
       [
         'neither windows nor plans',
@@ -362,7 +366,7 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'a window that is not an object',
         { windows: [5] },
-        /"rateLimit.windows\[0\]" must be \{ points, durationSeconds \}/,
+        /"rateLimit.windows\[0\]" must be an object \(got number 5\)/,
       ],
       [
         'an unknown window key',
@@ -372,52 +376,52 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'missing points',
         { windows: [{ durationSeconds: 60 }] },
-        /"rateLimit.windows\[0\].points" must be an integer from 1/,
+        /"rateLimit.windows\[0\].points" must be a whole number from 1/,
       ],
       [
         'zero points',
         { windows: [{ points: 0, durationSeconds: 60 }] },
-        /points" must be an integer from 1/,
+        /points" must be a whole number from 1/,
       ],
       [
         'fractional points',
         { windows: [{ points: 1.5, durationSeconds: 60 }] },
-        /points" must be an integer/,
+        /points" must be a whole number/,
       ],
       [
         'points as a string',
         { windows: [{ points: '10', durationSeconds: 60 }] },
-        /points" must be an integer .*got a string/,
+        /points" must be a whole number .*got a string/,
       ],
       [
         'infinite points',
         { windows: [{ points: Number.POSITIVE_INFINITY, durationSeconds: 60 }] },
-        /points" must be an integer/,
+        /points" must be a whole number/,
       ],
       [
         'missing durationSeconds',
         { windows: [{ points: 1 }] },
-        /"rateLimit.windows\[0\].durationSeconds" must be an integer from 1 to 31622400/,
+        /"rateLimit.windows\[0\].durationSeconds" must be a whole number from 1 to 31622400/,
       ],
       [
         'a sub-second window',
         { windows: [{ points: 1, durationSeconds: 0.5 }] },
-        /durationSeconds" must be an integer from 1/,
+        /durationSeconds" must be a whole number from 1/,
       ],
       [
         'a zero-length window',
         { windows: [{ points: 1, durationSeconds: 0 }] },
-        /durationSeconds" must be an integer from 1/,
+        /durationSeconds" must be a whole number from 1/,
       ],
       [
         'a negative window',
         { windows: [{ points: 1, durationSeconds: -1 }] },
-        /durationSeconds" must be an integer from 1/,
+        /durationSeconds" must be a whole number from 1/,
       ],
       [
         'a window over a year',
         { windows: [{ points: 1, durationSeconds: 40_000_000 }] },
-        /durationSeconds" must be an integer from 1 to 31622400/,
+        /durationSeconds" must be a whole number from 1 to 31622400/,
       ],
       [
         'two windows of the same duration',
@@ -458,7 +462,7 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'a malformed plan key',
         { plans: { 'free plan': windows, free: windows }, defaultPlan: 'free' },
-        /"rateLimit.plans" key "free plan" must match/,
+        /"rateLimit.plans" keys must be plan names matching .* \(got a string of length 9\)/,
       ],
       [
         'a bad window in a plan',
@@ -468,7 +472,7 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'plans without the default plan',
         { plans },
-        /"rateLimit.defaultPlan" must name one of the plans \(free\); got 'default'/,
+        /"rateLimit.defaultPlan" must name one of the plans \(free\)$/,
       ],
       [
         'a defaultPlan that is not a string',
@@ -516,23 +520,23 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'a storeTimeoutMs of 0',
         { windows, storeTimeoutMs: 0 },
-        /"rateLimit.storeTimeoutMs" must be an integer from 1 to 10000 \(got number 0\)/,
+        /"rateLimit.storeTimeoutMs" must be a whole number from 1 to 10000 \(got number 0\)/,
       ],
       [
         'a fractional storeTimeoutMs',
         { windows, storeTimeoutMs: 2.5 },
-        /"rateLimit.storeTimeoutMs" must be an integer/,
+        /"rateLimit.storeTimeoutMs" must be a whole number/,
       ],
       [
         'a storeTimeoutMs in seconds as a string',
         { windows, storeTimeoutMs: '1s' },
-        /"rateLimit.storeTimeoutMs" must be an integer/,
+        /"rateLimit.storeTimeoutMs" must be a whole number/,
       ],
       ['a huge storeTimeoutMs', { windows, storeTimeoutMs: 60_000 }, /from 1 to 10000/],
       [
         'a negative storeRetryIntervalMs',
         { windows, storeRetryIntervalMs: -1 },
-        /"rateLimit.storeRetryIntervalMs" must be an integer from 0 to 600000/,
+        /"rateLimit.storeRetryIntervalMs" must be a whole number from 0 to 600000/,
       ],
       [
         'an unknown failure policy',
@@ -547,7 +551,7 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'a fallbackDivisor of 0',
         { windows, fallbackDivisor: 0 },
-        /"rateLimit.fallbackDivisor" must be an integer from 1/,
+        /"rateLimit.fallbackDivisor" must be a whole number from 1/,
       ],
       [
         'an unknown header mode',

@@ -2,10 +2,13 @@ import { describe, expect, it, vi } from 'vitest'
 
 import { InvalidTokenError, TenantRefusedError } from '../src/errors.js'
 import type { TenantOptions, TenantPolicy, VerifiedToken } from '../src/tenant.js'
-import { createTenantResolver, DEFAULT_TENANT_ID_PATTERN } from '../src/tenant.js'
+import {
+  createTenantResolver,
+  DEFAULT_TENANT_ID_PATTERN,
+  normalizeTenantOptions,
+} from '../src/tenant.js'
 
 const ISSUER = 'https://sso.example.com/realms/acme'
-const context = { realm: 'api' }
 
 function verified(
   claims: Record<string, unknown>,
@@ -21,7 +24,7 @@ function verified(
 
 /** Resolves, turning a sync throw into a rejection so both shapes are asserted the same way. */
 async function resolve(options: TenantOptions, token: VerifiedToken) {
-  return createTenantResolver(options, context)(token)
+  return createTenantResolver(normalizeTenantOptions(options))(token)
 }
 
 async function rejection(options: TenantOptions, token: VerifiedToken): Promise<unknown> {
@@ -36,10 +39,7 @@ async function rejection(options: TenantOptions, token: VerifiedToken): Promise<
 const INVALID_TENANT = {
   code: 'ERR_TENANT_INVALID',
   status: 401,
-  headers: {
-    'WWW-Authenticate':
-      'Bearer realm="api", error="invalid_token", error_description="invalid token"',
-  },
+  challenge: 'invalid_token',
 }
 
 describe('createTenantResolver', () => {
@@ -64,7 +64,7 @@ describe('createTenantResolver', () => {
     })
 
     it('returns synchronously when no policy is configured', () => {
-      const result = createTenantResolver({}, context)(verified({ tenant: 'acme' }))
+      const result = createTenantResolver(normalizeTenantOptions({}))(verified({ tenant: 'acme' }))
       expect(result).toEqual({ id: 'acme', plan: undefined })
     })
 
@@ -268,11 +268,9 @@ describe('createTenantResolver', () => {
       )
       expect(error).toMatchObject({
         code: 'ERR_TENANT_UNKNOWN',
+        reason: 'tenant_unknown',
         status: 401,
-        headers: {
-          'WWW-Authenticate':
-            'Bearer realm="api", error="invalid_token", error_description="invalid token"',
-        },
+        challenge: 'invalid_token',
       })
     })
 
@@ -317,12 +315,12 @@ describe('createTenantResolver', () => {
 
   describe('option validation', () => {
     it.each([
-      ['options that are not an object', null, /"tenant" option must be an object/],
+      ['options that are not an object', null, /"tenant" must be an object/],
       ['an unknown option', { tenantClaim: 'org' }, /"tenant.tenantClaim" is not an option/],
       [
         'an unknown strategy',
         { from: 'header' },
-        /"tenant.from" option must be 'claim', 'realm' or a function/,
+        /"tenant.from" must be 'claim', 'realm' or a function/,
       ],
       [
         'a claim with the realm strategy',
@@ -334,17 +332,17 @@ describe('createTenantResolver', () => {
         { from: () => 'x', claim: 'org' },
         /"tenant.claim" only applies/,
       ],
-      ['an empty claim path', { claim: '' }, /"tenant.claim" option must be a dot path/],
-      ['an empty path segment', { claim: 'org..id' }, /"tenant.claim" option must be a dot path/],
-      ['an empty segment array', { claim: [] }, /"tenant.claim" option must be a dot path/],
-      ['a non-string segment', { claim: ['org', 1] }, /"tenant.claim" option must be a dot path/],
-      ['a numeric claim', { claim: 5 }, /"tenant.claim" option must be a dot path/],
+      ['an empty claim path', { claim: '' }, /"tenant.claim" must be a dot path/],
+      ['an empty path segment', { claim: 'org..id' }, /"tenant.claim" must be a dot path/],
+      ['an empty segment array', { claim: [] }, /"tenant.claim" must be a dot path/],
+      ['a non-string segment', { claim: ['org', 1] }, /"tenant.claim" must be a dot path/],
+      ['a numeric claim', { claim: 5 }, /"tenant.claim" must be a dot path/],
       ['17 segments', { claim: Array(17).fill('a').join('.') }, /1 to 16/],
       ['a __proto__ segment', { claim: '__proto__' }, /must not contain the segment '__proto__'/],
       ['a nested __proto__ segment', { claim: 'org.__proto__.id' }, /segment '__proto__'/],
       ['a constructor segment', { claim: 'constructor' }, /segment 'constructor'/],
       ['a prototype segment', { claim: 'org.prototype' }, /segment 'prototype'/],
-      ['a string pattern', { idPattern: '^[a-z]+$' }, /"tenant.idPattern" option must be a RegExp/],
+      ['a string pattern', { idPattern: '^[a-z]+$' }, /"tenant.idPattern" must be a RegExp/],
       ['a global pattern', { idPattern: /^[a-z]+$/g }, /must not use the g or y flags/],
       ['a sticky pattern', { idPattern: /^[a-z]+$/y }, /must not use the g or y flags/],
       ['an unanchored pattern', { idPattern: /[a-z]+/ }, /must be anchored/],
@@ -353,20 +351,20 @@ describe('createTenantResolver', () => {
       [
         'a policy that is not a function',
         { policy: { refuse: ['x'] } },
-        /"tenant.policy" option must be a function/,
+        /"tenant.policy" must be a function/,
       ],
     ])('throws a TypeError for %s', (_name, options, message) => {
-      expect(() => createTenantResolver(options as TenantOptions, context)).toThrow(TypeError)
-      expect(() => createTenantResolver(options as TenantOptions, context)).toThrow(message)
+      expect(() => normalizeTenantOptions(options as TenantOptions)).toThrow(TypeError)
+      expect(() => normalizeTenantOptions(options as TenantOptions)).toThrow(message)
     })
 
     it('describes a received value by its type and length, never by its text', () => {
-      expect(() => createTenantResolver({ claim: 7 as unknown as string }, context)).toThrow(
+      expect(() => normalizeTenantOptions({ claim: 7 as unknown as string })).toThrow(
         /got number 7/,
       )
-      expect(() =>
-        createTenantResolver({ from: 'secret-value' as unknown as 'claim' }, context),
-      ).toThrow(/got a string of length 12\)$/)
+      expect(() => normalizeTenantOptions({ from: 'secret-value' as unknown as 'claim' })).toThrow(
+        /got a string of length 12\)$/,
+      )
     })
   })
 })

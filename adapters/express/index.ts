@@ -6,10 +6,10 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
 import { renderError } from '../../src/errors.js'
-import { createGate } from '../../src/gate.js'
-import { contextOf, type Guard, guardMiddleware } from '../../src/guards.js'
+import { createGate, type Gate } from '../../src/gate.js'
+import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
-import type { Admission } from '../../src/types.js'
+import type { Admission, RequestLike } from '../../src/types.js'
 
 declare global {
   namespace Express {
@@ -20,15 +20,17 @@ declare global {
   }
 }
 
-function refuse(
-  error: unknown,
-  res: Response,
-  next: NextFunction,
-  mode: 'respond' | 'framework',
-): void {
-  if (mode === 'framework') return void next(error)
-  const { status, headers, body } = renderError(error)
-  res.status(status).set(headers).end(body)
+/** The middleware, with the gate behind it and route guards that answer exactly as it does. */
+export interface TollgateMiddleware
+  extends RequestHandler,
+    GuardMiddlewareFactories<RequestHandler> {
+  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+  readonly gate: Gate
+}
+
+function requestOf(req: Request): RequestLike {
+  const { headers, rawHeaders, method, originalUrl: url, body } = req
+  return { headers, rawHeaders, method, url, body }
 }
 
 /**
@@ -38,37 +40,45 @@ function refuse(
  *
  * @example
  * ```ts
- * app.use(tollgate({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'gateway' }))
+ * const auth = tollgate({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'gateway' })
+ * app.use(auth)
+ * app.get('/billing', auth.requireScopes('billing:read'), handler)
+ * app.get('/ready', async (_req, res) => res.status((await auth.gate.ready()).ready ? 200 : 503).end())
  * ```
  * @throws TypeError at creation when `options` are invalid.
  */
-export function tollgate(options: GateOptions): RequestHandler {
+export function tollgate(options: GateOptions): TollgateMiddleware {
   const gate = createGate(options)
-  return function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
-    const { headers, rawHeaders, method, originalUrl: url, body } = req
+  const refuse = (error: unknown, res: Response, next: NextFunction): void => {
+    if (gate.errorHandling === 'framework') return void next(error)
+    const { status, headers, body } = renderError(error)
+    res.status(status).set(headers).end(body)
+  }
+
+  function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
-    gate.check({ headers, rawHeaders, method, url, body }).then(
+    gate.check(requestOf(req)).then(
       (result) => {
         if (result.auth !== undefined) req.auth = result.auth
         for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
         next()
       },
-      (error: unknown) => refuse(error, res, next, gate.errorHandling),
+      (error: unknown) => refuse(error, res, next),
     )
   }
-}
 
-export const { requireScopes, requireAnyScope, requireRealmRoles, requireClientRoles } =
-  guardMiddleware(
-    (guard: Guard): RequestHandler =>
+  const guards = guardMiddleware(
+    (guard): RequestHandler =>
       function tollgateGuard(req, res, next) {
         try {
-          guard(req.auth)
+          gate.authorize(guard, req.auth, requestOf(req))
         } catch (error) {
-          return refuse(error, res, next, contextOf(req.auth).errorHandling)
+          return refuse(error, res, next)
         }
         next()
       },
   )
+  return Object.assign(tollgateMiddleware, guards, { gate })
+}
 
 export * from '../../src/index.js'

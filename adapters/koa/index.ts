@@ -6,10 +6,10 @@
 import type { Context, Middleware } from 'koa'
 
 import { renderError } from '../../src/errors.js'
-import { createGate } from '../../src/gate.js'
-import { contextOf, type Guard, guardMiddleware } from '../../src/guards.js'
+import { createGate, type Gate } from '../../src/gate.js'
+import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
-import type { Admission, CheckResult } from '../../src/types.js'
+import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 /** What tollgate adds to `ctx.state`. */
 export interface TollgateState {
@@ -17,12 +17,18 @@ export interface TollgateState {
   auth?: Admission
 }
 
-function refuse(error: unknown, ctx: Context, mode: 'respond' | 'framework'): void {
-  if (mode === 'framework') throw error
-  const { status, headers, body } = renderError(error)
-  ctx.status = status
-  ctx.set(headers)
-  ctx.body = body
+/** The middleware, with the gate behind it and route guards that answer exactly as it does. */
+export interface TollgateMiddleware
+  extends Middleware<TollgateState>,
+    GuardMiddlewareFactories<Middleware<TollgateState>> {
+  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+  readonly gate: Gate
+}
+
+function requestOf(ctx: Context): RequestLike {
+  const { headers, method, originalUrl: url } = ctx
+  const body = (ctx.request as { body?: unknown }).body
+  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body }
 }
 
 /**
@@ -32,38 +38,49 @@ function refuse(error: unknown, ctx: Context, mode: 'respond' | 'framework'): vo
  *
  * @example
  * ```ts
- * app.use(tollgate({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'office' }))
+ * const auth = tollgate({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'office' })
+ * app.use(auth)
+ * router.get('/records', auth.requireScopes('records:read'), handler)
  * ```
  * @throws TypeError at creation when `options` are invalid.
  */
-export function tollgate(options: GateOptions): Middleware<TollgateState> {
+export function tollgate(options: GateOptions): TollgateMiddleware {
   const gate = createGate(options)
-  return async function tollgateMiddleware(ctx, next) {
-    const { headers, method, originalUrl: url } = ctx
-    const body = (ctx.request as { body?: unknown }).body
+  const refuse = (error: unknown, ctx: Context): void => {
+    if (gate.errorHandling === 'framework') throw error
+    const { status, headers, body } = renderError(error)
+    ctx.status = status
+    ctx.set(headers)
+    ctx.body = body
+  }
+
+  const tollgateMiddleware: Middleware<TollgateState> = async function tollgateMiddleware(
+    ctx,
+    next,
+  ) {
     let result: CheckResult
     try {
-      result = await gate.check({ headers, rawHeaders: ctx.req.rawHeaders, method, url, body })
+      result = await gate.check(requestOf(ctx))
     } catch (error) {
-      return refuse(error, ctx, gate.errorHandling)
+      return refuse(error, ctx)
     }
     if (result.auth !== undefined) ctx.state.auth = result.auth
     ctx.set(result.headers)
     await next()
   }
-}
 
-export const { requireScopes, requireAnyScope, requireRealmRoles, requireClientRoles } =
-  guardMiddleware(
-    (guard: Guard): Middleware<TollgateState> =>
+  const guards = guardMiddleware(
+    (guard): Middleware<TollgateState> =>
       async function tollgateGuard(ctx, next) {
         try {
-          guard(ctx.state.auth)
+          gate.authorize(guard, ctx.state.auth, requestOf(ctx))
         } catch (error) {
-          return refuse(error, ctx, contextOf(ctx.state.auth).errorHandling)
+          return refuse(error, ctx)
         }
         await next()
       },
   )
+  return Object.assign(tollgateMiddleware, guards, { gate })
+}
 
 export * from '../../src/index.js'

@@ -47,6 +47,59 @@ export interface MintOptions {
   readonly expiresInSeconds?: number | undefined
 }
 
+const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds']
+
+/**
+ * Option names of JWT libraries (jsonwebtoken, jose) and of `mint()` itself, and the claim each
+ * one means. Passed as claims they would silently become custom claims, and a test would pass
+ * for the wrong reason (a token "for audience office" that has no office `aud`).
+ */
+const OPTION_NAMES_AS_CLAIMS: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    audience: 'the claim "aud"',
+    issuer: 'the claim "iss"',
+    subject: 'the claim "sub"',
+    jwtid: 'the claim "jti"',
+    jwtId: 'the claim "jti"',
+    expiresIn: 'the option expiresInSeconds (second argument), or the claim "exp"',
+    expiresInSeconds: 'the option expiresInSeconds in the second argument',
+    expiresAt: 'the claim "exp"',
+    notBefore: 'the claim "nbf"',
+    issuedAt: 'the claim "iat"',
+    algorithm: 'the option alg (second argument)',
+    keyid: 'the option kid (second argument)',
+    keyId: 'the option kid (second argument)',
+    noTimestamp: 'the claim iat: undefined',
+    realm: 'the option realm (second argument)',
+    header: 'the option header (second argument)',
+  }),
+)
+
+function checkMintArguments(claims: unknown, options: unknown): void {
+  if (typeof claims !== 'object' || claims === null || Array.isArray(claims)) {
+    throw new TypeError('mint(claims, options): "claims" must be an object of JWT claims')
+  }
+  for (const name of Object.keys(claims)) {
+    const instead = OPTION_NAMES_AS_CLAIMS.get(name)
+    if (instead !== undefined) {
+      throw new TypeError(
+        `mint(claims, options): "${name}" is an option name, not a JWT claim; use ${instead}`,
+      )
+    }
+  }
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError('mint(claims, options): "options" must be an object')
+  }
+  for (const name of Object.keys(options)) {
+    if (!MINT_OPTIONS.includes(name)) {
+      const instead = OPTION_NAMES_AS_CLAIMS.get(name)
+      throw new TypeError(
+        `mint(claims, options): "${name}" is not an option of mint()${instead === undefined ? '' : `; use ${instead}`}; its options are ${MINT_OPTIONS.join(', ')}`,
+      )
+    }
+  }
+}
+
 /** Options of {@link TestIssuer.setFault}. */
 export interface SetFaultOptions {
   readonly realm?: string | undefined
@@ -213,6 +266,7 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
   }
 
   const mint: TestIssuer['mint'] = async (claims = {}, mintOptions = {}) => {
+    checkMintArguments(claims, mintOptions)
     const realm = realmOf(mintOptions.realm)
     const key =
       mintOptions.kid === undefined

@@ -2,7 +2,7 @@ import type { Server } from 'node:http'
 
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
+import type { GateEvent } from '../../src/events.js'
 import { keycloak } from '../../src/issuers.js'
 import type { GateOptions } from '../../src/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
@@ -239,6 +239,84 @@ describe.each(APPS)('%s adapter, configured', (_name, createApp) => {
     })
     app.close()
     await down.close()
+  })
+
+  it('answers an anonymous request to a guarded route as its gate would (realm, error handling)', async () => {
+    const app = createApp({
+      ...options,
+      realm: 'shop',
+      errorHandling: 'framework',
+      credentialsRequired: false,
+    })
+    const res = await request(app).get('/scoped')
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="shop"')
+    expect(res.body).toEqual({ handledBy: 'app', code: 'ERR_TOKEN_MISSING' })
+    app.close()
+  })
+
+  it('challenges guard refusals with the realm of its gate', async () => {
+    const app = createApp({ ...options, realm: 'shop' })
+    const token = await issuer.mint({ scope: 'openid' })
+    const res = await request(app).get('/scoped').set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(403)
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="shop", error="insufficient_scope", error_description="insufficient scope", scope="billing:read"',
+    )
+    app.close()
+  })
+
+  it('refuses a token signed by a key the provider dropped from the next request after gate.refresh()', async () => {
+    const own = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
+    const app = createApp({
+      issuers: keycloak({ authUrl: own.url, realms: ['acme'] }),
+      audience: 'gateway',
+    })
+    const compromised = await own.mint()
+    const compromisedKid = JSON.parse(
+      Buffer.from(compromised.split('.')[0] as string, 'base64url').toString(),
+    ).kid as string
+    const bearer = `Bearer ${compromised}`
+    expect((await request(app).get(ROUTE).set('Authorization', bearer)).status).toBe(200)
+    await own.rotate({ keepPrevious: false })
+    own.unpublish(compromisedKid)
+    // Cached verdict and fresh keys within the cooldown: still admitted until the operator acts.
+    expect((await request(app).get(ROUTE).set('Authorization', bearer)).status).toBe(200)
+    const report = await app.gate.refresh()
+    expect(report).toMatchObject({ ready: true, issuers: [{ state: 'fresh' }] })
+    const refused = await request(app).get(ROUTE).set('Authorization', bearer)
+    expect(refused.status).toBe(401)
+    expect(refused.body).toEqual(INVALID_TOKEN.body)
+    const fresh = await own.mint()
+    expect((await request(app).get(ROUTE).set('Authorization', `Bearer ${fresh}`)).status).toBe(200)
+    app.close()
+    await app.gate.close()
+    await own.close()
+  })
+
+  it('reports why a token was refused to the operator, with the request line, never to the client', async () => {
+    const events: GateEvent[] = []
+    const app = createApp({ ...options, onEvent: (event) => events.push(event) })
+    const token = await issuer.mint({ aud: 'account' })
+    const res = await request(app)
+      .get(`${ROUTE}?page=2`)
+      .set('Authorization', `Bearer ${token}`)
+      .set('X-Request-Id', 'req-42')
+    expect(res.status).toBe(401)
+    expect(res.body).toEqual(INVALID_TOKEN.body)
+    expect(res.text).not.toContain('account')
+    expect(events.filter((event) => event.type === 'rejected')).toEqual([
+      expect.objectContaining({
+        code: 'ERR_TOKEN_INVALID',
+        reason: 'audience',
+        detail: { aud: 'account', expected: ['gateway'] },
+        status: 401,
+        method: 'GET',
+        path: ROUTE,
+        requestId: 'req-42',
+      }),
+    ])
+    app.close()
   })
 
   it('fails at creation, not per request, on invalid options', () => {

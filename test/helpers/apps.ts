@@ -12,10 +12,13 @@ import Koa2 from 'koa2'
 
 import * as expressAdapter from '../../adapters/express/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
+import type { Gate } from '../../src/gate.js'
 import type { GateOptions } from '../../src/options.js'
 import type { Admission } from '../../src/types.js'
 
-export type AppFactory = (options: GateOptions) => Server
+/** A protected app's server, with the gate behind its middleware for operations tests. */
+export type ProtectedServer = Server & { readonly gate: Gate }
+export type AppFactory = (options: GateOptions) => ProtectedServer
 
 /** What every protected route answers: enough of `auth` to assert on, never the token. */
 function describeAuth(auth: Admission | undefined) {
@@ -36,24 +39,21 @@ function expressApp(express: typeof express5): AppFactory {
     const app = express()
     // A body parser before the gate, as applications have: lets the gate see a token in the body.
     app.use(express.urlencoded({ extended: false }))
-    app.use(expressAdapter.tollgate(options))
+    const auth = expressAdapter.tollgate(options)
+    app.use(auth)
     app.get('/api/v1/billing/subscriptions', (req, res) => {
       res.json(describeAuth(req.auth))
     })
-    app.get('/scoped', expressAdapter.requireScopes('billing:read'), (req, res) => {
+    app.get('/scoped', auth.requireScopes('billing:read'), (req, res) => {
       res.json(describeAuth(req.auth))
     })
-    app.get(
-      '/any-scope',
-      expressAdapter.requireAnyScope('billing:read', 'billing:admin'),
-      (req, res) => {
-        res.json(describeAuth(req.auth))
-      },
-    )
-    app.get('/realm-role', expressAdapter.requireRealmRoles('admin'), (req, res) => {
+    app.get('/any-scope', auth.requireAnyScope('billing:read', 'billing:admin'), (req, res) => {
       res.json(describeAuth(req.auth))
     })
-    app.get('/client-role', expressAdapter.requireClientRoles('office', 'editor'), (req, res) => {
+    app.get('/realm-role', auth.requireRealmRoles('admin'), (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    app.get('/client-role', auth.requireClientRoles('office', 'editor'), (req, res) => {
       res.json(describeAuth(req.auth))
     })
     app.post('/api/v1/billing/subscriptions', (req, res) => {
@@ -76,7 +76,7 @@ function expressApp(express: typeof express5): AppFactory {
           .json({ handledBy: 'app', code: error.code ?? 'unknown' })
       },
     )
-    return createServer(app)
+    return Object.assign(createServer(app), { gate: auth.gate })
   }
 }
 
@@ -111,14 +111,15 @@ function koaApp(Koa: typeof Koa3): AppFactory {
       }
     })
     app.use(formBody(Koa))
-    app.use(koaAdapter.tollgate(options))
+    const auth = koaAdapter.tollgate(options)
+    app.use(auth)
     const routes: Record<string, Koa3.Middleware<koaAdapter.TollgateState>[]> = {
       'GET /api/v1/billing/subscriptions': [],
       'POST /api/v1/billing/subscriptions': [],
-      'GET /scoped': [koaAdapter.requireScopes('billing:read')],
-      'GET /any-scope': [koaAdapter.requireAnyScope('billing:read', 'billing:admin')],
-      'GET /realm-role': [koaAdapter.requireRealmRoles('admin')],
-      'GET /client-role': [koaAdapter.requireClientRoles('office', 'editor')],
+      'GET /scoped': [auth.requireScopes('billing:read')],
+      'GET /any-scope': [auth.requireAnyScope('billing:read', 'billing:admin')],
+      'GET /realm-role': [auth.requireRealmRoles('admin')],
+      'GET /client-role': [auth.requireClientRoles('office', 'editor')],
     }
     app.use(async (ctx: Koa3.ParameterizedContext<koaAdapter.TollgateState>, next) => {
       const guards = routes[`${ctx.method} ${ctx.path}`]
@@ -132,7 +133,7 @@ function koaApp(Koa: typeof Koa3): AppFactory {
       }
       await run()
     })
-    return createServer(app.callback())
+    return Object.assign(createServer(app.callback()), { gate: auth.gate })
   }
 }
 

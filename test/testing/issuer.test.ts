@@ -90,6 +90,48 @@ describe('createTestIssuer', () => {
   })
 
   describe('minted tokens', () => {
+    it.each([
+      [
+        'audience',
+        { audience: 'office' },
+        /"audience" is an option name, not a JWT claim; use the claim "aud"/,
+      ],
+      ['issuer', { issuer: 'x' }, /use the claim "iss"/],
+      ['subject', { subject: 'u' }, /use the claim "sub"/],
+      ['expiresIn', { expiresIn: 60 }, /use the option expiresInSeconds/],
+      ['notBefore', { notBefore: 1 }, /use the claim "nbf"/],
+      ['jwtid', { jwtid: 'x' }, /use the claim "jti"/],
+    ])('refuses the option name %s passed as a claim', async (_name, claims, message) => {
+      await expect(all.mint(claims)).rejects.toThrow(message)
+    })
+
+    it.each([
+      [
+        'expiresIn',
+        { expiresIn: 60 },
+        /"expiresIn" is not an option of mint\(\); use the option expiresInSeconds/,
+      ],
+      [
+        'a misspelt expiresInSecond',
+        { expiresInSecond: 60 },
+        /"expiresInSecond" is not an option of mint\(\); its options are realm, alg, kid, header, expiresInSeconds/,
+      ],
+      [
+        'audience',
+        { audience: 'x' },
+        /"audience" is not an option of mint\(\); use the claim "aud"/,
+      ],
+      ['constructor', { constructor: 1 }, /"constructor" is not an option/],
+    ])('refuses the unknown option %s', async (_name, options, message) => {
+      await expect(all.mint({}, options as never)).rejects.toThrow(message)
+    })
+
+    it('still mints custom claims that are not option names', async () => {
+      const token = await all.mint({ tenant: 'acme', org: { id: 'o1' } })
+      const { payload } = await verifyWith(all, token)
+      expect(payload).toMatchObject({ tenant: 'acme', org: { id: 'o1' } })
+    })
+
     it.each(TEST_ALGORITHMS)(
       'verify with jose against the served JWKS when signed with %s',
       async (alg) => {

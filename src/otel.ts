@@ -1,0 +1,158 @@
+/**
+ * `tollgate/otel`: OpenTelemetry metrics and traces from the gate's events, through
+ * `@opentelemetry/api` (an optional peer dependency: without an SDK registered, every instrument
+ * is a no-op). Pass the listener as `onEvent`.
+ *
+ * @module
+ */
+import {
+  type Attributes,
+  type Counter,
+  type Histogram,
+  type MeterProvider,
+  metrics,
+  SpanKind,
+  SpanStatusCode,
+  type TracerProvider,
+  trace,
+} from '@opentelemetry/api'
+
+import type { GateEvent, GateEventListener } from './events.js'
+
+/** Options of {@link createOtelListener}. */
+export interface OtelOptions {
+  /** Where instruments come from. Default: the global meter provider (`metrics.getMeterProvider()`). */
+  readonly meterProvider?: MeterProvider
+  /** Where spans go. Default: the global tracer provider (`trace.getTracerProvider()`). */
+  readonly tracerProvider?: TracerProvider
+  /**
+   * Adds the tenant id as a metric attribute. Default `false`: one time series per tenant can
+   * exhaust a metrics backend, and tenant ids may be personal data. Subjects are never labels.
+   */
+  readonly tenantLabel?: boolean
+  /** Another listener that receives every event too (an audit log). Its exceptions are its own. */
+  readonly next?: GateEventListener
+}
+
+const SCOPE = 'tollgate'
+const DURATION_BUCKETS_SECONDS = [
+  0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+  0.25, 0.5, 1, 2.5, 5,
+]
+
+/**
+ * A `GateEventListener` that records:
+ *
+ * | instrument | kind | attributes |
+ * | --- | --- | --- |
+ * | `tollgate.decisions` | counter | `outcome` (`accepted`/`rejected`), `code`, `reason`, `issuer`, `plan` (`tenant` with `tenantLabel`) |
+ * | `tollgate.decision.duration` | histogram, seconds | `outcome`, `code` |
+ * | `tollgate.jwks.fetches` | counter | `issuer`, `result` (`ok`/`failed`), `reason` |
+ * | `tollgate.jwks.stale` | counter | `issuer` |
+ * | `tollgate.limiter.store_errors` | counter | none |
+ * | `tollgate.limiter.fallbacks` | counter | `policy`, `engaged` |
+ * | `tollgate.rate_limited` | counter | `policy` |
+ *
+ * and, when a tracer is active, a `tollgate.decision` span per decision (its start set back by
+ * the decision's duration), with status `ERROR` for refusals of 500 and above only: a 401 is an
+ * expected outcome, not a fault.
+ *
+ * @example
+ * ```ts
+ * import { createOtelListener } from 'tollgate/otel'
+ * app.use(tollgate({ issuers, audience: 'gateway', onEvent: createOtelListener() }))
+ * ```
+ */
+export function createOtelListener(options: OtelOptions = {}): GateEventListener {
+  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE)
+  const tracer = (options.tracerProvider ?? trace.getTracerProvider()).getTracer(SCOPE)
+  const tenantLabel = options.tenantLabel === true
+  const next = options.next
+  const counter = (name: string, description: string): Counter =>
+    meter.createCounter(name, { description, unit: '{event}' })
+  const decisions = counter('tollgate.decisions', 'Requests decided by the gate')
+  const duration: Histogram = meter.createHistogram('tollgate.decision.duration', {
+    description: 'Time the gate took to decide on a request',
+    unit: 's',
+    // A cached token is decided in microseconds, a key fetch in tens of milliseconds: the SDK's
+    // default boundaries (0, 5, 10 … 10 000) are meant for milliseconds and would put all in one.
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS_SECONDS },
+  })
+  const jwksFetches = counter('tollgate.jwks.fetches', 'Key set fetches, by result')
+  const jwksStale = counter('tollgate.jwks.stale', 'Refreshes that failed while stale keys served')
+  const storeErrors = counter('tollgate.limiter.store_errors', 'Rate-limit store failures')
+  const fallbacks = counter('tollgate.limiter.fallbacks', 'Rate-limit failure policy changes')
+  const rateLimited = counter('tollgate.rate_limited', 'Requests refused by a rate limit')
+
+  function decision(event: Extract<GateEvent, { type: 'accepted' | 'rejected' }>): void {
+    const attributes: Attributes = { outcome: event.type }
+    if (event.issuer !== undefined) attributes.issuer = event.issuer
+    if (event.plan !== undefined) attributes.plan = event.plan
+    if (tenantLabel && event.tenant !== undefined) attributes.tenant = event.tenant
+    if (event.type === 'rejected') {
+      attributes.code = event.code
+      attributes.reason = event.reason
+    }
+    decisions.add(1, attributes)
+    const seconds = event.durationMs / 1000
+    duration.record(
+      seconds,
+      event.type === 'rejected'
+        ? { outcome: event.type, code: event.code }
+        : { outcome: event.type },
+    )
+    const end = Date.now()
+    const span = tracer.startSpan('tollgate.decision', {
+      kind: SpanKind.INTERNAL,
+      startTime: end - event.durationMs,
+      attributes: {
+        ...attributes,
+        ...(event.method === undefined ? {} : { 'http.request.method': event.method }),
+        ...(event.path === undefined ? {} : { 'url.path': event.path }),
+        ...(event.type === 'rejected' ? { 'http.response.status_code': event.status } : {}),
+      },
+    })
+    if (span.isRecording()) {
+      if (event.type === 'rejected' && event.status >= 500) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: event.code })
+      }
+    }
+    span.end(end)
+  }
+
+  function record(event: GateEvent): void {
+    switch (event.type) {
+      case 'accepted':
+      case 'rejected':
+        decision(event)
+        break
+      case 'jwks_refreshed':
+        jwksFetches.add(1, { issuer: event.issuer, result: 'ok' })
+        break
+      case 'jwks_refresh_failed':
+        jwksFetches.add(1, { issuer: event.issuer, result: 'failed', reason: event.reason })
+        break
+      case 'jwks_stale':
+        jwksStale.add(1, { issuer: event.issuer })
+        break
+      case 'rate_limited':
+        rateLimited.add(1, { policy: event.policy })
+        break
+      case 'limiter_store_error':
+        storeErrors.add(1)
+        break
+      case 'limiter_fallback':
+        fallbacks.add(1, { policy: event.policy, engaged: event.engaged })
+        break
+    }
+  }
+
+  return (event) => {
+    try {
+      record(event)
+    } catch {
+      // A broken metrics SDK must not refuse or crash requests.
+    }
+    next?.(event)
+  }
+}

@@ -1,0 +1,224 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+import { metrics, trace } from '@opentelemetry/api'
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus'
+import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import type { GateEvent } from '../src/events.js'
+import { createGate } from '../src/gate.js'
+import { keycloak } from '../src/issuers.js'
+import type { GateOptions } from '../src/options.js'
+import { createOtelListener } from '../src/otel.js'
+import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
+
+/** Collects on demand, as a Prometheus scrape would. */
+class TestReader extends MetricReader {
+  protected override async onShutdown(): Promise<void> {}
+  protected override async onForceFlush(): Promise<void> {}
+}
+
+interface Point {
+  readonly attributes: Record<string, unknown>
+  readonly value: unknown
+}
+
+function points(collected: ResourceMetrics, name: string): Point[] {
+  const found = collected.scopeMetrics
+    .flatMap((scope) => scope.metrics)
+    .find((metric) => metric.descriptor.name === name)
+  return (found?.dataPoints ?? []).map((point) => ({
+    attributes: point.attributes,
+    value: point.value,
+  }))
+}
+
+let issuer: TestIssuer
+let options: GateOptions
+
+beforeAll(async () => {
+  issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
+  options = {
+    issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+    audience: 'gateway',
+    tenant: { claim: 'tenant', planClaim: 'plan' },
+    rateLimit: { plans: { free: [{ points: 2, durationSeconds: 60 }] }, defaultPlan: 'free' },
+  }
+})
+afterAll(async () => {
+  await issuer.close()
+})
+
+function instrumented(listenerOptions: Parameters<typeof createOtelListener>[0] = {}) {
+  const reader = new TestReader()
+  const meterProvider = new MeterProvider({ readers: [reader] })
+  const exporter = new InMemorySpanExporter()
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  })
+  const listener = createOtelListener({ meterProvider, tracerProvider, ...listenerOptions })
+  return { reader, exporter, listener }
+}
+
+const bearer = (token: string) => ({
+  headers: { authorization: `Bearer ${token}` },
+  method: 'GET',
+  url: '/api/v1/billing/subscriptions?page=1',
+})
+
+describe('createOtelListener', () => {
+  it('counts a scripted set of decisions by outcome, code, reason, issuer and plan', async () => {
+    const { reader, exporter, listener } = instrumented()
+    const gate = createGate({ ...options, onEvent: listener })
+    const acme = await issuer.mint({ tenant: 'acme', plan: 'free' })
+    for (let index = 0; index < 3; index++) await gate.check(bearer(acme)).catch(() => undefined)
+    await gate.check({ headers: {} }).catch(() => undefined)
+    await gate.check(bearer(await issuer.mint({ aud: 'office' }))).catch(() => undefined)
+
+    const { resourceMetrics } = await reader.collect()
+    const acmeIssuer = issuer.issuer('acme')
+    expect(points(resourceMetrics, 'tollgate.decisions')).toEqual(
+      expect.arrayContaining([
+        { attributes: { outcome: 'accepted', issuer: acmeIssuer, plan: 'free' }, value: 2 },
+        {
+          attributes: {
+            outcome: 'rejected',
+            issuer: acmeIssuer,
+            plan: 'free',
+            code: 'ERR_RATE_LIMITED',
+            reason: 'rate_limited',
+          },
+          value: 1,
+        },
+        {
+          attributes: {
+            outcome: 'rejected',
+            code: 'ERR_TOKEN_MISSING',
+            reason: 'credentials_missing',
+          },
+          value: 1,
+        },
+        {
+          attributes: { outcome: 'rejected', code: 'ERR_TOKEN_INVALID', reason: 'audience' },
+          value: 1,
+        },
+      ]),
+    )
+    expect(points(resourceMetrics, 'tollgate.decisions')).toHaveLength(4)
+    const histogram = points(resourceMetrics, 'tollgate.decision.duration')
+    expect(
+      histogram.reduce((sum, point) => sum + (point.value as { count: number }).count, 0),
+    ).toBe(5)
+    expect(points(resourceMetrics, 'tollgate.jwks.fetches')).toEqual([
+      { attributes: { issuer: acmeIssuer, result: 'ok' }, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.rate_limited')).toEqual([
+      { attributes: { policy: 'free' }, value: 1 },
+    ])
+
+    const spans = exporter.getFinishedSpans()
+    expect(spans).toHaveLength(5)
+    expect(spans[0]?.name).toBe('tollgate.decision')
+    expect(spans[0]?.attributes).toMatchObject({
+      outcome: 'accepted',
+      'http.request.method': 'GET',
+      'url.path': '/api/v1/billing/subscriptions',
+    })
+    // Refusals below 500 are expected outcomes: no error status.
+    expect(spans.every((span) => span.status.code === 0)).toBe(true)
+  })
+
+  it('never labels metrics with the tenant id or the subject unless asked for the tenant', async () => {
+    const plain = instrumented()
+    const labelled = instrumented({ tenantLabel: true })
+    for (const { listener } of [plain, labelled]) {
+      const gate = createGate({ ...options, onEvent: listener })
+      await gate.check(bearer(await issuer.mint({ tenant: 'wayne', sub: 'bruce' })))
+    }
+    const text = JSON.stringify((await plain.reader.collect()).resourceMetrics.scopeMetrics)
+    expect(text).not.toContain('wayne')
+    expect(text).not.toContain('bruce')
+    const labelledText = JSON.stringify(
+      (await labelled.reader.collect()).resourceMetrics.scopeMetrics,
+    )
+    expect(labelledText).toContain('"tenant":"wayne"')
+    expect(labelledText).not.toContain('bruce')
+  })
+
+  it('marks a 503 decision span as an error', () => {
+    const { exporter, listener } = instrumented()
+    listener({
+      type: 'rejected',
+      code: 'ERR_JWKS_UNAVAILABLE',
+      reason: 'jwks_unavailable',
+      detail: undefined,
+      status: 503,
+      issuer: undefined,
+      tenant: undefined,
+      plan: undefined,
+      method: 'GET',
+      path: '/',
+      requestId: undefined,
+      durationMs: 2,
+    })
+    expect(exporter.getFinishedSpans()[0]?.status).toMatchObject({ code: 2 })
+  })
+
+  it('passes every event to the next listener', () => {
+    const seen: GateEvent[] = []
+    const { listener } = instrumented({ next: (event) => seen.push(event) })
+    const event: GateEvent = { type: 'limiter_store_error', error: new Error('down') }
+    listener(event)
+    expect(seen).toEqual([event])
+  })
+
+  it('ends in a Prometheus scrape endpoint, as the README shows', async () => {
+    const exporter = new PrometheusExporter({ preventServerStart: true })
+    const meterProvider = new MeterProvider({ readers: [exporter] })
+    const gate = createGate({ ...options, onEvent: createOtelListener({ meterProvider }) })
+    await gate.check(bearer(await issuer.mint({ tenant: 'acme' })))
+    const server = createServer((req, res) => exporter.getMetricsRequestHandler(req, res))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const scraped = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    server.close()
+    await meterProvider.shutdown()
+    expect(scraped).toMatch(/^tollgate_decisions_total\{outcome="accepted",[^}]*\} 1$/m)
+    expect(scraped).toMatch(/^tollgate_decision_duration_count\{outcome="accepted",[^}]*\} 1$/m)
+    // Boundaries in seconds, down to 10 µs: a cached decision does not land in the first bucket of 5 s.
+    expect(scraped).toMatch(/^tollgate_decision_duration_bucket\{[^}]*le="0.00001"\} [01]$/m)
+  })
+
+  it('is a harmless no-op without an OpenTelemetry SDK registered', () => {
+    metrics.disable()
+    trace.disable()
+    const listener = createOtelListener()
+    expect(() =>
+      listener({ type: 'jwks_refreshed', issuer: 'https://sso/realms/a', kids: ['k'] }),
+    ).not.toThrow()
+  })
+
+  it('survives a metrics SDK that throws', () => {
+    const broken = {
+      getMeter: () => {
+        const instrument = {
+          add: () => {
+            throw new Error('sdk bug')
+          },
+          record: () => {
+            throw new Error('sdk bug')
+          },
+        }
+        return { createCounter: () => instrument, createHistogram: () => instrument }
+      },
+    }
+    const listener = createOtelListener({ meterProvider: broken as never })
+    expect(() => listener({ type: 'limiter_store_error', error: undefined })).not.toThrow()
+  })
+})
