@@ -27,21 +27,48 @@ export interface FetchJSONOptions {
 }
 
 /**
- * Fetches and parses a JSON document.
+ * Fetches and parses a JSON document, within `timeoutMs` for headers and body together.
  *
  * @throws FetchFailure with reason `network`, `timeout`, `redirect`, `status`, `too_large` or `invalid_json`.
  */
 export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise<unknown> {
+  const controller = new AbortController()
+  const { signal } = options
+  const forwardClose = () => controller.abort(signal?.reason)
+  if (signal?.aborted) forwardClose()
+  signal?.addEventListener('abort', forwardClose, { once: true })
+  // The deadline is our own timer, raced against the whole fetch, not only a signal handed to
+  // fetch: Node 20's fetch can lose track of a signal after a garbage collection (undici's
+  // request-signal following, nodejs/node#55428), and a composite AbortSignal.any() with
+  // AbortSignal.timeout() then never fires, so a provider that hangs would hold requests forever.
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const failure = new FetchFailure('timeout')
+      controller.abort(failure)
+      reject(failure)
+    }, options.timeoutMs)
+  })
+  try {
+    return await Promise.race([
+      fetchAndParse(uri, options.fetch, options.maxBodyBytes, controller.signal),
+      deadline,
+    ])
+  } finally {
+    clearTimeout(timer)
+    signal?.removeEventListener('abort', forwardClose)
+  }
+}
+
+async function fetchAndParse(
+  uri: string,
+  fetch: typeof globalThis.fetch,
+  maxBodyBytes: number,
+  signal: AbortSignal,
+): Promise<unknown> {
   let response: Response
   try {
-    response = await options.fetch(uri, {
-      redirect: 'manual',
-      headers: { accept: ACCEPT },
-      signal:
-        options.signal === undefined
-          ? AbortSignal.timeout(options.timeoutMs)
-          : AbortSignal.any([AbortSignal.timeout(options.timeoutMs), options.signal]),
-    })
+    response = await fetch(uri, { redirect: 'manual', headers: { accept: ACCEPT }, signal })
   } catch (error) {
     throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)
   }
@@ -53,7 +80,7 @@ export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise
     await response.body?.cancel().catch(() => undefined)
     throw new FetchFailure('status')
   }
-  const text = await readCapped(response, options.maxBodyBytes)
+  const text = await readCapped(response, maxBodyBytes)
   try {
     return JSON.parse(text) as unknown
   } catch (error) {
