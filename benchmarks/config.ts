@@ -45,6 +45,8 @@ export const settings = {
   tollgateCacheEntries: num('BENCH_TOLLGATE_CACHE', 1000),
   /** The JWKS refetch cooldown the unknown-kid target is judged against, in seconds. */
   jwksCooldownSeconds: num('BENCH_JWKS_COOLDOWN_S', 30),
+  /** The shortest unknown-kid refetch interval (`jwks.minCooldownMs`), in seconds. */
+  jwksMinCooldownSeconds: num('BENCH_JWKS_MIN_COOLDOWN_S', 0.5),
   /** Memory case: distinct tokens and tenants pushed through one gate. */
   memoryTokens: num('BENCH_MEMORY_TOKENS', 100_000),
   memoryTenants: num('BENCH_MEMORY_TENANTS', 10_000),

@@ -11,21 +11,33 @@ export interface ClaimRules {
   readonly audiences: ReadonlySet<string>
   readonly clockToleranceSeconds: number
   readonly maxTokenAgeSeconds: number | undefined
+  readonly maxTokenLifetimeSeconds: number | undefined
   readonly requiredClaims: readonly string[]
-  readonly tokenProfile: 'access' | 'rfc9068'
+  readonly tokenProfile: 'access' | 'keycloak' | 'rfc9068'
+  readonly allowedClientIds: ReadonlySet<string> | undefined
 }
 
 const ACCESS_TOKEN_MEDIA_TYPES = new Set(['at+jwt', 'application/at+jwt'])
 const GENERIC_MEDIA_TYPES = new Set(['jwt', 'application/jwt'])
 const RFC9068_REQUIRED = ['sub', 'client_id', 'iat', 'jti'] as const
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
+/** Claims OpenID Connect Core §2, §3.1.3.6, §3.3.2.11 define for ID tokens and no access-token profile needs. */
+const ID_TOKEN_CLAIMS = ['nonce', 'at_hash', 'c_hash', 's_hash', 'auth_time'] as const
+/** Claims that, when present, must be non-empty strings: an empty one would merge principals or clients. */
+const IDENTIFIER_CLAIMS = ['sub', 'azp', 'client_id', 'jti'] as const
 
 const refuse = (reason: RefusalReason, detail?: Readonly<Record<string, unknown>>) =>
   new InvalidTokenError(detail === undefined ? { reason } : { reason, detail })
 
+/**
+ * RFC 7519 §2 allows fractions, but no provider issues them and a huge or fractional value only
+ * ever comes from a bug or an attack (an `exp` of 1e300 never expires): integers within ±2^53.
+ */
 function isNumericDate(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value)
+  return Number.isSafeInteger(value)
 }
+
+const isMissing = (value: unknown) => value === undefined || value === null || value === ''
 
 /**
  * Checks `exp`, `nbf`, `iat`, `aud`, the token type and required claims of a token whose
@@ -65,14 +77,34 @@ export function checkClaims(
       expected: [...rules.audiences],
     })
   }
+  for (const name of IDENTIFIER_CLAIMS) {
+    const value = claims[name]
+    if (value !== undefined && (typeof value !== 'string' || value === '')) {
+      throw refuse('malformed_claim', { claim: name })
+    }
+  }
+  // RFC 9068 §2.2.3, RFC 8693 §4.2: `scope` is one space-separated string (`scp` is the
+  // provider-specific spelling that may be an array).
+  if (claims.scope !== undefined && typeof claims.scope !== 'string') {
+    throw refuse('malformed_claim', { claim: 'scope' })
+  }
   const typeProblem = accessTokenProblem(header, claims, rules.tokenProfile)
   if (typeProblem !== undefined) throw refuse(typeProblem)
-  if (claims.sub !== undefined && typeof claims.sub !== 'string') {
-    throw refuse('malformed_claim', { claim: 'sub' })
-  }
   for (const name of rules.requiredClaims) {
-    if (claims[name] === undefined || claims[name] === null) {
-      throw refuse('missing_claim', { claim: name })
+    if (isMissing(claims[name])) throw refuse('missing_claim', { claim: name })
+  }
+  if (rules.allowedClientIds !== undefined) {
+    const clientId = claims.azp !== undefined ? claims.azp : claims.client_id
+    if (typeof clientId !== 'string' || !rules.allowedClientIds.has(clientId)) {
+      throw refuse('client', {
+        clientId: typeof clientId === 'string' ? clientId.slice(0, 128) : undefined,
+      })
+    }
+  }
+  if (rules.maxTokenLifetimeSeconds !== undefined) {
+    if (!isNumericDate(iat)) throw refuse('missing_claim', { claim: 'iat' })
+    if (exp - iat > rules.maxTokenLifetimeSeconds) {
+      throw refuse('lifetime', { lifetimeSeconds: exp - iat })
     }
   }
 
@@ -112,10 +144,14 @@ function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
 }
 
 /**
- * Refuses ID, refresh and logout tokens presented as access tokens (RFC 8725 §3.11): Keycloak marks
- * them in the payload `typ` (`ID`, `Refresh`, `Logout`; access tokens say `Bearer`), others in the
- * header `typ` (`logout+jwt`, `id_token+jwt`…). The `rfc9068` profile requires `at+jwt` and the
- * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too.
+ * Refuses ID, refresh and logout tokens presented as access tokens (RFC 8725 §3.11, RFC 9068 §4).
+ * Keycloak marks them in the payload `typ` (`ID`, `Refresh`, `Logout`; access tokens say `Bearer`),
+ * others in the header `typ` (`logout+jwt`, `id_token+jwt`…). Most providers mark ID tokens with
+ * nothing at all, so a token that carries a claim only ID tokens have (`nonce`, `at_hash`…) and no
+ * access-token marker (header `at+jwt`, payload `typ: Bearer`, `scope`, `scp`, `client_id`) is an
+ * ID token: otherwise a service whose audience equals an OIDC client id would accept that
+ * client's ID tokens. The `keycloak` profile requires Keycloak's access-token shape, `rfc9068`
+ * the RFC 9068 one. Sender-constrained tokens (`cnf`) are refused too.
  */
 function accessTokenProblem(
   header: TokenHeader,
@@ -125,12 +161,13 @@ function accessTokenProblem(
   const headerType = header.typ
   if (headerType !== undefined && typeof headerType !== 'string') return 'token_type'
   const mediaType = headerType?.toLowerCase()
+  const declaredAccessToken = mediaType !== undefined && ACCESS_TOKEN_MEDIA_TYPES.has(mediaType)
   if (profile === 'rfc9068') {
-    if (mediaType === undefined || !ACCESS_TOKEN_MEDIA_TYPES.has(mediaType)) return 'token_type'
-    if (RFC9068_REQUIRED.some((name) => claims[name] === undefined)) return 'missing_claim'
+    if (!declaredAccessToken) return 'token_type'
+    if (RFC9068_REQUIRED.some((name) => isMissing(claims[name]))) return 'missing_claim'
   } else if (
     mediaType !== undefined &&
-    !ACCESS_TOKEN_MEDIA_TYPES.has(mediaType) &&
+    !declaredAccessToken &&
     !GENERIC_MEDIA_TYPES.has(mediaType)
   ) {
     return 'token_type'
@@ -141,11 +178,24 @@ function accessTokenProblem(
       return 'token_type'
     }
   }
+  if (profile === 'keycloak') {
+    if (payloadType === undefined) return 'token_type'
+    if (claims.azp === undefined) return 'missing_claim'
+  }
   // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) presented as a plain bearer token:
   // tollgate cannot check the binding, and accepting it would make a stolen bound token usable.
   if (claims.cnf !== undefined) return 'sender_constrained'
   const events = claims.events
   if (typeof events === 'object' && events !== null && Object.hasOwn(events, LOGOUT_EVENT)) {
+    return 'token_type'
+  }
+  const accessMarked =
+    declaredAccessToken ||
+    payloadType !== undefined ||
+    claims.scope !== undefined ||
+    claims.scp !== undefined ||
+    claims.client_id !== undefined
+  if (!accessMarked && ID_TOKEN_CLAIMS.some((name) => claims[name] !== undefined)) {
     return 'token_type'
   }
   return undefined

@@ -4,8 +4,11 @@
  * fresh without making requests wait on the provider.
  *
  * - Concurrent misses share one fetch (single flight).
- * - An unknown `kid` refetches at most once per `cooldownMs`: a genuine rotation is seen within one
- *   cooldown, a flood of random kids is not a flood of fetches.
+ * - An unknown `kid` refetches after a short interval (`minCooldownMs`, which such a request waits
+ *   for rather than being refused): a key the provider rotated in is accepted well within a second.
+ *   Each such fetch that does not find the `kid` it was made for doubles the interval, up to
+ *   `cooldownMs`; one that finds it, or a cooldown without unknown kids, resets it. So a flood of
+ *   random kids costs a handful of fetches while it ramps up, then one per cooldown.
  * - Keys older than 80% of `maxAgeMs` are refreshed in the background; past `maxAgeMs` a request
  *   waits for the refresh; when it fails, the last good keys are served for at most
  *   `staleIfErrorMs` more (stale-if-error). A bad response never replaces good keys.
@@ -26,6 +29,7 @@ export type { PreparedKey } from './jwk.js'
 export interface NormalizedJWKSOptions {
   readonly timeoutMs: number
   readonly cooldownMs: number
+  readonly minCooldownMs: number
   readonly maxAgeMs: number
   readonly staleIfErrorMs: number
   readonly maxBodyBytes: number
@@ -47,6 +51,7 @@ export interface IssuerKeysStatus {
 const NO_KEYS: readonly PreparedKey[] = Object.freeze([])
 /** Tokens without `kid` may be tried against this many keys at most. */
 const MAX_KEYLESS_CANDIDATES = 4
+const MAX_REQUESTED_KIDS = 64
 
 /** The keys of one configured issuer. */
 export class IssuerKeys {
@@ -69,6 +74,13 @@ export class IssuerKeys {
   private readonly onKeysRetired: (() => void) | undefined
   /** Aborted by `close()`: no fetch runs or starts after it. */
   private readonly lifetime = new AbortController()
+  /** Current interval between unknown-kid refetches: `minCooldownMs`, doubling up to `cooldownMs`. */
+  private unknownKidIntervalMs: number
+  /** When a lookup last found no key for its `kid` (the backoff resets after a quiet cooldown). */
+  private unknownKidSeenAt = Number.NEGATIVE_INFINITY
+  /** The unknown-kid refetch waiting for its slot or under way, and the kids it was made for. */
+  private unknownKidFetch: Promise<void> | undefined
+  private readonly requestedKids = new Set<string | undefined>()
 
   constructor(
     issuer: { issuer: string; jwksUri: string | undefined; discovery: boolean },
@@ -84,6 +96,7 @@ export class IssuerKeys {
     this.algorithms = algorithms
     this.options = options
     this.failureBackoffMs = Math.min(options.cooldownMs, 1000)
+    this.unknownKidIntervalMs = options.minCooldownMs
     this.emit = hooks.emit
     this.onKeysRetired = hooks.onKeysRetired
   }
@@ -113,14 +126,12 @@ export class IssuerKeys {
   async resolve(kid: string | undefined, alg: JWSAlgorithm): Promise<readonly PreparedKey[]> {
     const now = Date.now()
     const age = now - this.fetchedAt
-    const { maxAgeMs, cooldownMs } = this.options
+    const { maxAgeMs } = this.options
     if (age < maxAgeMs) {
       if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
       const found = this.match(kid, alg)
       if (found.length > 0) return found
-      if (this.pending === undefined && now - this.lastAttemptAt < cooldownMs) return NO_KEYS
-      await this.refresh()
-      return this.match(kid, alg)
+      return this.refetchForUnknownKid(kid, alg, now)
     }
     if (this.pending !== undefined || this.mayAttempt(now)) await this.refresh()
     if (Date.now() - this.fetchedAt < maxAgeMs + this.options.staleIfErrorMs) {
@@ -162,6 +173,68 @@ export class IssuerKeys {
       fetchedAt: Number.isFinite(this.fetchedAt) ? this.fetchedAt : undefined,
       lastFailure: this.lastFailure,
     }
+  }
+
+  /**
+   * A `kid` the key set does not have: wait for the next unknown-kid refetch if it is due within
+   * `minCooldownMs` (a rotation is then accepted on the token's first request), else refuse now.
+   */
+  private async refetchForUnknownKid(
+    kid: string | undefined,
+    alg: JWSAlgorithm,
+    now: number,
+  ): Promise<readonly PreparedKey[]> {
+    const { cooldownMs, minCooldownMs } = this.options
+    if (now - this.unknownKidSeenAt >= cooldownMs) this.unknownKidIntervalMs = minCooldownMs
+    this.unknownKidSeenAt = now
+    let fetch = this.unknownKidFetch
+    if (fetch === undefined) {
+      // A fetch already under way may have started before the provider published this key: it
+      // is awaited, then this kid still gets its own refetch once the interval allows.
+      if (this.pending !== undefined) await this.pending
+      const found = this.match(kid, alg)
+      if (found.length > 0) return found
+      const waitMs = this.lastAttemptAt + this.unknownKidIntervalMs - Date.now()
+      if (waitMs > minCooldownMs) return NO_KEYS
+      fetch = this.unknownKidFetch ??= this.fetchForUnknownKids(waitMs)
+    }
+    // Bounded: the set only decides whether the backoff resets.
+    if (this.requestedKids.size < MAX_REQUESTED_KIDS) this.requestedKids.add(kid)
+    await fetch
+    return this.match(kid, alg)
+  }
+
+  private async fetchForUnknownKids(waitMs: number): Promise<void> {
+    try {
+      if (waitMs > 0) await this.sleep(waitMs)
+      await this.refresh()
+      if (this.lastFailure !== undefined) return
+      const { cooldownMs, minCooldownMs } = this.options
+      let found = false
+      for (const kid of this.requestedKids) found ||= this.byKid.has(kid)
+      this.unknownKidIntervalMs = found
+        ? minCooldownMs
+        : Math.min(Math.max(this.unknownKidIntervalMs * 2, 1), cooldownMs)
+    } finally {
+      this.requestedKids.clear()
+      this.unknownKidFetch = undefined
+    }
+  }
+
+  /** Resolves after `ms`, or at once when the gate closes; never keeps the process alive. */
+  private sleep(ms: number): Promise<void> {
+    const signal = this.lifetime.signal
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve()
+      const timer = setTimeout(done, ms)
+      timer.unref?.()
+      signal.addEventListener('abort', done, { once: true })
+      function done() {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+    })
   }
 
   /** Whether a fetch may start now: none under way, and past the failure backoff if the last one failed. */

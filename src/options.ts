@@ -27,8 +27,17 @@ import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } fro
 export interface JWKSOptions {
   /** Abort a fetch (headers and body) after this long. Default 5000. */
   readonly timeoutMs?: number
-  /** At most one refetch per issuer this often for an unknown `kid`. Default 30000. */
+  /**
+   * Longest interval between refetches for unknown `kid`s, reached while such refetches keep not
+   * finding the `kid` they were made for (a flood of random kids). Default 30000.
+   */
   readonly cooldownMs?: number
+  /**
+   * Shortest interval between refetches for unknown `kid`s, and the longest a request with an
+   * unknown `kid` waits for the next one (so a key the provider rotated in is accepted on the
+   * first request that carries it). Default 500, at most `cooldownMs`.
+   */
+  readonly minCooldownMs?: number
   /** Keys are refreshed in the background after 80% of this, and must be refreshed after it. Default 600000. */
   readonly maxAgeMs?: number
   /** How long past `maxAgeMs` the last good keys are still used while refreshes fail. Default 3600000. */
@@ -63,13 +72,28 @@ export interface GateOptions {
   readonly clockToleranceSeconds?: number
   /** Refuse tokens issued longer ago than this (requires `iat`). Default: no limit. */
   readonly maxTokenAgeSeconds?: number
-  /** Claims that must be present, beyond `iss`, `aud` and `exp`. Default none. */
+  /**
+   * Refuse tokens whose lifetime (`exp − iat`) is longer than this (requires `iat`): a token valid
+   * for 400 days is a leaked signing key's or a misconfigured client's. Default: no limit.
+   */
+  readonly maxTokenLifetimeSeconds?: number
+  /** Claims that must be present and not empty (`null` and `""` count as missing), beyond `iss`, `aud` and `exp`. Default none. */
   readonly requiredClaims?: readonly string[]
   /**
-   * `access` (default): refuse ID, refresh and logout tokens (Keycloak payload `typ`, header `typ`).
-   * `rfc9068`: also require header `typ: at+jwt` and the claims RFC 9068 makes mandatory.
+   * Which tokens count as access tokens (RFC 8725 §3.11: a resource server must not accept an ID
+   * token). Default `'access'`.
+   * - `access`: refuse ID, refresh and logout tokens: by header `typ`, by Keycloak's payload `typ`,
+   *   the logout `events` claim, and ID-token-only claims (`nonce`, `at_hash`, `c_hash`, `s_hash`,
+   *   `auth_time`) on a token with no access-token marker (header `typ: at+jwt`, payload
+   *   `typ: "Bearer"`, `scope`, `scp` or `client_id`).
+   * - `keycloak`: as `access`, and require what Keycloak puts in every access token: payload
+   *   `typ: "Bearer"` and `azp`.
+   * - `rfc9068`: as `access`, and require header `typ: at+jwt` and the claims RFC 9068 makes
+   *   mandatory (`sub`, `client_id`, `iat`, `jti`).
    */
-  readonly tokenProfile?: 'access' | 'rfc9068'
+  readonly tokenProfile?: 'access' | 'keycloak' | 'rfc9068'
+  /** Only tokens issued to these OAuth clients (`azp`, else `client_id`) are accepted. Default: any client. */
+  readonly allowedClientIds?: readonly string[]
   /** Longer tokens are refused without being parsed. Default 8192. */
   readonly maxTokenBytes?: number
   /** `false`: a request without credentials proceeds with no `auth` (a bad token is still refused). Default true. */
@@ -117,6 +141,7 @@ const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
 const JWKS_KEYS = [
   'timeoutMs',
   'cooldownMs',
+  'minCooldownMs',
   'maxAgeMs',
   'staleIfErrorMs',
   'maxBodyBytes',
@@ -132,8 +157,10 @@ const KNOWN_OPTIONS = new Set([
   'realm',
   'clockToleranceSeconds',
   'maxTokenAgeSeconds',
+  'maxTokenLifetimeSeconds',
   'requiredClaims',
   'tokenProfile',
+  'allowedClientIds',
   'maxTokenBytes',
   'credentialsRequired',
   'skip',
@@ -255,7 +282,11 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
   if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
     fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm)
   }
-  const tokenProfile = oneOf(input.tokenProfile, 'tokenProfile', ['access', 'rfc9068'] as const)
+  const tokenProfile = oneOf(input.tokenProfile, 'tokenProfile', [
+    'access',
+    'keycloak',
+    'rfc9068',
+  ] as const)
   const credentialsRequired = boolean(input.credentialsRequired, 'credentialsRequired', true)
   const skip = optionalFunction<(request: RequestLike) => boolean>(
     input.skip,
@@ -272,6 +303,20 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     fail('rateLimit', 'needs "tenant": limits are per tenant')
   }
   const maxAgeSeconds = input.maxTokenAgeSeconds
+  const maxLifetimeSeconds = input.maxTokenLifetimeSeconds
+  const cooldownMs = integer(jwks.cooldownMs, 'jwks.cooldownMs', {
+    fallback: 30_000,
+    min: 0,
+    max: 3_600_000,
+  })
+  const minCooldownMs = integer(jwks.minCooldownMs, 'jwks.minCooldownMs', {
+    fallback: Math.min(500, cooldownMs),
+    min: 0,
+    max: 3_600_000,
+  })
+  if (minCooldownMs > cooldownMs) {
+    fail('jwks.minCooldownMs', `must not exceed jwks.cooldownMs (${cooldownMs})`, minCooldownMs)
+  }
   return Object.freeze({
     realm,
     issuers: Object.freeze(normalizeIssuers(input.issuers, allowInsecureHttp)),
@@ -287,12 +332,24 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         maxAgeSeconds === undefined
           ? undefined
           : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
+      maxTokenLifetimeSeconds:
+        maxLifetimeSeconds === undefined
+          ? undefined
+          : integer(maxLifetimeSeconds, 'maxTokenLifetimeSeconds', {
+              fallback: 0,
+              min: 1,
+              max: 31_536_000,
+            }),
       requiredClaims: Object.freeze(
         input.requiredClaims === undefined
           ? []
           : stringList(input.requiredClaims, 'requiredClaims', true),
       ),
       tokenProfile,
+      allowedClientIds:
+        input.allowedClientIds === undefined
+          ? undefined
+          : new Set(stringList(input.allowedClientIds, 'allowedClientIds', false)),
     }),
     maxTokenBytes: integer(input.maxTokenBytes, 'maxTokenBytes', {
       fallback: 8192,
@@ -304,11 +361,8 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     errorHandling,
     jwks: Object.freeze({
       timeoutMs: integer(jwks.timeoutMs, 'jwks.timeoutMs', { fallback: 5000, min: 1, max: 60_000 }),
-      cooldownMs: integer(jwks.cooldownMs, 'jwks.cooldownMs', {
-        fallback: 30_000,
-        min: 0,
-        max: 3_600_000,
-      }),
+      cooldownMs,
+      minCooldownMs,
       maxAgeMs: integer(jwks.maxAgeMs, 'jwks.maxAgeMs', {
         fallback: 600_000,
         min: 1000,

@@ -10,8 +10,10 @@ const RULES: ClaimRules = {
   audiences: new Set(['gateway']),
   clockToleranceSeconds: 5,
   maxTokenAgeSeconds: undefined,
+  maxTokenLifetimeSeconds: undefined,
   requiredClaims: [],
   tokenProfile: 'access',
+  allowedClientIds: undefined,
 }
 const HEADER: TokenHeader = { alg: 'RS256', typ: 'JWT' }
 const claims = (extra: Record<string, unknown> = {}) => ({
@@ -25,6 +27,71 @@ const claims = (extra: Record<string, unknown> = {}) => ({
 })
 
 describe('checkClaims', () => {
+  const reasonOf = (run: () => unknown) => {
+    try {
+      run()
+    } catch (error) {
+      return (error as InvalidTokenError).reason
+    }
+    return undefined
+  }
+
+  it.each<[string, Record<string, unknown>, Partial<ClaimRules>, string | undefined]>([
+    [
+      'an ID token with only ID-token claims',
+      { typ: undefined, nonce: 'n', at_hash: 'h' },
+      {},
+      'token_type',
+    ],
+    ['an ID token with auth_time only', { typ: undefined, auth_time: NOW }, {}, 'token_type'],
+    [
+      'auth_time on a token with scope',
+      { typ: undefined, auth_time: NOW, scope: 'a' },
+      {},
+      undefined,
+    ],
+    ['nonce on a Keycloak access token', { nonce: 'n' }, {}, undefined],
+    ['keycloak profile without azp', {}, { tokenProfile: 'keycloak' }, 'missing_claim'],
+    [
+      'keycloak profile without typ',
+      { typ: undefined, azp: 'c' },
+      { tokenProfile: 'keycloak' },
+      'token_type',
+    ],
+    ['keycloak profile, typ and azp', { azp: 'c' }, { tokenProfile: 'keycloak' }, undefined],
+    ['a client not allowed', { azp: 'x' }, { allowedClientIds: new Set(['c']) }, 'client'],
+    [
+      'a client allowed by client_id',
+      { client_id: 'c' },
+      { allowedClientIds: new Set(['c']) },
+      undefined,
+    ],
+    ['an empty sub', { sub: '' }, {}, 'malformed_claim'],
+    ['an empty jti', { jti: '' }, {}, 'malformed_claim'],
+    ['scope as an array', { scope: ['a'] }, {}, 'malformed_claim'],
+    [
+      'a required claim that is empty',
+      { tenant: '' },
+      { requiredClaims: ['tenant'] },
+      'missing_claim',
+    ],
+    ['a lifetime over the bound', { exp: NOW + 61 }, { maxTokenLifetimeSeconds: 60 }, 'lifetime'],
+    ['a lifetime at the bound', { exp: NOW + 60 }, { maxTokenLifetimeSeconds: 60 }, undefined],
+    [
+      'a lifetime bound without iat',
+      { iat: undefined },
+      { maxTokenLifetimeSeconds: 60 },
+      'missing_claim',
+    ],
+    ['a fractional exp', { exp: NOW + 60.5 }, {}, 'malformed_claim'],
+    ['an exp beyond 2^53', { exp: 2 ** 60 }, {}, 'malformed_claim'],
+    ['a fractional nbf', { nbf: NOW - 0.5 }, {}, 'malformed_claim'],
+  ])('gives the reason for %s', (_, extra, rules, reason) => {
+    expect(reasonOf(() => checkClaims(HEADER, claims(extra), { ...RULES, ...rules }, NOW_MS))).toBe(
+      reason,
+    )
+  })
+
   it('returns when the verdict expires: exp plus tolerance', () => {
     expect(checkClaims(HEADER, claims(), RULES, NOW_MS)).toEqual({
       validFrom: (NOW - 5) * 1000,

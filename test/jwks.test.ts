@@ -8,6 +8,7 @@ import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
 const OPTIONS: NormalizedJWKSOptions = {
   timeoutMs: 1000,
   cooldownMs: 30_000,
+  minCooldownMs: 500,
   maxAgeMs: 600_000,
   staleIfErrorMs: 3_600_000,
   maxBodyBytes: 262_144,
@@ -76,28 +77,102 @@ describe('IssuerKeys', () => {
     expect(issuer.fetchCount()).toBe(1)
   })
 
-  it('refetches for an unknown kid at most once per cooldown', async () => {
-    const { keys } = keysOf({ cooldownMs: 60_000 })
-    await keys.resolve(kidOf('RS256'), 'RS256')
-    for (let index = 0; index < 50; index++) {
-      expect(await keys.resolve(`random-${index}`, 'RS256')).toEqual([])
+  describe('unknown kids', () => {
+    /** Serves the test issuer's key set from memory and records when (fake clock) it was fetched. */
+    function inMemoryKeys(options: Partial<NormalizedJWKSOptions> = {}) {
+      const fetchedAt: number[] = []
+      const fetch: typeof globalThis.fetch = async () => {
+        fetchedAt.push(Date.now())
+        return new Response(JSON.stringify(issuer.jwks('acme')), { status: 200 })
+      }
+      return { ...keysOf({ fetch, ...options }), fetchedAt }
     }
-    expect(issuer.fetchCount()).toBe(1)
-  })
+    /** Advances the fake clock until the lookup settles (it may wait for its refetch slot). */
+    async function settle<T>(promise: Promise<T>): Promise<T> {
+      let settled = false
+      promise.then(
+        () => (settled = true),
+        () => (settled = true),
+      )
+      for (let step = 0; !settled && step < 10_000; step++) await vi.advanceTimersByTimeAsync(10)
+      return promise
+    }
+    const intervals = (times: number[]) =>
+      times.slice(1).map((time, index) => time - (times[index] as number))
 
-  it('accepts a rotated key within one cooldown', async () => {
-    vi.useFakeTimers({ toFake: ['Date'] })
-    const { keys } = keysOf({ cooldownMs: 30_000 })
-    await keys.resolve(kidOf('RS256'), 'RS256')
-    const rotated = await issuer.rotate({ alg: 'RS256' })
-    // The first fetch starts the cooldown: the new kid is unknown until it has passed.
-    expect(await keys.resolve(rotated, 'RS256')).toEqual([])
-    vi.advanceTimersByTime(29_999)
-    expect(await keys.resolve(rotated, 'RS256')).toEqual([])
-    expect(issuer.fetchCount()).toBe(1)
-    vi.advanceTimersByTime(1)
-    expect(await keys.resolve(rotated, 'RS256')).toHaveLength(1)
-    expect(issuer.fetchCount()).toBe(2)
+    it('accepts a key rotated in just after a fetch on the first request that carries it', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      vi.advanceTimersByTime(100)
+      const rotated = await issuer.rotate({ alg: 'RS256' })
+      // It waits for the next refetch, minCooldownMs after the last one, instead of being refused.
+      expect(await settle(keys.resolve(rotated, 'RS256'))).toHaveLength(1)
+      expect(fetchedAt).toEqual([1_000_000, 1_000_500])
+    })
+
+    it('backs off refetches for kids that stay unknown, from minCooldownMs to one per cooldown', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      for (let index = 0; Date.now() < 1_000_000 + 100_000; index++) {
+        expect(await settle(keys.resolve(`random-${index}`, 'RS256'))).toEqual([])
+        vi.advanceTimersByTime(100)
+      }
+      expect(intervals(fetchedAt)).toEqual([500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+    })
+
+    it('answers a kid that stays unknown at once while the next refetch is further than minCooldownMs away', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      await settle(keys.resolve('random-a', 'RS256'))
+      // The interval is now 1000 ms from the refetch at 1_000_500: nothing is due within 500 ms.
+      expect(await keys.resolve('random-b', 'RS256')).toEqual([])
+      expect(fetchedAt).toHaveLength(2)
+    })
+
+    it('resets the back-off once a refetch finds the kid it was made for', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      for (let index = 0; index < 40; index++) {
+        await settle(keys.resolve(`random-${index}`, 'RS256'))
+        vi.advanceTimersByTime(100)
+      }
+      const rotated = await issuer.rotate({ alg: 'RS256' })
+      while ((await settle(keys.resolve(rotated, 'RS256'))).length === 0)
+        vi.advanceTimersByTime(100)
+      const found = fetchedAt.length
+      await settle(keys.resolve('random-after', 'RS256'))
+      expect(fetchedAt).toHaveLength(found + 1)
+      expect(intervals(fetchedAt).at(-1)).toBe(500)
+    })
+
+    it('resets the back-off after a cooldown without unknown kids', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      for (let index = 0; index < 80; index++) {
+        await settle(keys.resolve(`random-${index}`, 'RS256'))
+        vi.advanceTimersByTime(100)
+      }
+      vi.advanceTimersByTime(30_000)
+      const before = fetchedAt.length
+      const rotated = await issuer.rotate({ alg: 'RS256' })
+      expect(await keys.resolve(rotated, 'RS256')).toHaveLength(1)
+      expect(fetchedAt).toHaveLength(before + 1)
+    })
+
+    it('stops waiting for a refetch slot when the gate closes', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      const waiting = keys.resolve('random', 'RS256')
+      keys.close()
+      expect(await waiting).toEqual([])
+      expect(fetchedAt).toHaveLength(1)
+    })
   })
 
   it('retires a key that leaves the set, and reuses unchanged keys across refreshes', async () => {

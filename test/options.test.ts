@@ -19,6 +19,7 @@ describe('normalizeOptions', () => {
     expect(normalized.jwks).toMatchObject({
       timeoutMs: 5000,
       cooldownMs: 30_000,
+      minCooldownMs: 500,
       maxAgeMs: 600_000,
       staleIfErrorMs: 3_600_000,
       maxBodyBytes: 262_144,
@@ -28,6 +29,25 @@ describe('normalizeOptions', () => {
     expect(normalized.errorHandling).toBe('respond')
     expect(Object.isFrozen(normalized)).toBe(true)
     expect(Object.isFrozen(normalized.jwks)).toBe(true)
+  })
+
+  it('caps the default minimum cooldown at a shorter cooldown', () => {
+    expect(normalizeOptions(withOptions({ jwks: { cooldownMs: 200 } })).jwks.minCooldownMs).toBe(
+      200,
+    )
+  })
+
+  it('reads the token lifetime bound, the keycloak profile and the client allow-list', () => {
+    const { claims } = normalizeOptions(
+      withOptions({
+        maxTokenLifetimeSeconds: 3600,
+        tokenProfile: 'keycloak',
+        allowedClientIds: ['office-web', 'billing-sync'],
+      }),
+    )
+    expect(claims.maxTokenLifetimeSeconds).toBe(3600)
+    expect(claims.tokenProfile).toBe('keycloak')
+    expect([...(claims.allowedClientIds ?? [])]).toEqual(['office-web', 'billing-sync'])
   })
 
   it('turns the cache off with false', () => {
@@ -111,6 +131,29 @@ describe('normalizeOptions', () => {
     ['an unknown option', { ...BASE, audiences: ['x'] }, /"audiences" is not an option/],
     ['a non-function skip', { ...BASE, skip: true }, /"skip" must be a function/],
     ['an unknown error handling', { ...BASE, errorHandling: 'throw' }, /"errorHandling"/],
+    [
+      'a minimum cooldown above the cooldown',
+      { ...BASE, jwks: { cooldownMs: 1000, minCooldownMs: 2000 } },
+      /"jwks.minCooldownMs" must not exceed jwks.cooldownMs \(1000\)/,
+    ],
+    [
+      'a negative minimum cooldown',
+      { ...BASE, jwks: { minCooldownMs: -1 } },
+      /"jwks.minCooldownMs"/,
+    ],
+    [
+      'a zero token lifetime',
+      { ...BASE, maxTokenLifetimeSeconds: 0 },
+      /"maxTokenLifetimeSeconds" must be a whole number from 1 to 31536000/,
+    ],
+    [
+      'a fractional token lifetime',
+      { ...BASE, maxTokenLifetimeSeconds: 1.5 },
+      /maxTokenLifetimeSeconds/,
+    ],
+    ['an empty client allow-list', { ...BASE, allowedClientIds: [] }, /"allowedClientIds"/],
+    ['an empty client id', { ...BASE, allowedClientIds: [''] }, /"allowedClientIds"/],
+    ['a client id that is not a string', { ...BASE, allowedClientIds: [1] }, /"allowedClientIds"/],
   ])('refuses %s with a TypeError that says what to change', (_, options, message) => {
     expect(() => normalizeOptions(options as unknown as GateOptions)).toThrow(TypeError)
     expect(() => normalizeOptions(options as unknown as GateOptions)).toThrow(message)

@@ -298,6 +298,16 @@ const claimsArb = fc.record({
     ),
     1,
   ),
+  scope: sometimes(
+    fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom('openid', 'billing:read profile', '') },
+      { weight: 1, arbitrary: fc.array(fc.string({ maxLength: 6 }), { maxLength: 2 }) },
+      { weight: 1, arbitrary: junk },
+    ),
+    1,
+  ),
+  // A claim only ID tokens carry: refused on a token with no access-token marker.
+  nonce: sometimes(fc.constantFrom('n-1', 'abc'), 3),
   events: sometimes(
     fc.oneof(
       fc.constant({ 'http://schemas.openid.net/event/backchannel-logout': {} }),
@@ -318,8 +328,7 @@ function defined(record: Json): Json {
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== UNDEFINED))
 }
 
-const isNumericDate = (value: unknown): value is number =>
-  typeof value === 'number' && Number.isFinite(value)
+const isNumericDate = (value: unknown): value is number => Number.isSafeInteger(value)
 const ACCESS_TYPES = new Set(['jwt', 'application/jwt', 'at+jwt', 'application/at+jwt'])
 
 /** What a correct gate answers, from the rules alone. */
@@ -330,7 +339,7 @@ function oracle(header: Json, claims: Json, token: string): { status: number; co
   if ('crit' in header || 'b64' in header) return invalid
   if ('kid' in header && header['kid'] !== kid) return invalid
   if (claims['iss'] !== trusted) return invalid
-  const { exp, nbf, iat, aud, typ, sub, events } = claims
+  const { exp, nbf, iat, aud, typ, sub, scope, nonce, events } = claims
   if (!isNumericDate(exp)) return invalid
   if (nbf !== UNDEFINED && (!isNumericDate(nbf) || nbf > NOW + TOLERANCE)) return invalid
   if (iat !== UNDEFINED && (!isNumericDate(iat) || iat > NOW + TOLERANCE)) return invalid
@@ -356,7 +365,13 @@ function oracle(header: Json, claims: Json, token: string): { status: number; co
     Object.hasOwn(events, 'http://schemas.openid.net/event/backchannel-logout')
   )
     return invalid
-  if (sub !== UNDEFINED && typeof sub !== 'string') return invalid
+  if (sub !== UNDEFINED && (typeof sub !== 'string' || sub === '')) return invalid
+  if (scope !== UNDEFINED && typeof scope !== 'string') return invalid
+  const accessMarked =
+    (typeof headerType === 'string' && headerType.toLowerCase().endsWith('at+jwt')) ||
+    typ !== UNDEFINED ||
+    scope !== UNDEFINED
+  if (!accessMarked && nonce !== UNDEFINED) return invalid
   if (exp + TOLERANCE <= NOW) return { status: 401, code: 'ERR_TOKEN_EXPIRED' }
   return { status: 200 }
 }

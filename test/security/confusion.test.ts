@@ -351,7 +351,7 @@ describe('with the access profile (default)', () => {
     [
       'scope as an object {"billing:read": true}',
       () => at('/scoped', bearer(token({ scope: { 'billing:read': true } }))),
-      insufficientScope('billing:read'),
+      INVALID_TOKEN,
     ],
     [
       'role "admin" only in resource_access',
@@ -440,10 +440,207 @@ describe('with required claims', () => {
     ['every required claim present', () => bearer(token({ tenant: 'acme' })), OK],
     ['a required claim missing', () => bearer(token({})), INVALID_TOKEN],
     ['a required claim null', () => bearer(token({ tenant: null })), INVALID_TOKEN],
-    ['a required claim empty (present, so accepted)', () => bearer(token({ tenant: '' })), OK],
+    ['a required claim empty (missing)', () => bearer(token({ tenant: '' })), INVALID_TOKEN],
   ]
 
   it.each(cases)('%s', async (_name, probe, expected) => {
     await apps.expectAll(await probe(), expected)
+  })
+})
+
+/** Claims with none of the Keycloak defaults `accessClaims` adds (typ, scope, azp, jti). */
+const bare = { typ: undefined, scope: undefined, azp: undefined, jti: undefined }
+
+describe('ID tokens against a service whose audience is an OIDC client id (access profile)', () => {
+  const apps = useApps(() => options({ audience: 'office-web' }))
+  const S = Math.floor(Date.now() / 1000)
+  const idToken = { ...bare, aud: 'office-web', auth_time: S - 60, sid: 'session-1' }
+  const noTyp = { typ: undefined }
+
+  const cases: Case[] = [
+    [
+      'an ID token without any typ (nonce, at_hash, auth_time, sid)',
+      () =>
+        bearer(
+          token({ ...idToken, nonce: 'n-1', at_hash: 'x0s2XhA-7o6ZBGJrsbTxzQ' }, 'acme', noTyp),
+        ),
+      INVALID_TOKEN,
+    ],
+    [
+      'an ID token from a refresh grant: at_hash, no nonce',
+      () =>
+        bearer(
+          token(
+            { ...idToken, auth_time: undefined, at_hash: 'x0s2XhA-7o6ZBGJrsbTxzQ' },
+            'acme',
+            noTyp,
+          ),
+        ),
+      INVALID_TOKEN,
+    ],
+    [
+      'an ID token with only nonce',
+      () => bearer(token({ ...idToken, auth_time: undefined, nonce: 'n-1' }, 'acme', noTyp)),
+      INVALID_TOKEN,
+    ],
+    ['an ID token with only auth_time', () => bearer(token(idToken, 'acme', noTyp)), INVALID_TOKEN],
+    [
+      'an ID token of the hybrid flow (c_hash, s_hash)',
+      () =>
+        bearer(token({ ...idToken, c_hash: 'LDktKdoQak3Pk0cnXxCltA', s_hash: 'a' }, 'acme', noTyp)),
+      INVALID_TOKEN,
+    ],
+    [
+      'an ID token with header typ "JWT" and azp',
+      () =>
+        bearer(
+          token({ ...idToken, azp: 'office-web', at_hash: 'x0s2XhA' }, 'acme', { typ: 'JWT' }),
+        ),
+      INVALID_TOKEN,
+    ],
+    [
+      'a Keycloak ID token (payload typ "ID")',
+      () => bearer(token({ aud: 'office-web', typ: 'ID', nonce: 'n-1', scope: undefined })),
+      INVALID_TOKEN,
+    ],
+    [
+      'a Keycloak access token (payload typ "Bearer", azp, scope, nonce and auth_time of the sign-in)',
+      () => bearer(token({ aud: 'office-web', nonce: 'n-1', auth_time: S - 60, sid: 's-1' })),
+      OK,
+    ],
+    [
+      'an RFC 9068 access token (header typ at+jwt, client_id, auth_time)',
+      () =>
+        bearer(
+          token({ ...bare, aud: 'office-web', client_id: 'c', jti: 'j', auth_time: S }, 'acme', {
+            typ: 'at+jwt',
+          }),
+        ),
+      OK,
+    ],
+    [
+      'an access token with scp as an array and no typ (Okta, Azure AD)',
+      () =>
+        bearer(
+          token({ ...bare, aud: 'office-web', scp: ['records:read'], cid: 'c' }, 'acme', noTyp),
+        ),
+      OK,
+    ],
+    [
+      'an access token with scope and azp and no typ (Auth0)',
+      () =>
+        bearer(
+          token({ ...bare, aud: 'office-web', scope: 'read', azp: 'c', gty: 'client-credentials' }),
+        ),
+      OK,
+    ],
+    [
+      'an app-only access token with roles and no scope (Azure AD)',
+      () =>
+        bearer(
+          token({ ...bare, aud: 'office-web', roles: ['Records.Read'], appid: 'c' }, 'acme', noTyp),
+        ),
+      OK,
+    ],
+  ]
+
+  it.each(cases)('%s', async (_name, probe, expected) => {
+    await apps.expectAll(await probe(), expected)
+  })
+})
+
+describe('with the keycloak profile', () => {
+  const apps = useApps(() => options({ tokenProfile: 'keycloak' }))
+
+  const cases: Case[] = [
+    ['a Keycloak access token (typ "Bearer", azp)', () => bearer(token({})), OK],
+    ['no payload typ', () => bearer(token({ typ: undefined })), INVALID_TOKEN],
+    ['payload typ "Bearer" but no azp', () => bearer(token({ azp: undefined })), INVALID_TOKEN],
+    ['an empty azp', () => bearer(token({ azp: '' })), INVALID_TOKEN],
+    [
+      'an RFC 9068 token without Keycloak typ',
+      () => bearer(token({ typ: undefined, client_id: 'c' }, 'acme', { typ: 'at+jwt' })),
+      INVALID_TOKEN,
+    ],
+    ['a Keycloak ID token', () => bearer(token({ typ: 'ID' })), INVALID_TOKEN],
+  ]
+
+  it.each(cases)('%s', async (_name, probe, expected) => {
+    await apps.expectAll(await probe(), expected)
+  })
+})
+
+describe('with allowedClientIds', () => {
+  const apps = useApps(() => options({ allowedClientIds: ['office-web', 'billing-sync'] }))
+
+  const cases: Case[] = [
+    ['azp allowed', () => bearer(token({ azp: 'office-web' })), OK],
+    ['azp not allowed', () => bearer(token({ azp: 'desk-web' })), INVALID_TOKEN],
+    [
+      'no azp, client_id allowed',
+      () => bearer(token({ azp: undefined, client_id: 'billing-sync' })),
+      OK,
+    ],
+    ['neither azp nor client_id', () => bearer(token({ azp: undefined })), INVALID_TOKEN],
+    [
+      'azp not allowed, client_id allowed (azp decides)',
+      () => bearer(token({ azp: 'desk-web', client_id: 'billing-sync' })),
+      INVALID_TOKEN,
+    ],
+    ['azp differing only in case', () => bearer(token({ azp: 'Office-Web' })), INVALID_TOKEN],
+  ]
+
+  it.each(cases)('%s', async (_name, probe, expected) => {
+    await apps.expectAll(await probe(), expected)
+  })
+})
+
+describe('empty and mistyped identifier and scope claims (access profile)', () => {
+  const apps = useApps(() => options())
+
+  const cases: Case[] = [
+    ['sub empty', () => bearer(token({ sub: '' })), INVALID_TOKEN],
+    ['sub a number', () => bearer(token({ sub: 42 })), INVALID_TOKEN],
+    ['azp empty', () => bearer(token({ azp: '' })), INVALID_TOKEN],
+    ['client_id empty', () => bearer(token({ client_id: '' })), INVALID_TOKEN],
+    ['jti empty', () => bearer(token({ jti: '' })), INVALID_TOKEN],
+    ['jti a number', () => bearer(token({ jti: 7 })), INVALID_TOKEN],
+    ['no sub at all (client credentials)', () => bearer(token({ sub: undefined })), OK],
+    ['scope as an array', () => bearer(token({ scope: ['openid', 'profile'] })), INVALID_TOKEN],
+    ['scope as a number', () => bearer(token({ scope: 1 })), INVALID_TOKEN],
+    ['scope empty (no scopes granted)', () => bearer(token({ scope: '' })), OK],
+    ['scp as an array', () => bearer(token({ scope: undefined, scp: ['a', 'b'] })), OK],
+    ['scp as a string', () => bearer(token({ scope: undefined, scp: 'a b' })), OK],
+  ]
+
+  it.each(cases)('%s', async (_name, probe, expected) => {
+    await apps.expectAll(await probe(), expected)
+  })
+})
+
+describe('token lifetime', () => {
+  const S = Math.floor(Date.now() / 1000)
+  const DAY = 86_400
+
+  describe('with maxTokenLifetimeSeconds: 3600', () => {
+    const apps = useApps(() => options({ maxTokenLifetimeSeconds: 3600 }))
+    const cases: Case[] = [
+      ['a lifetime of 300 s', () => bearer(token({ iat: S, exp: S + 300 })), OK],
+      ['a lifetime of exactly 3600 s', () => bearer(token({ iat: S, exp: S + 3600 })), OK],
+      ['a lifetime of 3601 s', () => bearer(token({ iat: S, exp: S + 3601 })), INVALID_TOKEN],
+      ['exp 400 days ahead', () => bearer(token({ iat: S, exp: S + 400 * DAY })), INVALID_TOKEN],
+      ['exp 10^300 s ahead', () => bearer(token({ iat: S, exp: 1e300 })), INVALID_TOKEN],
+      ['no iat to measure it by', () => bearer(token({ iat: undefined })), INVALID_TOKEN],
+    ]
+    it.each(cases)('%s', async (_name, probe, expected) => {
+      await apps.expectAll(await probe(), expected)
+    })
+  })
+
+  describe('without it (the default)', () => {
+    const apps = useApps(() => options())
+    it('admits a token whose exp is 400 days ahead', async () => {
+      await apps.expectAll(bearer(token({ iat: S, exp: S + 400 * DAY })), OK)
+    })
   })
 })
