@@ -345,7 +345,7 @@ describe('createTenantLimiter (Redis store)', () => {
         { type: 'limiter_fallback', engaged: true, policy },
       ])
       expect(events.find(({ type }) => type === 'limiter_store_error')).toMatchObject({
-        error: { name: 'TimeoutError' },
+        error: { name: 'LimiterStoreError', code: 'ERR_STORE_TIMEOUT' },
       })
       await recover(limiter, events)
       const before = Number(await admin.get(`${keyPrefix}:{acme}:default:60`))
