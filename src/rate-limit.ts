@@ -214,12 +214,12 @@ async function consumeInMemory(
 ): Promise<Outcome> {
   const states: State[] = []
   for (const window of plan.windows) {
-    const res = await window.memory.consume(`{${tenant}}${window.keySuffix}`, points).catch(
-      (rejection: unknown) => {
+    const res = await window.memory
+      .consume(`{${tenant}}${window.keySuffix}`, points)
+      .catch((rejection: unknown) => {
         if (rejection instanceof RateLimiterRes) return rejection
         throw rejection
-      },
-    )
+      })
     const share = Math.ceil(window.points / divisor)
     const [state, admitted] = stateOf(window, res.consumedPoints, res.msBeforeNext, share)
     if (!admitted) return { admitted: false, state }
