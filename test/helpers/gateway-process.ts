@@ -41,7 +41,7 @@ export interface BurstReport {
   readonly admitted: number
   readonly refused: number
   readonly unavailable: number
-  /** `limiter_store_error` and `limiter_fallback` events during the burst. */
+  /** `limiter_store_error` (with the error's code) and `limiter_fallback` events in the burst. */
   readonly storeEvents: readonly string[]
   /** How long the event loop was held, in ms (for the report, never asserted). */
   readonly busyMs: number
@@ -128,9 +128,12 @@ async function serve(): Promise<void> {
       admitted: statuses.filter((status) => status === 200).length,
       refused: statuses.filter((status) => status === 429).length,
       unavailable: statuses.filter((status) => status !== 200 && status !== 429).length,
-      storeEvents: events
-        .filter(({ type }) => type === 'limiter_store_error' || type === 'limiter_fallback')
-        .map(({ type }) => type),
+      storeEvents: events.flatMap((event) => {
+        if (event.type === 'limiter_fallback') return [`${event.type} engaged: ${event.engaged}`]
+        if (event.type !== 'limiter_store_error') return []
+        const { code, message } = event.error as { code?: string; message?: string }
+        return [`${event.type}: ${code ?? message}`]
+      }),
       busyMs,
     } satisfies BurstReport)
   })
