@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 
 import type { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
@@ -526,6 +526,63 @@ describe('createTenantLimiter (Redis store)', () => {
     }
     expect(countByStatus(await pending)).toEqual({ 200: 3, 429: 2 })
     expect(events.filter(({ type }) => type !== 'rate_limited')).toEqual([])
+  })
+
+  describe('with clocks that disagree with Redis', () => {
+    afterEach(() => {
+      vi.useRealTimers()
+    })
+    // Only Date is faked, and it keeps running: timers, sockets and Redis stay real.
+    const shiftClock = (ms: number) => {
+      vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true })
+      vi.setSystemTime(Date.now() + ms)
+    }
+
+    it('still counts nothing for commands that timed out while Redis was frozen when our clock runs 5 s ahead', async () => {
+      shiftClock(5000)
+      const client = await server.client()
+      const keyPrefix = nextPrefix()
+      const limiter = createTenantLimiter(
+        normalizeRateLimitOptions({
+          keyPrefix,
+          windows: [{ points: 100, durationSeconds: 60 }],
+          storeTimeoutMs: STORE_TIMEOUT_MS,
+          storeRetryIntervalMs: 0,
+          onStoreError: 'deny',
+          store: { redis: client },
+        }),
+        { emit: undefined },
+      )
+      // The first answer teaches the limiter where Redis's clock is.
+      expect((await attempt(limiter)).status).toBe(200)
+      server.freeze()
+      const whileFrozen: Attempt[] = []
+      try {
+        for (let index = 0; index < 3; index++) whileFrozen.push(await attempt(limiter))
+      } finally {
+        server.thaw()
+      }
+      expect(await client.ping()).toBe('PONG')
+      // Taken at face value, our clock would have put the deadline 5 s later in Redis's clock.
+      expect(await admin.get(`${keyPrefix}:{acme}:default:60`)).toBe('1')
+      expect(countByStatus(whileFrozen)).toEqual({ 503: 3 })
+    })
+
+    it('corrects its estimate after our clock steps back 5 s, and counts the request once', async () => {
+      const events: GateEvent[] = []
+      const limiter = await limiterOnServer(
+        { windows: [{ points: 100, durationSeconds: 60 }], storeTimeoutMs: STORE_TIMEOUT_MS },
+        events,
+      )
+      const keyPrefix = `test${prefixCounter}`
+      expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
+      shiftClock(-5000)
+      // Redis calls the first command late; its early answer shows the estimate is off.
+      expect((await attempt(limiter)).status).toBe(200)
+      expect((await attempt(limiter)).status).toBe(200)
+      expect(events).toEqual([])
+      expect(await admin.get(`${keyPrefix}:{acme}:default:60`)).toBe('2')
+    })
   })
 
   it('treats error replies from Redis as a store failure, never as a 429 or a crash', async () => {
