@@ -40,6 +40,7 @@ export { keycloak } from './issuers.js'
 export type { IssuerKeysStatus } from './jwks.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './options.js'
 export type {
+  LimiterStoreErrorCode,
   RateLimitCost,
   RateLimitHeaderMode,
   RateLimitOptions,
@@ -47,6 +48,7 @@ export type {
   RedisClientLike,
   StoreFailurePolicy,
 } from './rate-limit.js'
+export { LimiterStoreError } from './rate-limit.js'
 export type {
   ResolvedTenant,
   TenantDecision,

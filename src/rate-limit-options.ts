@@ -26,14 +26,17 @@ export interface RateLimitWindow {
 
 /**
  * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) the limiter uses.
- * Give it fail-fast options (`enableOfflineQueue: false`, `maxRetriesPerRequest: 1`): tollgate
- * bounds each request with {@link RateLimitOptions.storeTimeoutMs} either way, but queued
- * commands still cost memory and land late.
+ * tollgate sends nothing while `status` is not `'ready'` (so the client's offline queue never
+ * holds a limiter command), bounds each request with {@link RateLimitOptions.storeTimeoutMs},
+ * and its script counts nothing when Redis runs it after that deadline (a command resent after a
+ * reconnect, or read by a server that was stalled). It listens for the client's `close` event to
+ * fail the requests in flight at once.
  */
 export interface RedisClientLike {
   readonly status: string
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
   multi(): unknown
+  on(event: 'close', listener: () => void): unknown
 }
 
 /** The points a request costs; an integer ≥ 1. Errors it throws reach the application. */
@@ -75,11 +78,13 @@ export interface RateLimitOptions {
    */
   readonly onStoreError?: StoreFailurePolicy
   /**
-   * With `onStoreError: 'memory'`, each process admits `ceil(points / fallbackDivisor)` per
-   * window: set it to the number of gateway processes to keep the combined limit near the
-   * configured one during an outage. Default 1.
+   * With `onStoreError: 'memory'`, each process admits `ceil(points / divisor)` per window while
+   * the store fails, so that the processes together stay near the configured limit. `'auto'`
+   * (default): the number of limiter instances (same Redis, same `keyPrefix`) that used the
+   * store in the last 10 s, as this instance last learned it (1 until it has). A whole number
+   * (1 to 10 000): that divisor, for example the number of gateway processes.
    */
-  readonly fallbackDivisor?: number
+  readonly fallbackDivisor?: number | 'auto'
   /** `'draft-10'` (default), `'legacy'` (`X-RateLimit-*`), `'both'`, or `false` for none. */
   readonly headers?: RateLimitHeaderMode
 }
@@ -111,7 +116,7 @@ export interface NormalizedRateLimitOptions {
   readonly storeTimeoutMs: number
   readonly storeRetryIntervalMs: number
   readonly onStoreError: StoreFailurePolicy
-  readonly fallbackDivisor: number
+  readonly fallbackDivisor: number | 'auto'
   readonly headers: RateLimitHeaderMode
 }
 
@@ -176,11 +181,7 @@ export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOp
       'allow',
       'deny',
     ]),
-    fallbackDivisor: integer(options.fallbackDivisor, 'rateLimit.fallbackDivisor', {
-      fallback: 1,
-      min: 1,
-      max: 10_000,
-    }),
+    fallbackDivisor: fallbackDivisorOption(options.fallbackDivisor),
     headers: oneOf(options.headers, 'rateLimit.headers', ['draft-10', 'legacy', 'both', false]),
   })
 }
@@ -241,6 +242,14 @@ function tenantPlansOption(value: unknown, plans: ReadonlyMap<string, unknown>) 
   return map
 }
 
+function fallbackDivisorOption(value: unknown): number | 'auto' {
+  if (value === undefined || value === 'auto') return 'auto'
+  if (typeof value !== 'number') {
+    fail('rateLimit.fallbackDivisor', "must be 'auto' or a whole number from 1 to 10000", value)
+  }
+  return integer(value, 'rateLimit.fallbackDivisor', { min: 1, max: 10_000 })
+}
+
 function storeOption(value: unknown): RedisClientLike | undefined {
   if (value === undefined || value === 'memory') return undefined
   if (!isRecord(value) || Object.keys(value).some((key) => key !== 'redis')) {
@@ -251,6 +260,7 @@ function storeOption(value: unknown): RedisClientLike | undefined {
     !isRecord(client) ||
     typeof client['defineCommand'] !== 'function' ||
     typeof client['multi'] !== 'function' ||
+    typeof client['on'] !== 'function' ||
     typeof client['status'] !== 'string'
   ) {
     fail(

@@ -1,18 +1,20 @@
 /**
- * Per-tenant rate limits over rate-limiter-flexible: one or more fixed windows per plan, in
- * process memory or in Redis (a single server or a Cluster) shared by every gateway process.
- * The only module that sees rate-limiter-flexible's result shapes: a refusal becomes a
- * {@link RateLimitedError}, a store failure the configured fallback.
+ * Per-tenant rate limits: one or more fixed windows per plan, in process memory (over
+ * rate-limiter-flexible) or in Redis (a single server or a Cluster, `rate-limit-redis.ts`) shared
+ * by every gateway process. The only module that sees rate-limiter-flexible's result shapes: a
+ * refusal becomes a {@link RateLimitedError}, a store failure the configured fallback.
  *
  * @module
  */
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
 
 import { RateLimitedError, ServiceUnavailableError } from './errors.js'
 import type { Emit } from './events.js'
 import type { HeaderWindow, PlanHeaders, WindowState } from './rate-limit-headers.js'
 import { createPlanHeaders, secondsUntil } from './rate-limit-headers.js'
 import type { NormalizedRateLimitOptions, RateLimitWindow } from './rate-limit-options.js'
+import type { StoreCount } from './rate-limit-redis.js'
+import { createRedisStore } from './rate-limit-redis.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
 import type { RequestLike } from './types.js'
 import { summarize } from './validate.js'
@@ -25,6 +27,8 @@ export type {
   RedisClientLike,
   StoreFailurePolicy,
 } from './rate-limit-options.js'
+export type { LimiterStoreErrorCode } from './rate-limit-redis.js'
+export { LimiterStoreError } from './rate-limit-redis.js'
 
 /** Applies a tenant's limits to a request. */
 export interface TenantLimiter {
@@ -33,7 +37,8 @@ export interface TenantLimiter {
    * request refused by a window costs nothing in the longer ones). Resolves to the response
    * headers for an admitted request; throws `RateLimitedError` (429, `Retry-After` and the same
    * fields) or `ServiceUnavailableError` (503, `deny` policy). Never hangs past
-   * `storeTimeoutMs` plus the event loop's delay. Only the application's own `cost` function,
+   * `storeTimeoutMs` plus the event loop's delay; a closed Redis connection fails the request
+   * over at once. Only the application's own `cost` function,
    * or a cost that is not an integer ≥ 1, makes it throw anything else.
    */
   consume(
@@ -45,8 +50,8 @@ export interface TenantLimiter {
 
 interface Window extends HeaderWindow {
   readonly keySuffix: string
-  readonly limiter: RateLimiterMemory | RateLimiterRedis
-  readonly fallback: RateLimiterMemory
+  /** The window in process memory: the store without Redis, the fallback with it. */
+  readonly memory: RateLimiterMemory
   /** Tenants the store reported as spent, until their window resets: refused without asking. */
   readonly blocked: Map<string, number>
 }
@@ -66,7 +71,6 @@ type Outcome =
 
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
 const MAX_BLOCKED_PER_WINDOW = 10_000
-const noop = () => {}
 
 /**
  * Returns the limiter the gate calls after tenant resolution, from options that
@@ -85,10 +89,13 @@ export function createTenantLimiter(
   context: { emit: Emit },
 ): TenantLimiter {
   const { emit } = context
-  const redis = o.redis
+  const store =
+    o.redis === undefined
+      ? undefined
+      : createRedisStore(o.redis, { keyPrefix: o.keyPrefix, timeoutMs: o.storeTimeoutMs })
   const plans = new Map<string, Plan>()
   for (const [planName, windows] of o.plans) {
-    const built = windows.map((window) => buildWindow(planName, window, windows.length, o))
+    const built = windows.map((window) => buildWindow(planName, window, windows.length))
     plans.set(planName, { windows: built, headers: createPlanHeaders(o.headers, built) })
   }
   const defaultPlan = plans.get(o.defaultPlan) as Plan
@@ -133,7 +140,10 @@ export function createTenantLimiter(
         cause: error,
       })
     }
-    return settle(tenant, plan, await consumeWindows(plan, tenant, points, false))
+    // Each instance admits its share of the window: the instances seen on the store lately
+    // ('auto'), or the configured divisor.
+    const divisor = o.fallbackDivisor === 'auto' ? (store?.instances() ?? 1) : o.fallbackDivisor
+    return settle(tenant, plan, await consumeInMemory(plan, tenant, points, divisor))
   }
 
   async function consume(
@@ -147,8 +157,8 @@ export function createTenantLimiter(
     const id = tenant.id
     const blocked = blockedState(plan, id)
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
-    if (redis === undefined) {
-      const outcome = await consumeWindows(plan, id, points, true)
+    if (store === undefined) {
+      const outcome = await consumeInMemory(plan, id, points, 1)
       rememberSpent(id, outcome)
       return settle(id, plan, outcome)
     }
@@ -158,15 +168,14 @@ export function createTenantLimiter(
       if (probing || Date.now() < retryAt) return fallback(id, plan, points, lastError)
       probing = true
     }
-    const deadline = startDeadline(o.storeTimeoutMs)
     let outcome: Outcome
     try {
-      outcome = await consumeWindows(plan, id, points, true, deadline.promise)
+      const keys = plan.windows.map((window) => `${o.keyPrefix}:{${id}}${window.keySuffix}`)
+      outcome = outcomeOf(plan, await store.consume(keys, plan.windows, points))
     } catch (error) {
       storeFailed(error)
       return fallback(id, plan, points, error)
     } finally {
-      deadline.clear()
       if (probe) probing = false
     }
     if (probe && degraded) {
@@ -180,36 +189,56 @@ export function createTenantLimiter(
   return { consume }
 }
 
-/** Consumes window by window, shortest first; stops at the first refusal. */
-async function consumeWindows(
-  plan: Plan,
-  tenant: string,
-  points: number,
-  useStore: boolean,
-  deadline?: Promise<never>,
-): Promise<Outcome> {
+/** The store's counts, shortest window first, up to the first window over its points. */
+function outcomeOf(plan: Plan, counts: readonly StoreCount[]): Outcome {
   const states: State[] = []
-  for (const window of plan.windows) {
-    const limiter = useStore ? window.limiter : window.fallback
-    const pending = limiter.consume(`{${tenant}}${window.keySuffix}`, points).then(
-      (res) => stateOf(window, res, true),
-      (rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) return stateOf(window, rejection, false)
-        throw rejection
-      },
-    )
-    const [state, admitted] = await (deadline ? Promise.race([pending, deadline]) : pending)
+  for (const [index, window] of plan.windows.entries()) {
+    const count = counts[index]
+    if (count === undefined) break
+    const [state, admitted] = stateOf(window, count.consumed, count.msBeforeReset, window.points)
     if (!admitted) return { admitted: false, state }
     states.push(state)
   }
   return { admitted: true, states }
 }
 
-function stateOf(window: Window, res: RateLimiterRes, admitted: boolean): [State, boolean] {
-  // A key without a TTL cannot come from rate-limiter-flexible's script; never report "no reset".
-  const msBeforeReset = res.msBeforeNext > 0 ? res.msBeforeNext : window.durationSeconds * 1000
-  const remaining = Math.max(0, window.points - res.consumedPoints)
-  return [{ window, remaining: admitted ? remaining : 0, msBeforeReset }, admitted]
+/**
+ * Consumes window by window in process memory, shortest first; stops at the first refusal.
+ * Each window admits `ceil(points / divisor)`.
+ */
+async function consumeInMemory(
+  plan: Plan,
+  tenant: string,
+  points: number,
+  divisor: number,
+): Promise<Outcome> {
+  const states: State[] = []
+  for (const window of plan.windows) {
+    const res = await window.memory
+      .consume(`{${tenant}}${window.keySuffix}`, points)
+      .catch((rejection: unknown) => {
+        if (rejection instanceof RateLimiterRes) return rejection
+        throw rejection
+      })
+    const share = Math.ceil(window.points / divisor)
+    const [state, admitted] = stateOf(window, res.consumedPoints, res.msBeforeNext, share)
+    if (!admitted) return { admitted: false, state }
+    states.push(state)
+  }
+  return { admitted: true, states }
+}
+
+function stateOf(
+  window: Window,
+  consumed: number,
+  msBeforeNext: number,
+  limit: number,
+): [State, boolean] {
+  // A key without a TTL cannot come from the scripts; never report "no reset".
+  const msBeforeReset = msBeforeNext > 0 ? msBeforeNext : window.durationSeconds * 1000
+  const admitted = consumed <= limit
+  const remaining = admitted ? limit - consumed : 0
+  return [{ window, remaining, msBeforeReset }, admitted]
 }
 
 /** The spent window that resets last, so that `Retry-After` is never too early. */
@@ -246,20 +275,6 @@ function rememberSpent(tenant: string, outcome: Outcome): void {
   }
 }
 
-function startDeadline(ms: number): { promise: Promise<never>; clear: () => void } {
-  let timer: NodeJS.Timeout | undefined
-  const promise = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new Error(`rate-limit store did not answer within ${ms} ms`)
-      error.name = 'TimeoutError'
-      reject(error)
-    }, ms)
-    timer.unref()
-  })
-  promise.catch(noop)
-  return { promise, clear: () => clearTimeout(timer) }
-}
-
 function checkedCost(cost: unknown): number {
   if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 1) return cost
   throw new TypeError(
@@ -267,33 +282,14 @@ function checkedCost(cost: unknown): number {
   )
 }
 
-function buildWindow(
-  plan: string,
-  window: RateLimitWindow,
-  count: number,
-  o: NormalizedRateLimitOptions,
-): Window {
+function buildWindow(plan: string, window: RateLimitWindow, count: number): Window {
   const name = window.name ?? (count === 1 ? plan : `${plan}-${window.durationSeconds}s`)
-  const limits = { points: window.points, duration: window.durationSeconds }
   return {
     name,
     points: window.points,
     durationSeconds: window.durationSeconds,
     keySuffix: `:${plan}:${window.durationSeconds}`,
-    limiter:
-      o.redis === undefined
-        ? new RateLimiterMemory({ ...limits, keyPrefix: o.keyPrefix })
-        : new RateLimiterRedis({
-            ...limits,
-            keyPrefix: o.keyPrefix,
-            storeClient: o.redis,
-            // Fails at once while ioredis reconnects instead of queueing the command.
-            rejectIfRedisNotReady: true,
-          }),
-    fallback: new RateLimiterMemory({
-      points: Math.ceil(window.points / o.fallbackDivisor),
-      duration: window.durationSeconds,
-    }),
+    memory: new RateLimiterMemory({ points: window.points, duration: window.durationSeconds }),
     blocked: new Map(),
   }
 }

@@ -3,8 +3,10 @@
  * freezes (SIGSTOP) and restores. Several limiter instances with their own ioredis clients stand
  * for several gateway processes sharing one Redis.
  */
+import { execFileSync } from 'node:child_process'
+
 import type { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { GateEvent } from '../src/events.js'
 import type { RateLimitOptions, TenantLimiter } from '../src/rate-limit.js'
@@ -16,6 +18,11 @@ import type { RedisServer } from './helpers/redis.js'
 import { startRedisServer, waitForReady } from './helpers/redis.js'
 
 const STORE_TIMEOUT_MS = 50
+/**
+ * For tests that wait out no deadline: a shared, loaded machine can delay a healthy Redis past
+ * 50 ms, which would turn a test of something else into a test of the timeout.
+ */
+const ROOMY_TIMEOUT_MS = 500
 /** Generous on purpose: a loaded 2-core CI machine delays timers by tens of milliseconds. */
 const MARGIN_MS = 250
 
@@ -345,12 +352,245 @@ describe('createTenantLimiter (Redis store)', () => {
         { type: 'limiter_fallback', engaged: true, policy },
       ])
       expect(events.find(({ type }) => type === 'limiter_store_error')).toMatchObject({
-        error: { name: 'TimeoutError' },
+        error: { name: 'LimiterStoreError', code: 'ERR_STORE_TIMEOUT' },
       })
       await recover(limiter, events)
       const before = Number(await admin.get(`${keyPrefix}:{acme}:default:60`))
       await attempt(limiter)
       expect(Number(await admin.get(`${keyPrefix}:{acme}:default:60`))).toBe(before + 1)
+    })
+  })
+
+  it('counts nothing in Redis for the commands that timed out while it was frozen, once it resumes', async ({
+    annotate,
+  }) => {
+    const events: GateEvent[] = []
+    const keyPrefix = nextPrefix()
+    const client = await server.client()
+    const limiter = createTenantLimiter(
+      normalizeRateLimitOptions({
+        keyPrefix,
+        windows: [{ points: 100, durationSeconds: 60 }],
+        storeTimeoutMs: STORE_TIMEOUT_MS,
+        // Every request tries the store: each one leaves a command in the frozen server's socket.
+        storeRetryIntervalMs: 0,
+        onStoreError: 'deny',
+        store: { redis: client },
+      }),
+      { emit: (event) => events.push(event) },
+    )
+    const key = `${keyPrefix}:{acme}:default:60`
+    expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
+    server.freeze()
+    const whileFrozen: Attempt[] = []
+    try {
+      for (let index = 0; index < 8; index++) whileFrozen.push(await attempt(limiter))
+    } finally {
+      server.thaw()
+    }
+    // Replies come in order on one connection: once PING answers, Redis has run the 8 commands.
+    expect(await client.ping()).toBe('PONG')
+    const afterThaw = await admin.get(key)
+    expect(afterThaw).toBeNull()
+    expect(countByStatus(whileFrozen)).toEqual({ 503: 8 })
+    expect(events.find(({ type }) => type === 'limiter_store_error')).toMatchObject({
+      error: { code: 'ERR_STORE_TIMEOUT' },
+    })
+    // Counting again from zero: the next request is the tenant's first point.
+    expect((await attempt(limiter)).status).toBe(200)
+    expect(await admin.get(key)).toBe('1')
+    await annotate(
+      `8 requests timed out while Redis was frozen; counter after thaw: ${afterThaw ?? 'absent'}; after one more request: 1`,
+    )
+  })
+
+  it('fails the request in flight over at once when Redis dies, without waiting for the deadline', async ({
+    annotate,
+  }) => {
+    const events: GateEvent[] = []
+    const limiter = await limiterOnServer(
+      {
+        windows: [{ points: 10, durationSeconds: 60 }],
+        // Far beyond the test's own timeout: only the closed connection can end the wait.
+        storeTimeoutMs: 10_000,
+        storeRetryIntervalMs: 60_000,
+        onStoreError: 'deny',
+      },
+      events,
+    )
+    expect((await attempt(limiter)).status).toBe(200)
+    try {
+      // Frozen first, so that the command is certainly in flight (unanswered) when Redis dies.
+      server.freeze()
+      const inFlight = attempt(limiter)
+      const killedAt = performance.now()
+      await server.kill()
+      const refused = await inFlight
+      expect(refused.status).toBe(503)
+      expect(events.find(({ type }) => type === 'limiter_store_error')).toMatchObject({
+        error: { code: 'ERR_STORE_CLOSED' },
+      })
+      await annotate(
+        `request in flight when Redis died answered ${(performance.now() - killedAt).toFixed(1)} ms after the kill (storeTimeoutMs 10000)`,
+      )
+    } finally {
+      await server.restart()
+      await waitForReady(admin)
+    }
+  })
+
+  it('divides the limit between the instances seen on the store while it is down', async ({
+    annotate,
+  }) => {
+    const keyPrefix = nextPrefix()
+    const options = {
+      keyPrefix,
+      windows: [{ points: 5, durationSeconds: 60 }],
+      storeTimeoutMs: ROOMY_TIMEOUT_MS,
+      storeRetryIntervalMs: 60_000,
+    }
+    const instances = await Promise.all(
+      [1, 2].map(async () =>
+        createTenantLimiter(
+          normalizeRateLimitOptions({ ...options, store: { redis: await server.client() } }),
+          { emit: undefined },
+        ),
+      ),
+    )
+    const [first, second] = instances as [TenantLimiter, TenantLimiter]
+    // Each instance announces itself at most once a second and learns the count from the answer:
+    // the first one to announce sees the other at its next announcement.
+    await attempt(first, tenant('warm-up'))
+    await attempt(second, tenant('warm-up'))
+    const seen = () => admin.zcard(`${keyPrefix}:instances`)
+    expect(await seen()).toBe(2)
+    await sleep(1100)
+    await attempt(first, tenant('warm-up'))
+    await attempt(second, tenant('warm-up'))
+    await admin.ping()
+    await server.kill()
+    try {
+      const admitted: number[] = []
+      for (const limiter of [first, second]) {
+        const attempts: Attempt[] = []
+        for (let index = 0; index < 6; index++) attempts.push(await attempt(limiter))
+        expect(countByStatus(attempts)).toEqual({ 200: 3, 429: 3 })
+        admitted.push(attempts.filter(({ status }) => status === 200).length)
+      }
+      await annotate(
+        `Redis down, limit 5, 2 instances seen: admitted ${admitted.join(' + ')} (ceil(5 / 2) each)`,
+      )
+    } finally {
+      await server.restart()
+      await waitForReady(admin)
+    }
+  })
+
+  it('admits ceil(points / fallbackDivisor) per instance while Redis is down, with a set divisor', async () => {
+    const limiter = await limiterOnServer({
+      windows: [{ points: 5, durationSeconds: 60 }],
+      storeTimeoutMs: ROOMY_TIMEOUT_MS,
+      storeRetryIntervalMs: 60_000,
+      fallbackDivisor: 3,
+    })
+    expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
+    await server.kill()
+    try {
+      const attempts: Attempt[] = []
+      for (let index = 0; index < 4; index++) attempts.push(await attempt(limiter))
+      expect(countByStatus(attempts)).toEqual({ 200: 2, 429: 2 })
+      // The fields count against the share this instance admits, not the whole limit.
+      expect(attempts[1]?.headers['RateLimit']).toMatch(/^"default";r=0;t=(59|60)$/)
+    } finally {
+      await server.restart()
+      await waitForReady(admin)
+    }
+  })
+
+  it('uses the answer Redis gave in time even when the event loop was blocked past the deadline', async () => {
+    const events: GateEvent[] = []
+    const limiter = await limiterOnServer(
+      { windows: [{ points: 3, durationSeconds: 60 }], storeTimeoutMs: ROOMY_TIMEOUT_MS },
+      events,
+    )
+    const keyPrefix = `test${prefixCounter}`
+    expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
+    const pending = Promise.all(Array.from({ length: 5 }, () => attempt(limiter)))
+    // Blocked, as by CPU work, until Redis has run all 5 and the deadline is long past: the
+    // answers wait unread in the socket while every deadline timer is overdue.
+    const started = performance.now()
+    let counted = 0
+    // Gives up after 10 s (Redis called the commands late): the counts below then fail.
+    while (
+      (counted < 5 || performance.now() - started < 2 * ROOMY_TIMEOUT_MS) &&
+      performance.now() - started < 10_000
+    ) {
+      const reply = execFileSync('redis-cli', [
+        '-p',
+        String(server.port),
+        'GET',
+        `${keyPrefix}:{acme}:default:60`,
+      ])
+      counted = Number(reply.toString().trim()) || 0
+    }
+    expect(countByStatus(await pending)).toEqual({ 200: 3, 429: 2 })
+    expect(events.filter(({ type }) => type !== 'rate_limited')).toEqual([])
+  })
+
+  describe('with clocks that disagree with Redis', () => {
+    afterEach(() => {
+      vi.useRealTimers()
+    })
+    // Only Date is faked, and it keeps running: timers, sockets and Redis stay real.
+    const shiftClock = (ms: number) => {
+      vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true })
+      vi.setSystemTime(Date.now() + ms)
+    }
+
+    it('still counts nothing for commands that timed out while Redis was frozen when our clock runs 5 s ahead', async () => {
+      shiftClock(5000)
+      const client = await server.client()
+      const keyPrefix = nextPrefix()
+      const limiter = createTenantLimiter(
+        normalizeRateLimitOptions({
+          keyPrefix,
+          windows: [{ points: 100, durationSeconds: 60 }],
+          storeTimeoutMs: STORE_TIMEOUT_MS,
+          storeRetryIntervalMs: 0,
+          onStoreError: 'deny',
+          store: { redis: client },
+        }),
+        { emit: undefined },
+      )
+      // The first answer teaches the limiter where Redis's clock is.
+      expect((await attempt(limiter)).status).toBe(200)
+      server.freeze()
+      const whileFrozen: Attempt[] = []
+      try {
+        for (let index = 0; index < 3; index++) whileFrozen.push(await attempt(limiter))
+      } finally {
+        server.thaw()
+      }
+      expect(await client.ping()).toBe('PONG')
+      // Taken at face value, our clock would have put the deadline 5 s later in Redis's clock.
+      expect(await admin.get(`${keyPrefix}:{acme}:default:60`)).toBe('1')
+      expect(countByStatus(whileFrozen)).toEqual({ 503: 3 })
+    })
+
+    it('corrects its estimate after our clock steps back 5 s, and counts the request once', async () => {
+      const events: GateEvent[] = []
+      const limiter = await limiterOnServer(
+        { windows: [{ points: 100, durationSeconds: 60 }], storeTimeoutMs: ROOMY_TIMEOUT_MS },
+        events,
+      )
+      const keyPrefix = `test${prefixCounter}`
+      expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
+      shiftClock(-5000)
+      // Redis calls the first command late; its early answer shows the estimate is off.
+      expect((await attempt(limiter)).status).toBe(200)
+      expect((await attempt(limiter)).status).toBe(200)
+      expect(events).toEqual([])
+      expect(await admin.get(`${keyPrefix}:{acme}:default:60`)).toBe('2')
     })
   })
 

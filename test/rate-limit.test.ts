@@ -554,6 +554,11 @@ describe('createTenantLimiter (memory store)', () => {
         /"rateLimit.fallbackDivisor" must be a whole number from 1/,
       ],
       [
+        'a fallbackDivisor that is another string',
+        { windows, fallbackDivisor: 'instances' },
+        /"rateLimit.fallbackDivisor" must be 'auto' or a whole number from 1 to 10000 \(got a string of length 9\)/,
+      ],
+      [
         'an unknown header mode',
         { windows, headers: 'draft-7' },
         /"rateLimit.headers" must be one of 'draft-10', 'legacy', 'both', false/,

@@ -142,8 +142,9 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
     child = undefined
     if (running === undefined || running.exitCode !== null || running.signalCode !== null) return
     const exited = new Promise((resolve) => running.once('exit', resolve))
-    running.kill('SIGCONT')
+    // SIGKILL first: a frozen server dies without running what is in its socket buffers.
     running.kill('SIGKILL')
+    running.kill('SIGCONT')
     await exited
   }
 

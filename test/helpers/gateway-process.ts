@@ -1,0 +1,162 @@
+/**
+ * One gateway process for the limiter tests: a child (`node --import tsx`) with its own event
+ * loop, ioredis client and tenant limiter, driven over IPC by {@link startGatewayProcess}. Two of
+ * them stand for two gateway replicas behind a load balancer, sharing one Redis.
+ *
+ * A burst starts its requests' store commands, then keeps the event loop busy with CPU work
+ * (key derivations, as a busy gateway verifying tokens would) until Redis has executed every
+ * command of the burst, across all processes, and the store deadline has long passed. So when
+ * the loop is free again the replies are already waiting in the socket and every deadline timer
+ * is overdue: the state a gateway is in after a CPU-saturating burst, made certain instead of
+ * likely.
+ *
+ * @module
+ */
+import { type ChildProcess, execFileSync, fork } from 'node:child_process'
+import { pbkdf2Sync } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
+
+import { Redis } from 'ioredis'
+
+import type { GateEvent } from '../../src/events.js'
+import type { RateLimitOptions } from '../../src/rate-limit.js'
+import { createTenantLimiter } from '../../src/rate-limit.js'
+import { normalizeRateLimitOptions } from '../../src/rate-limit-options.js'
+import { get, token } from './limiter-fixtures.js'
+import { failFast, waitForReady } from './redis.js'
+
+/** What a burst asks of one gateway process. */
+export interface BurstOrder {
+  readonly tenant: string
+  readonly requests: number
+  /** The Redis key that counts the tenant's points, and the count meaning "every command ran". */
+  readonly counterKey: string
+  readonly commandsInBurst: number
+  /** How long the event loop stays busy at least, in ms (wall clock: the stimulus, not a check). */
+  readonly busyAtLeastMs: number
+}
+
+/** What one gateway process saw in a burst. */
+export interface BurstReport {
+  readonly admitted: number
+  readonly refused: number
+  readonly unavailable: number
+  /** `limiter_store_error` (with the error's code) and `limiter_fallback` events in the burst. */
+  readonly storeEvents: readonly string[]
+  /** How long the event loop was held, in ms (for the report, never asserted). */
+  readonly busyMs: number
+}
+
+type Order =
+  | { readonly type: 'start'; readonly port: number; readonly options: RateLimitOptions }
+  | ({ readonly type: 'burst' } & BurstOrder)
+
+/** The parent's handle on one gateway process. */
+export interface GatewayProcess {
+  burst(order: BurstOrder): Promise<BurstReport>
+  stop(): void
+}
+
+const HERE = fileURLToPath(import.meta.url)
+
+/** Forks a gateway process whose limiter uses the Redis on `port` with `options`. */
+export async function startGatewayProcess(
+  port: number,
+  options: Omit<RateLimitOptions, 'store'>,
+): Promise<GatewayProcess> {
+  const child: ChildProcess = fork(HERE, ['--gateway-process'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const next = () =>
+    new Promise<unknown>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`gateway process exited (${code})`))
+      child.once('exit', onExit)
+      child.once('message', (message) => {
+        child.off('exit', onExit)
+        resolve(message)
+      })
+    })
+  const ready = next()
+  child.send({ type: 'start', port, options } satisfies Order)
+  await ready
+  return {
+    async burst(order) {
+      const report = next()
+      child.send({ type: 'burst', ...order } satisfies Order)
+      return (await report) as BurstReport
+    },
+    stop: () => child.kill('SIGKILL'),
+  }
+}
+
+async function serve(): Promise<void> {
+  let limiter: ReturnType<typeof createTenantLimiter> | undefined
+  let port = 0
+  let storeTimeoutMs = 50
+  const events: GateEvent[] = []
+
+  process.on('message', async (order: Order) => {
+    if (order.type === 'start') {
+      port = order.port
+      storeTimeoutMs = order.options.storeTimeoutMs ?? 50
+      const redis = new Redis({ host: '127.0.0.1', port, ...failFast })
+      redis.on('error', () => {})
+      await waitForReady(redis)
+      limiter = createTenantLimiter(
+        normalizeRateLimitOptions({ ...order.options, store: { redis } }),
+        { emit: (event) => events.push(event) },
+      )
+      // Loads the script into Redis, so that the burst's commands run without a round trip more.
+      await limiter.consume({ id: 'warm-up', plan: undefined }, get, token)
+      process.send?.({ type: 'ready' })
+      return
+    }
+    if (limiter === undefined) throw new Error('burst before start')
+    events.length = 0
+    const pending = Array.from({ length: order.requests }, () =>
+      (limiter as NonNullable<typeof limiter>)
+        .consume({ id: order.tenant, plan: undefined }, get, token)
+        .then(
+          () => 200,
+          (error: { status?: number }) => error.status ?? 500,
+        ),
+    )
+    const busyMs = keepBusy(port, order, storeTimeoutMs)
+    const statuses = await Promise.all(pending)
+    process.send?.({
+      admitted: statuses.filter((status) => status === 200).length,
+      refused: statuses.filter((status) => status === 429).length,
+      unavailable: statuses.filter((status) => status !== 200 && status !== 429).length,
+      storeEvents: events.flatMap((event) => {
+        if (event.type === 'limiter_fallback') return [`${event.type} engaged: ${event.engaged}`]
+        if (event.type !== 'limiter_store_error') return []
+        const { code, message } = event.error as { code?: string; message?: string }
+        return [`${event.type}: ${code ?? message}`]
+      }),
+      busyMs,
+    } satisfies BurstReport)
+  })
+}
+
+/**
+ * CPU work on the event loop until Redis has run every command of the burst (asked synchronously,
+ * through redis-cli) and at least `busyAtLeastMs` has passed; gives up after 3 s, and the burst's
+ * counts then show whatever the limiter made of it.
+ */
+function keepBusy(port: number, order: BurstOrder, storeTimeoutMs: number): number {
+  const started = performance.now()
+  const minimum = Math.max(order.busyAtLeastMs, 2 * storeTimeoutMs)
+  let counted = 0
+  while (performance.now() - started < 3000) {
+    for (let index = 0; index < 5; index++) pbkdf2Sync('password', 'salt', 1000, 32, 'sha256')
+    if (counted < order.commandsInBurst) {
+      const reply = execFileSync('redis-cli', ['-p', String(port), 'GET', order.counterKey])
+      counted = Number(reply.toString().trim()) || 0
+    }
+    if (counted >= order.commandsInBurst && performance.now() - started >= minimum) break
+  }
+  return performance.now() - started
+}
+
+if (process.argv.includes('--gateway-process')) void serve()
