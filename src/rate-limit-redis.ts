@@ -60,7 +60,7 @@ export interface RedisStore {
   instances(): number
 }
 
-// KEYS: the windows' keys, shortest first. ARGV: points, deadline (Redis clock, ms), then seconds
+// KEYS: the windows' keys, shortest first. ARGV: points, deadline (Redis clock, ms, exclusive), then seconds
 // and points of each window. Answers {1, now, consumed, pttl, ...} or {0, now} when late.
 // TIME in a script that writes needs effect replication: the default from Redis 5, asked for on
 // older servers.
@@ -68,7 +68,7 @@ const CONSUME_SCRIPT = `
 if redis.replicate_commands then redis.replicate_commands() end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if now > tonumber(ARGV[2]) then return {0, now} end
+if now >= tonumber(ARGV[2]) then return {0, now} end
 local reply = {1, now}
 for i, key in ipairs(KEYS) do
   local seconds = ARGV[1 + 2 * i]
@@ -140,12 +140,28 @@ export function createRedisStore(
   let instances = 1
   let heartbeatAt = Number.NEGATIVE_INFINITY
   /**
-   * Redis's clock minus ours, from above: each answer bounds it by (Redis's TIME when the script
-   * ran) − (our clock when we sent it), and the smallest bound is the tightest. The deadline
-   * sent to Redis is ours plus this, so clock skew neither refuses commands that ran in time nor
-   * counts late ones beyond the one-way latency of the best sample. Unknown: 0 (synced clocks).
+   * Redis's clock minus ours, from below. An answer bounds it between (Redis's TIME when the
+   * script ran) − (our clock when we read the answer) and the same − (our clock when we sent
+   * it); the largest lower bound is the tightest. The deadline sent to Redis is ours plus this,
+   * so Redis never counts a command it runs after this process gave up on it, whatever the skew
+   * (one it runs just before, whose answer is still on its way when the deadline fires, counts
+   * and falls back: charged twice, never admitted twice). An estimate from above would leave a
+   * window of one latency after our deadline in which a stalled command still counts. A sample
+   * whose upper bound is below the estimate means Redis's clock stepped back: start from it.
+   * Unknown: 0 (synced clocks).
    */
   let clockOffsetMs: number | undefined
+
+  function learnClockOffset(redisNow: number, sentAt: number, receivedAt: number): void {
+    // Both clocks are read in whole milliseconds: a floored sample can overstate the lower
+    // bound by up to 1 ms, and a command Redis runs in the millisecond our timer fires must
+    // count as late (the script compares with >=).
+    const low = redisNow - receivedAt - 1
+    const high = redisNow - sentAt
+    if (clockOffsetMs === undefined || high < clockOffsetMs || low > clockOffsetMs) {
+      clockOffsetMs = low
+    }
+  }
 
   function heartbeat(now: number): void {
     if (now - heartbeatAt < INSTANCE_HEARTBEAT_MS) return
@@ -200,16 +216,14 @@ export function createRedisStore(
         ).then(
           (reply) => {
             const answer = reply as number[]
-            const redisNow = Number(answer[1])
-            const sample = redisNow - sentAt
-            if (clockOffsetMs === undefined || sample < clockOffsetMs) clockOffsetMs = sample
+            const receivedAt = Date.now()
+            learnClockOffset(Number(answer[1]), sentAt, receivedAt)
             if (settled) return
             if (answer[0] === 1) return finish(undefined, countsOf(answer))
-            if (!corrected && Date.now() < startedAt + timeoutMs) {
+            if (!corrected && receivedAt < startedAt + timeoutMs) {
               // Redis says late, yet its answer came before our deadline: our estimate of its
-              // clock was too low (a clock step). Take this bound and ask once more.
-              clockOffsetMs = sample
-              return send(Date.now(), true)
+              // clock was too low (a clock step forward, now learnt). Ask once more.
+              return send(receivedAt, true)
             }
             finish(new LimiterStoreError('ERR_STORE_LATE', 'rate-limit store ran the command late'))
           },
