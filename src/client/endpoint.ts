@@ -177,12 +177,18 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
   }
 }
 
+// Node 20 has no webcrypto.CryptoKey export; the global is there from Node 17.
+function isCryptoKey(value: unknown): value is webcrypto.CryptoKey {
+  const constructor = (globalThis as { CryptoKey?: new () => unknown }).CryptoKey
+  return typeof constructor === 'function' && value instanceof constructor
+}
+
 /** Imports a private key for signing client assertions (node:crypto's WebCrypto). */
 async function signingKey(
   input: PrivateKeyInput,
   algorithm: NormalizedTokenSourceOptions['privateKeyAlgorithm'],
 ): Promise<webcrypto.CryptoKey> {
-  if (input instanceof webcrypto.CryptoKey) return input
+  if (isCryptoKey(input)) return input
   const keyObject =
     input instanceof KeyObject
       ? input

@@ -67,6 +67,13 @@ interface Slot {
   lastDroppedAt: number
 }
 
+/** A token that arrived, and from where (`undefined`: the held one, kept while another renews). */
+interface Arrival {
+  readonly held: Held
+  readonly from: 'provider' | 'shared_cache' | undefined
+  readonly durationMs: number
+}
+
 const MAX_SLOTS = 1000
 const DROP_INTERVAL_MS = 10_000
 const SHARED_CACHE_TIMEOUT_MS = 1000
@@ -226,7 +233,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
   }
 
   /** Asks the provider, retrying retryable failures with exponential backoff and full jitter. */
-  async function requestWithRetries(slot: Slot): Promise<Held> {
+  async function requestWithRetries(slot: Slot): Promise<Arrival> {
     const renewal = slot.current !== undefined
     const startedAt = performance.now()
     for (let attempt = 1; ; attempt++) {
@@ -240,14 +247,11 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
           obtainedAt: requestedAt,
           expiresInSeconds: result.expiresInSeconds,
         }
-        emit?.({
-          type: renewal ? 'token_renewed' : 'token_obtained',
-          ...slot.facts,
+        return {
+          held: hold(token, undefined),
           from: 'provider',
-          expiresInSeconds: result.expiresInSeconds,
           durationMs: performance.now() - startedAt,
-        })
-        return hold(token, undefined)
+        }
       } catch (error) {
         const failure = isTokenSourceError(error)
           ? error
@@ -275,15 +279,8 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
     }
   }
 
-  function adopt(slot: Slot, token: SharedToken, raw: string): Held {
-    emit?.({
-      type: slot.current === undefined ? 'token_obtained' : 'token_renewed',
-      ...slot.facts,
-      from: 'shared_cache',
-      expiresInSeconds: token.expiresInSeconds,
-      durationMs: 0,
-    })
-    return hold(token, raw)
+  function adopt(token: SharedToken, raw: string): Arrival {
+    return { held: hold(token, raw), from: 'shared_cache', durationMs: 0 }
   }
 
   function sharedError(error: unknown): void {
@@ -291,7 +288,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
   }
 
   /** With a shared cache: take a newer token another instance stored, or renew under the lock. */
-  async function viaSharedCache(slot: Slot, cache: SharedCache, key: string): Promise<Held> {
+  async function viaSharedCache(slot: Slot, cache: SharedCache, key: string): Promise<Arrival> {
     let locked = false
     try {
       const seen = await cache.read(key)
@@ -299,11 +296,13 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
         read !== undefined &&
         read.raw !== slot.current?.sharedRaw &&
         now() < hold(read.token, read.raw).renewAt
-      if (seen !== undefined && fresh(seen)) return adopt(slot, seen.token, seen.raw)
+      if (seen !== undefined && fresh(seen)) return adopt(seen.token, seen.raw)
       locked = await cache.lock(key, owner)
       if (!locked) {
         // Another instance is renewing: keep serving ours if we may, else wait for theirs.
-        if (slot.current !== undefined && usable(slot, now())) return slot.current
+        if (slot.current !== undefined && usable(slot, now())) {
+          return { held: slot.current, from: undefined, durationMs: 0 }
+        }
         // Real time, not the clock option: this waits for another instance, in this world.
         const until = performance.now() + (settings.sharedCache?.lockMs ?? 0)
         while (performance.now() < until && !stopped.signal.aborted) {
@@ -314,7 +313,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
             next.raw !== seen?.raw &&
             now() < hold(next.token, next.raw).usableUntil
           ) {
-            return adopt(slot, next.token, next.raw)
+            return adopt(next.token, next.raw)
           }
         }
       }
@@ -322,13 +321,14 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
       if (isTokenSourceError(error)) throw error
       sharedError(error)
     }
-    let held: Held
+    let arrival: Arrival
     try {
-      held = await requestWithRetries(slot)
+      arrival = await requestWithRetries(slot)
     } catch (error) {
       if (locked) cache.unlock(key, owner).catch(sharedError)
       throw error
     }
+    const { held } = arrival
     try {
       const token: SharedToken = {
         accessToken: held.accessToken,
@@ -336,30 +336,41 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
         expiresInSeconds: held.expiresInSeconds,
       }
       const raw = await cache.write(key, token, held.usableUntil - now(), owner)
-      return { ...held, sharedRaw: raw }
+      return { ...arrival, held: { ...held, sharedRaw: raw } }
     } catch (error) {
       sharedError(error)
-      return held
+      return arrival
     }
   }
 
   /** The one flight of a slot: its result replaces the held token; its failure pauses the slot. */
   function fly(slot: Slot): Promise<Held> {
     const flight = (async () => {
-      const held =
+      const arrival =
         shared !== undefined && slot.sharedKey !== undefined
           ? await viaSharedCache(slot, shared, slot.sharedKey)
           : await requestWithRetries(slot)
       if (stopped.signal.aborted) throw closedError()
-      return held
+      return arrival
     })()
     slot.pending = flight.then(
-      (held) => {
+      ({ held, from, durationMs }) => {
+        const renewal = slot.current !== undefined
         slot.current = held
         slot.failures = 0
         slot.retryAt = 0
         slot.lastError = undefined
         slot.pending = undefined
+        // Reported once the new token is in place: a listener calling get() already receives it.
+        if (from !== undefined) {
+          emit?.({
+            type: renewal ? 'token_renewed' : 'token_obtained',
+            ...slot.facts,
+            from,
+            expiresInSeconds: held.expiresInSeconds,
+            durationMs,
+          })
+        }
         return held
       },
       (error: unknown) => {

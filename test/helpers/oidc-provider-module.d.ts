@@ -46,9 +46,10 @@ declare module 'oidc-provider' {
     save(): Promise<string>
   }
 
+  export const errors: { InvalidTarget: new (description?: string) => Error }
+
   export default class Provider {
     constructor(issuer: string, configuration: Configuration)
-    static errors: { InvalidTarget: new (description?: string) => Error }
     Grant: typeof Grant
     callback(): (req: IncomingMessage, res: ServerResponse) => Promise<void>
     on(event: 'grant.success', listener: (ctx: KoaContextWithOIDC) => void): this

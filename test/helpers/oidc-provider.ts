@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net'
 
 import Provider, {
   type ClientMetadata,
+  errors,
   type Configuration,
   type KoaContextWithOIDC,
 } from 'oidc-provider'
@@ -81,7 +82,8 @@ export interface AuthorizeRequest {
   readonly clientId: string
   readonly redirectUri: string
   readonly scope: string
-  readonly resource?: string
+  /** Resource indicators the code (and its refresh token) may later be exchanged for. */
+  readonly resource?: string | readonly string[]
   readonly user?: string
 }
 
@@ -152,7 +154,7 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
           useGrantedResource: async () => true,
           getResourceServerInfo: async (_ctx: unknown, indicator: string) => {
             const audience = resources[indicator]
-            if (audience === undefined) throw new Provider.errors.InvalidTarget()
+            if (audience === undefined) throw new errors.InvalidTarget()
             return {
               audience,
               scope: resourceScopes,
@@ -216,8 +218,8 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       clientId: String(details.params['client_id']),
     })
     grant.addOIDCScope(String(details.params['scope']))
-    const resource = details.params['resource'] as string | undefined
-    if (resource !== undefined) grant.addResourceScope(resource, resourceScopes)
+    // The user consents for every product, so a refresh token can be exchanged for any of them.
+    for (const resource of Object.keys(resources)) grant.addResourceScope(resource, resourceScopes)
     const grantId = await grant.save()
     await provider.interactionFinished(
       req,
@@ -276,15 +278,16 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     },
     async authorize(request) {
       const target = new URL(`${issuerOf(request.realm)}${KEYCLOAK_ROUTES.authorization}`)
-      target.search = new URLSearchParams({
+      const query = new URLSearchParams({
         client_id: request.clientId,
         redirect_uri: request.redirectUri,
         response_type: 'code',
         scope: request.scope,
         prompt: 'consent',
         login_hint: request.user ?? 'user-1',
-        ...(request.resource === undefined ? {} : { resource: request.resource }),
-      }).toString()
+      })
+      for (const resource of [request.resource ?? []].flat()) query.append('resource', resource)
+      target.search = query.toString()
       const cookies = new Map<string, string>()
       let next = target.href
       for (let hop = 0; hop < 10; hop++) {
