@@ -4,9 +4,8 @@
  * that what the client side obtains, the resource-server side admits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { createGate, keycloak } from '../../src/index.js'
 import { createTokenSource, fromEnv, type TokenSourceOptions } from '../../src/client/index.js'
+import { createGate, keycloak } from '../../src/index.js'
 import {
   assertionKey,
   claimsOf,
