@@ -163,7 +163,7 @@ function summarize(events: readonly TokenSourceEvent[]): string {
           return `renewed (expires in ${event.expiresInSeconds} s)`
         case 'token_request_failed':
           return `failed (${event.code})`
-        case 'shared_cache_error':
+        default:
           return 'shared cache error'
       }
     })

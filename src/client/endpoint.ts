@@ -179,8 +179,8 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
 
 // Node 20 has no webcrypto.CryptoKey export; the global is there from Node 17.
 function isCryptoKey(value: unknown): value is webcrypto.CryptoKey {
-  const constructor = (globalThis as { CryptoKey?: new () => unknown }).CryptoKey
-  return typeof constructor === 'function' && value instanceof constructor
+  const CryptoKeyClass = (globalThis as { CryptoKey?: new () => unknown }).CryptoKey
+  return typeof CryptoKeyClass === 'function' && value instanceof CryptoKeyClass
 }
 
 /** Imports a private key for signing client assertions (node:crypto's WebCrypto). */

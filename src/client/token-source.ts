@@ -460,7 +460,8 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
 function warnIfInsecure(endpoint: string, clientId: string): void {
   const url = new URL(endpoint)
   if (url.protocol !== 'http:') return
-  if (url.hostname === 'localhost' || url.hostname === '[::1]' || url.hostname.startsWith('127.')) return
+  if (url.hostname === 'localhost' || url.hostname === '[::1]' || url.hostname.startsWith('127.'))
+    return
   process.emitWarning(
     `token source of client "${clientId}" sends its credentials over plain http to ${url.host} (allowInsecureHttp: true)`,
     { code: 'TOLLGATE_INSECURE_HTTP' },

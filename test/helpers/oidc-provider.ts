@@ -18,8 +18,8 @@ import type { AddressInfo } from 'node:net'
 
 import Provider, {
   type ClientMetadata,
-  errors,
   type Configuration,
+  errors,
   type KoaContextWithOIDC,
 } from 'oidc-provider'
 
