@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { TokenParameters } from './options.js'
+import type { TokenParameters } from './parameters.js'
 import type { TokenSource } from './token-source.js'
 
 /** Options of {@link createAuthorizedFetch}. */

@@ -12,11 +12,8 @@ import * as oidc from 'openid-client'
 
 import { TokenSourceError, type TokenSourceErrorCode } from './errors.js'
 import type { GrantType } from './events.js'
-import type {
-  NormalizedParameters,
-  NormalizedTokenSourceOptions,
-  PrivateKeyInput,
-} from './options.js'
+import type { NormalizedTokenSourceOptions, PrivateKeyInput } from './options.js'
+import type { NormalizedParameters } from './parameters.js'
 import { resolveSecret } from './secrets.js'
 
 /** What a token request yields. */

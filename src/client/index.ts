@@ -22,9 +22,9 @@ export type {
   RenewalOptions,
   RetryOptions,
   SharedCacheOptions,
-  TokenParameters,
   TokenSourceOptions,
 } from './options.js'
+export type { TokenParameters } from './parameters.js'
 export type { EnvReference, SecretInput } from './secrets.js'
 export { fromEnv } from './secrets.js'
 export type { TokenSource } from './token-source.js'

@@ -19,6 +19,7 @@ import {
   validateFor,
 } from '../validate.js'
 import type { TokenSourceEventListener } from './events.js'
+import { type NormalizedParameters, parametersOption, type TokenParameters } from './parameters.js'
 import { describeSecret, isEnvReference, type SecretInput } from './secrets.js'
 
 /** A private key for `private_key_jwt`: a PEM string, a `KeyObject`, a private JWK or a `CryptoKey`. */
@@ -26,16 +27,6 @@ export type PrivateKeyInput = string | KeyObject | webcrypto.CryptoKey | webcryp
 
 /** How the client authenticates at the token endpoint (RFC 6749 §2.3, RFC 7523). */
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
-
-/** Request parameters: the key of the cache and of single-flight, with the issuer and client. */
-export interface TokenParameters {
-  /** Scopes to request: request the minimum each call needs (spec, handling rules). */
-  readonly scope?: string | readonly string[]
-  /** RFC 8707 resource indicators: the product the token is for (`https://office.example.com`). */
-  readonly resource?: string | readonly string[]
-  /** An `audience` parameter, for providers that take one instead of `resource`. */
-  readonly audience?: string
-}
 
 /** When a held token is renewed. */
 export interface RenewalOptions {
@@ -127,13 +118,6 @@ export type NormalizedServer =
   | { readonly issuer: string; readonly tokenEndpoint: string; readonly discovery: false }
   | { readonly issuer: string; readonly tokenEndpoint: undefined; readonly discovery: true }
 
-/** Request parameters, normalized: scopes deduplicated and sorted, so equal requests share a key. */
-export interface NormalizedParameters {
-  readonly scope: string | undefined
-  readonly resource: readonly string[]
-  readonly audience: string | undefined
-}
-
 /** {@link TokenSourceOptions}, validated, defaulted and frozen. */
 export interface NormalizedTokenSourceOptions {
   readonly server: NormalizedServer
@@ -194,9 +178,6 @@ const OPTION_KEYS = [
 ]
 const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
 const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
-// RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
-const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
-const PARAMETER_KEYS = ['scope', 'resource', 'audience']
 
 /**
  * Validates {@link TokenSourceOptions} once, at construction.
@@ -205,31 +186,6 @@ const PARAMETER_KEYS = ['scope', 'resource', 'audience']
  */
 export function normalizeTokenSourceOptions(input: unknown): NormalizedTokenSourceOptions {
   return validateFor('createTokenSource(options):', () => normalize(input))
-}
-
-/**
- * Validates the parameters of one `get()` call against the source's defaults.
- *
- * @throws TypeError `get(parameters): …`.
- */
-export function normalizeParameters(
-  input: unknown,
-  defaults: NormalizedParameters,
-): NormalizedParameters {
-  return validateFor('get(parameters):', () => {
-    const value = record(input, 'parameters', PARAMETER_KEYS) as TokenParameters
-    return {
-      scope: value.scope === undefined ? defaults.scope : scopeOption(value.scope, 'scope'),
-      resource:
-        value.resource === undefined
-          ? defaults.resource
-          : resourceOption(value.resource, 'resource'),
-      audience:
-        value.audience === undefined
-          ? defaults.audience
-          : audienceOption(value.audience, 'audience'),
-    }
-  })
 }
 
 function normalize(input: unknown): NormalizedTokenSourceOptions {
@@ -276,12 +232,7 @@ function normalize(input: unknown): NormalizedTokenSourceOptions {
       'onRefreshToken',
       '(refreshToken) => void | Promise<void>',
     ),
-    parameters: Object.freeze({
-      scope: options.scope === undefined ? undefined : scopeOption(options.scope, 'scope'),
-      resource: options.resource === undefined ? [] : resourceOption(options.resource, 'resource'),
-      audience:
-        options.audience === undefined ? undefined : audienceOption(options.audience, 'audience'),
-    }),
+    parameters: parametersOption(options),
     renewal: renewalOption(options.renewal),
     retry: retryOption(options.retry),
     timeoutMs: integer(options.timeoutMs, 'timeoutMs', {
@@ -413,45 +364,6 @@ function clientAuthOption(options: TokenSourceOptions): ClientAuthMethod {
     secretShape(options.clientSecret, 'clientSecret')
   }
   return method
-}
-
-function scopeOption(value: unknown, path: string): string | undefined {
-  const list = typeof value === 'string' ? value.split(' ').filter(Boolean) : value
-  if (
-    !Array.isArray(list) ||
-    !list.every((item) => typeof item === 'string' && SCOPE_TOKEN.test(item))
-  ) {
-    fail(
-      path,
-      'must be a space-separated string or an array of scope tokens (RFC 6749 §3.3)',
-      value,
-    )
-  }
-  const sorted = [...new Set(list as string[])].sort()
-  return sorted.length === 0 ? undefined : sorted.join(' ')
-}
-
-function resourceOption(value: unknown, path: string): readonly string[] {
-  const list = typeof value === 'string' ? [value] : value
-  if (!Array.isArray(list))
-    fail(path, 'must be an absolute URI or an array of them (RFC 8707)', value)
-  for (const item of list as unknown[]) {
-    let ok = false
-    if (typeof item === 'string') {
-      try {
-        ok = new URL(item).hash === ''
-      } catch {}
-    }
-    if (!ok) fail(path, 'must hold absolute URIs without a fragment (RFC 8707 §2)', item)
-  }
-  return Object.freeze([...new Set(list as string[])].sort())
-}
-
-function audienceOption(value: unknown, path: string): string {
-  if (typeof value !== 'string' || value === '' || value.length > 1024) {
-    fail(path, 'must be a non-empty string', value)
-  }
-  return value
 }
 
 function fraction(value: unknown, path: string, fallback: number, max: number): number {

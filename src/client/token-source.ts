@@ -9,19 +9,18 @@ import { randomUUID } from 'node:crypto'
 import { inspect } from 'node:util'
 
 import { createEmit, type Emit } from '../events.js'
-import { createTokenEndpoint, type GrantResult } from './endpoint.js'
-import { isTokenSourceError, TokenSourceError } from './errors.js'
-import type { GrantType, TokenRequestFacts, TokenSourceEvent } from './events.js'
+import { createArrivals, type Held, type Slot } from './arrival.js'
+import { createTokenEndpoint } from './endpoint.js'
+import type { TokenSourceError } from './errors.js'
+import type { GrantType, TokenSourceEvent } from './events.js'
+import { normalizeTokenSourceOptions, type TokenSourceOptions } from './options.js'
 import {
   type NormalizedParameters,
   normalizeParameters,
-  normalizeTokenSourceOptions,
   type TokenParameters,
-  type TokenSourceOptions,
-} from './options.js'
-import { scheduleToken } from './schedule.js'
-import { resolveSecret } from './secrets.js'
-import { createSharedCache, type SharedCache, type SharedToken } from './shared-cache.js'
+} from './parameters.js'
+import { createRefreshTokenHolder } from './refresh-token.js'
+import { createSharedCache, type SharedCache } from './shared-cache.js'
 
 /** Hands out access tokens for one client at one provider. */
 export interface TokenSource {
@@ -47,37 +46,9 @@ export interface TokenSource {
   readonly clientId: string
 }
 
-interface Held extends SharedToken {
-  readonly renewAt: number
-  readonly usableUntil: number
-  /** The shared cache's raw value, to delete exactly this entry when the token is refused. */
-  readonly sharedRaw: string | undefined
-}
-
-interface Slot {
-  readonly key: string
-  readonly parameters: NormalizedParameters
-  readonly facts: TokenRequestFacts
-  readonly sharedKey: string | undefined
-  current: Held | undefined
-  pending: Promise<Held> | undefined
-  failures: number
-  retryAt: number
-  lastError: TokenSourceError | undefined
-  lastDroppedAt: number
-}
-
-/** A token that arrived, and from where (`undefined`: the held one, kept while another renews). */
-interface Arrival {
-  readonly held: Held
-  readonly from: 'provider' | 'shared_cache' | undefined
-  readonly durationMs: number
-}
-
 const MAX_SLOTS = 1000
 const DROP_INTERVAL_MS = 10_000
 const SHARED_CACHE_TIMEOUT_MS = 1000
-const SHARED_POLL_MS = 50
 
 /**
  * Creates a token source. Validates the options; makes no request until the first `get()`.
@@ -100,12 +71,11 @@ const SHARED_POLL_MS = 50
  */
 export function createTokenSource(options: TokenSourceOptions): TokenSource {
   const settings = normalizeTokenSourceOptions(options)
-  const { clientId, server, now, retry, renewal } = settings
+  const { clientId, server, now, retry } = settings
   const issuer = server.issuer
   const grant: GrantType =
     settings.refreshToken === undefined ? 'client_credentials' : 'refresh_token'
   warnIfInsecure(server.tokenEndpoint ?? issuer, clientId)
-  const endpoint = createTokenEndpoint(settings)
   const emit: Emit<TokenSourceEvent> = createEmit(settings.onEvent)
   const shared: SharedCache | undefined =
     settings.sharedCache === undefined
@@ -116,11 +86,26 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
           settings.sharedCache.lockMs,
           SHARED_CACHE_TIMEOUT_MS,
         )
-  const owner = randomUUID()
   const stopped = new AbortController()
   const slots = new Map<string, Slot>()
-  let refreshToken: string | undefined
-  let refreshChain: Promise<unknown> = Promise.resolve()
+  const refresh =
+    settings.refreshToken === undefined
+      ? undefined
+      : createRefreshTokenHolder(
+          settings.refreshToken,
+          { clientId, issuer },
+          settings.onRefreshToken,
+        )
+  const { arrive, closedError, sharedError } = createArrivals({
+    settings,
+    grant,
+    endpoint: createTokenEndpoint(settings),
+    refresh,
+    emit,
+    shared,
+    owner: randomUUID(),
+    stopped: stopped.signal,
+  })
 
   function keyOf(parameters: NormalizedParameters): string {
     return JSON.stringify([
@@ -171,185 +156,10 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
 
   const defaultSlot = slotOf(settings.parameters)
 
-  function hold(token: SharedToken, sharedRaw: string | undefined): Held {
-    const schedule = scheduleToken(token.obtainedAt, token.expiresInSeconds, renewal, Math.random())
-    return { ...token, renewAt: schedule.renewAt, usableUntil: schedule.usableUntil, sharedRaw }
-  }
-
-  function closedError(): TokenSourceError {
-    return new TokenSourceError({
-      code: 'ERR_TOKEN_SOURCE_CLOSED',
-      message: `token source of client "${clientId}" is closed`,
-      retryable: false,
-      clientId,
-      issuer,
-    })
-  }
-
-  function delay(ms: number): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (stopped.signal.aborted) return reject(closedError())
-      const onAbort = () => {
-        clearTimeout(timer)
-        reject(closedError())
-      }
-      const timer = setTimeout(() => {
-        stopped.signal.removeEventListener('abort', onAbort)
-        resolve()
-      }, ms)
-      timer.unref()
-      stopped.signal.addEventListener('abort', onAbort, { once: true })
-    })
-  }
-
-  /** One grant request. Refresh-token requests run one at a time: each uses the latest token. */
-  function requestOnce(slot: Slot): Promise<GrantResult> {
-    if (grant === 'client_credentials') return endpoint.request(grant, slot.parameters)
-    const run = refreshChain.then(async () => {
-      refreshToken ??= await resolveSecret<string>(
-        settings.refreshToken as string,
-        { clientId, issuer, option: 'refreshToken' },
-        (value): value is string => typeof value === 'string',
-      )
-      const result = await endpoint.request('refresh_token', slot.parameters, refreshToken)
-      if (result.refreshToken !== undefined && result.refreshToken !== refreshToken) {
-        // RFC 9700 §4.14.2: a rotated refresh token replaces the old one at once, before any
-        // other request can pick the old one up (the chain holds them back until then).
-        refreshToken = result.refreshToken
-        try {
-          await settings.onRefreshToken?.(result.refreshToken)
-        } catch {
-          // The new token is held in memory either way; the old one no longer works.
-        }
-      }
-      return result
-    })
-    refreshChain = run.catch(() => undefined)
-    return run
-  }
-
-  function usable(slot: Slot, at: number): boolean {
-    return slot.current !== undefined && at < slot.current.usableUntil
-  }
-
-  /** Asks the provider, retrying retryable failures with exponential backoff and full jitter. */
-  async function requestWithRetries(slot: Slot): Promise<Arrival> {
-    const renewal = slot.current !== undefined
-    const startedAt = performance.now()
-    for (let attempt = 1; ; attempt++) {
-      if (stopped.signal.aborted) throw closedError()
-      emit?.({ type: 'token_requested', ...slot.facts, attempt, renewal })
-      const requestedAt = now()
-      try {
-        const result = await requestOnce(slot)
-        const token: SharedToken = {
-          accessToken: result.accessToken,
-          obtainedAt: requestedAt,
-          expiresInSeconds: result.expiresInSeconds,
-        }
-        return {
-          held: hold(token, undefined),
-          from: 'provider',
-          durationMs: performance.now() - startedAt,
-        }
-      } catch (error) {
-        const failure = isTokenSourceError(error)
-          ? error
-          : new TokenSourceError({
-              code: 'ERR_TOKEN_RESPONSE_INVALID',
-              message: `token request of client "${clientId}" failed unexpectedly`,
-              retryable: false,
-              clientId,
-              issuer,
-            })
-        const willRetry = failure.retryable && attempt < retry.attempts && !stopped.signal.aborted
-        emit?.({
-          type: 'token_request_failed',
-          ...slot.facts,
-          code: failure.code,
-          retryable: failure.retryable,
-          willRetry,
-          servingCached: usable(slot, now()),
-          error: failure,
-        })
-        if (!willRetry) throw failure
-        const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
-        await delay(Math.random() * ceiling)
-      }
-    }
-  }
-
-  function adopt(token: SharedToken, raw: string): Arrival {
-    return { held: hold(token, raw), from: 'shared_cache', durationMs: 0 }
-  }
-
-  function sharedError(error: unknown): void {
-    emit?.({ type: 'shared_cache_error', issuer, clientId, error })
-  }
-
-  /** With a shared cache: take a newer token another instance stored, or renew under the lock. */
-  async function viaSharedCache(slot: Slot, cache: SharedCache, key: string): Promise<Arrival> {
-    let locked = false
-    try {
-      const seen = await cache.read(key)
-      const fresh = (read: typeof seen) =>
-        read !== undefined &&
-        read.raw !== slot.current?.sharedRaw &&
-        now() < hold(read.token, read.raw).renewAt
-      if (seen !== undefined && fresh(seen)) return adopt(seen.token, seen.raw)
-      locked = await cache.lock(key, owner)
-      if (!locked) {
-        // Another instance is renewing: keep serving ours if we may, else wait for theirs.
-        if (slot.current !== undefined && usable(slot, now())) {
-          return { held: slot.current, from: undefined, durationMs: 0 }
-        }
-        // Real time, not the clock option: this waits for another instance, in this world.
-        const until = performance.now() + (settings.sharedCache?.lockMs ?? 0)
-        while (performance.now() < until && !stopped.signal.aborted) {
-          await delay(SHARED_POLL_MS)
-          const next = await cache.read(key)
-          if (
-            next !== undefined &&
-            next.raw !== seen?.raw &&
-            now() < hold(next.token, next.raw).usableUntil
-          ) {
-            return adopt(next.token, next.raw)
-          }
-        }
-      }
-    } catch (error) {
-      if (isTokenSourceError(error)) throw error
-      sharedError(error)
-    }
-    let arrival: Arrival
-    try {
-      arrival = await requestWithRetries(slot)
-    } catch (error) {
-      if (locked) cache.unlock(key, owner).catch(sharedError)
-      throw error
-    }
-    const { held } = arrival
-    try {
-      const token: SharedToken = {
-        accessToken: held.accessToken,
-        obtainedAt: held.obtainedAt,
-        expiresInSeconds: held.expiresInSeconds,
-      }
-      const raw = await cache.write(key, token, held.usableUntil - now(), owner)
-      return { ...arrival, held: { ...held, sharedRaw: raw } }
-    } catch (error) {
-      sharedError(error)
-      return arrival
-    }
-  }
-
   /** The one flight of a slot: its result replaces the held token; its failure pauses the slot. */
   function fly(slot: Slot): Promise<Held> {
     const flight = (async () => {
-      const arrival =
-        shared !== undefined && slot.sharedKey !== undefined
-          ? await viaSharedCache(slot, shared, slot.sharedKey)
-          : await requestWithRetries(slot)
+      const arrival = await arrive(slot)
       if (stopped.signal.aborted) throw closedError()
       return arrival
     })()
