@@ -188,7 +188,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   const clock = demoClock()
   const events: TokenSourceEvent[] = []
   const officeTokens = createTokenSource({
-    issuer: keycloak({ authUrl: issuer.url, realms: [REALM] }),
+    issuer: keycloak({ authUrl: issuer.url, realm: REALM }),
     clientId: GATEWAY_CLIENT.clientId,
     // In production: fromEnv('GATEWAY_OFFICE_SECRET'), or a function reading a secrets manager.
     clientSecret: GATEWAY_CLIENT.clientSecret,

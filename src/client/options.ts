@@ -67,7 +67,7 @@ export interface SharedCacheOptions {
 /** Options of `createTokenSource()`. */
 export interface TokenSourceOptions extends TokenParameters {
   /**
-   * The identity provider: `keycloak({ authUrl, realms: ['acme'] })` (one realm; token endpoint
+   * The identity provider: `keycloak({ authUrl, realm: 'acme' })` (one realm; token endpoint
    * `{issuer}/protocol/openid-connect/token`), an issuer entry with `discovery: true`, or an
    * issuer URL with `tokenEndpoint` or `discovery`.
    */

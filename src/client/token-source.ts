@@ -55,11 +55,10 @@ const SHARED_CACHE_TIMEOUT_MS = 1000
  *
  * @example
  * ```ts
- * import { keycloak } from 'tollgate'
- * import { createTokenSource, fromEnv } from 'tollgate/client'
+ * import { createTokenSource, fromEnv, keycloak } from 'tollgate/client'
  *
  * const office = createTokenSource({
- *   issuer: keycloak({ authUrl: 'https://sso.example.com', realms: ['acme'] }),
+ *   issuer: keycloak({ authUrl: 'https://sso.example.com', realm: 'acme' }),
  *   clientId: 'billing-sync',
  *   clientSecret: fromEnv('BILLING_SYNC_SECRET'),
  *   scope: 'office:records:read',
