@@ -251,11 +251,13 @@ function toTokenSourceError(
     status = error.status
     // A 401 with a challenge (RFC 6749 §5.2, HTTP Basic): the client failed to authenticate.
     if (status === 401) oauthError = 'invalid_client'
-  } else if (error instanceof oidc.ClientError) {
+  } else if (error instanceof oidc.ClientError && error.code !== 'OAUTH_TIMEOUT') {
     status = responseStatus(error.cause)
   } else if (
     error instanceof Error &&
-    (error.name === 'TimeoutError' || error.name === 'AbortError')
+    ((error as { code?: unknown }).code === 'OAUTH_TIMEOUT' ||
+      error.name === 'TimeoutError' ||
+      error.name === 'AbortError')
   ) {
     return failure('ERR_TOKEN_ENDPOINT_UNAVAILABLE', true, context, {
       message: `${where} did not answer in time`,

@@ -175,3 +175,121 @@ describe('refresh_token', () => {
     expect(new Set([first, ...rotated]).size).toBe(3)
   })
 })
+
+describe('answers that are not a token', () => {
+  type Answer = { status: number; type?: string; body: string } | 'hang'
+  let answer: Answer = { status: 200, body: '{}' }
+  let faulty: import('node:http').Server
+  let faultyUrl: string
+  const requests: string[] = []
+  beforeAll(async () => {
+    const { createServer } = await import('node:http')
+    faulty = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`)
+      if (answer === 'hang') return
+      res.writeHead(answer.status, { 'content-type': answer.type ?? 'application/json' })
+      res.end(answer.body)
+    })
+    await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', resolve))
+    const { port } = faulty.address() as import('node:net').AddressInfo
+    faultyUrl = `http://127.0.0.1:${port}`
+  })
+  afterAll(async () => {
+    faulty.closeAllConnections()
+    await new Promise((resolve) => faulty.close(resolve))
+  })
+
+  const source = (overrides: Partial<TokenSourceOptions> = {}) =>
+    createTokenSource({
+      issuer: `${faultyUrl}/realms/acme`,
+      clientId: 'billing-sync',
+      clientSecret: SECRET,
+      retry: { attempts: 1 },
+      ...overrides,
+    })
+
+  it.each<[string, Answer, Record<string, unknown>]>([
+    [
+      'a 502 with an HTML page',
+      { status: 502, type: 'text/html', body: '<h1>Bad Gateway</h1>' },
+      { code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE', retryable: true, status: 502 },
+    ],
+    [
+      'a 429',
+      { status: 429, body: '{"error":"slow_down"}' },
+      { code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE', retryable: true, status: 429 },
+    ],
+    [
+      'a 400 temporarily_unavailable',
+      { status: 400, body: '{"error":"temporarily_unavailable"}' },
+      {
+        code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+        retryable: true,
+        oauthError: 'temporarily_unavailable',
+      },
+    ],
+    [
+      'Keycloak’s answer to a wrong secret (401 unauthorized_client)',
+      {
+        status: 401,
+        body: '{"error":"unauthorized_client","error_description":"Invalid client or Invalid client credentials"}',
+      },
+      { code: 'ERR_CLIENT_REFUSED', retryable: false, oauthError: 'unauthorized_client' },
+    ],
+    [
+      'a 200 that is not JSON',
+      { status: 200, type: 'text/html', body: '<html></html>' },
+      { code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false },
+    ],
+    [
+      'a 200 without access_token',
+      { status: 200, body: '{"token_type":"Bearer","expires_in":300}' },
+      { code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false },
+    ],
+    [
+      'a DPoP-bound token',
+      { status: 200, body: '{"access_token":"x","token_type":"DPoP","expires_in":300}' },
+      { code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false },
+    ],
+  ])('classifies %s', async (_case, given, expected) => {
+    answer = given
+    expect(await rejectionOf(source().get())).toMatchObject({
+      name: 'TokenSourceError',
+      ...expected,
+    })
+  })
+
+  it('classifies a provider that does not answer within timeoutMs as retryable', async () => {
+    answer = 'hang'
+    expect(await rejectionOf(source({ timeoutMs: 100 }).get())).toMatchObject({
+      code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+      retryable: true,
+    })
+  })
+
+  it('assumes a lifetime of 60 seconds when expires_in is missing', async () => {
+    answer = { status: 200, body: '{"access_token":"opaque-1","token_type":"Bearer"}' }
+    let now = 0
+    const tokens = source({ clock: { now: () => now } })
+    expect(await tokens.get()).toBe('opaque-1')
+    answer = { status: 200, body: '{"access_token":"opaque-2","token_type":"Bearer"}' }
+    now = 54_000
+    expect(await tokens.get()).toBe('opaque-2')
+  })
+
+  it('sends every request through the fetch option', async () => {
+    answer = {
+      status: 200,
+      body: '{"access_token":"opaque","token_type":"bearer","expires_in":300}',
+    }
+    const seen: string[] = []
+    const tokens = source({
+      fetch: (input, init) => {
+        seen.push(String(input))
+        return fetch(input, init)
+      },
+    })
+    await tokens.get()
+    expect(seen).toEqual([`${faultyUrl}/realms/acme/protocol/openid-connect/token`])
+  })
+})
