@@ -186,3 +186,21 @@ describe('no secret in any output', () => {
     expect(inspect(source)).toContain("fromEnv('BILLING_SYNC_SECRET')")
   })
 })
+
+describe('the environment', () => {
+  it('is read in one place of the library: the resolver of fromEnv()', async () => {
+    const { readdir, readFile } = await import('node:fs/promises')
+    const { join } = await import('node:path')
+    const root = new URL('../../', import.meta.url).pathname
+    const readers: string[] = []
+    for (const folder of ['src', 'adapters']) {
+      const entries = await readdir(join(root, folder), { recursive: true })
+      for (const entry of entries.filter((name) => name.endsWith('.ts'))) {
+        const text = await readFile(join(root, folder, entry), 'utf8')
+        const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, '')
+        if (/process\.env/.test(code)) readers.push(`${folder}/${entry}`)
+      }
+    }
+    expect(readers).toEqual(['src/client/secrets.ts'])
+  })
+})

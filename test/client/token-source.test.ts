@@ -260,6 +260,15 @@ describe('failures', () => {
     })
   })
 
+  it('never lets a throwing event listener fail a token request', async () => {
+    const { source } = setup({
+      onEvent: () => {
+        throw new Error('broken metrics hook')
+      },
+    })
+    expect(claimsOf(await source.get())['client_id']).toBe('billing-sync')
+  })
+
   it('fails every get() after close() with ERR_TOKEN_SOURCE_CLOSED', async () => {
     const { source } = setup()
     await source.get()
