@@ -49,6 +49,7 @@ export interface TokenSource {
 const MAX_SLOTS = 1000
 const DROP_INTERVAL_MS = 10_000
 const SHARED_CACHE_TIMEOUT_MS = 1000
+const SHARED_RECHECK_MS = 1000
 
 /**
  * Creates a token source. Validates the options; makes no request until the first `get()`.
@@ -167,7 +168,9 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
         const renewal = slot.current !== undefined
         slot.current = held
         slot.failures = 0
-        slot.retryAt = 0
+        // Another instance holds the renewal lock: look for its token again in a second, not on
+        // every get() in between.
+        slot.retryAt = from === undefined ? now() + SHARED_RECHECK_MS : 0
         slot.lastError = undefined
         slot.pending = undefined
         // Reported once the new token is in place: a listener calling get() already receives it.

@@ -85,6 +85,22 @@ describe('shared cache', () => {
     expect(provider.grantCount()).toBe(2)
   })
 
+  it('keeps serving its token, without a request, while another instance holds the renewal lock', async () => {
+    const clock = manualClock()
+    const { source, events } = instance(clock)
+    const first = await source.get()
+    const [key] = await client.keys('tollgate:token:*')
+    await client.set(`${key}:lock`, 'another-instance', 'PX', 60_000)
+    clock.advance(LIFETIME_MS * 0.8)
+    for (let call = 0; call < 5; call++) expect(await source.get()).toBe(first)
+    // Room for the background check (a Redis read and a refused lock) to finish on loopback; the
+    // assertions are on counts, not on time.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(await source.get()).toBe(first)
+    expect(provider.grantCount()).toBe(1)
+    expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
+  })
+
   it('keeps separate entries for separate scopes', async () => {
     const clock = manualClock()
     const billing = await instance(clock).source.get()
