@@ -12,7 +12,7 @@ import * as oidc from 'openid-client'
 
 import { TokenSourceError, type TokenSourceErrorCode } from './errors.js'
 import type { GrantType } from './events.js'
-import type { NormalizedTokenSourceOptions, PrivateKeyInput } from './options.js'
+import { isLoopback, type NormalizedTokenSourceOptions, type PrivateKeyInput } from './options.js'
 import type { NormalizedParameters } from './parameters.js'
 import { resolveSecret } from './secrets.js'
 
@@ -38,11 +38,6 @@ const ASSUMED_LIFETIME_SECONDS = 60
 const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client'])
 const TRANSIENT_ERRORS = new Set(['temporarily_unavailable', 'server_error', 'slow_down'])
 
-function isLoopback(url: URL): boolean {
-  const host = url.hostname
-  return host === 'localhost' || host === '[::1]' || /^127(\.\d{1,3}){3}$/.test(host)
-}
-
 /** Builds the token endpoint of a source. */
 export function createTokenEndpoint(options: NormalizedTokenSourceOptions): TokenEndpoint {
   const { server, clientId } = options
@@ -53,7 +48,7 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
   // construction, with a warning): openid-client refuses it otherwise, and so do we.
   const mayUseHttp = (value: string) => {
     const url = new URL(value)
-    return url.protocol === 'https:' || isLoopback(url) || options.allowInsecureHttp
+    return url.protocol === 'https:' || isLoopback(url.hostname) || options.allowInsecureHttp
   }
   const configure = (config: oidc.Configuration, endpoint: string) => {
     config.timeout = options.timeoutMs / 1000

@@ -273,7 +273,7 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
     issuer = value['issuer']
     discovery = discovery || boolean(value['discovery'], 'issuer.discovery', false)
   } else {
-    fail('issuer', 'must be an issuer URL or keycloak({ authUrl, realms: [realm] })', entry)
+    fail('issuer', 'must be an issuer URL or keycloak({ authUrl, realm })', entry)
   }
   urlOption(issuer, 'issuer', allowInsecureHttp)
   const tokenEndpoint = options.tokenEndpoint
@@ -296,7 +296,8 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
   }
 }
 
-function isLoopback(hostname: string): boolean {
+/** `true` for 127.0.0.0/8, ::1 and localhost: where plain http never leaves the machine. */
+export function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
 }
 

@@ -13,7 +13,7 @@ import { createArrivals, type Held, type Slot } from './arrival.js'
 import { createTokenEndpoint } from './endpoint.js'
 import type { TokenSourceError } from './errors.js'
 import type { GrantType, TokenSourceEvent } from './events.js'
-import { normalizeTokenSourceOptions, type TokenSourceOptions } from './options.js'
+import { isLoopback, normalizeTokenSourceOptions, type TokenSourceOptions } from './options.js'
 import {
   type NormalizedParameters,
   normalizeParameters,
@@ -272,8 +272,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
 function warnIfInsecure(endpoint: string, clientId: string): void {
   const url = new URL(endpoint)
   if (url.protocol !== 'http:') return
-  if (url.hostname === 'localhost' || url.hostname === '[::1]' || url.hostname.startsWith('127.'))
-    return
+  if (isLoopback(url.hostname)) return
   process.emitWarning(
     `token source of client "${clientId}" sends its credentials over plain http to ${url.host} (allowInsecureHttp: true)`,
     { code: 'TOLLGATE_INSECURE_HTTP' },
