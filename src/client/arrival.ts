@@ -118,11 +118,11 @@ export function createArrivals(context: ArrivalContext): Arrivals {
 
   /** Asks the provider, retrying retryable failures with exponential backoff and full jitter. */
   async function requestWithRetries(slot: Slot): Promise<Arrival> {
-    const renewal = slot.current !== undefined
+    const isRenewal = slot.current !== undefined
     const startedAt = performance.now()
     for (let attempt = 1; ; attempt++) {
       if (stopped.aborted) throw closedError()
-      emit?.({ type: 'token_requested', ...slot.facts, attempt, renewal })
+      emit?.({ type: 'token_requested', ...slot.facts, attempt, renewal: isRenewal })
       const requestedAt = now()
       try {
         const result = await requestOnce(slot)
