@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^tollgate\/express$/, replacement: source('./adapters/express/index.ts') },
       { find: /^tollgate\/koa$/, replacement: source('./adapters/koa/index.ts') },
       { find: /^tollgate\/testing$/, replacement: source('./src/testing/index.ts') },
+      { find: /^tollgate\/client$/, replacement: source('./src/client/index.ts') },
     ],
   },
   test: {

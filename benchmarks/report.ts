@@ -123,6 +123,7 @@ export function renderReport(suites: Suites, busy?: number): string {
   parts.push(
     ...microTables(suites.verify),
     ...microTables(suites.cache),
+    ...microTables(suites.tokenSource),
     ...microTables(suites.rateLimit),
   )
   parts.push(...httpTables(suites.http), ...memoryTable(suites.memory))

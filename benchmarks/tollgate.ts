@@ -43,6 +43,7 @@ export const paths = {
   express: modulePath('adapters/express/index.js'),
   koa: modulePath('adapters/koa/index.js'),
   testing: modulePath('src/testing/index.js'),
+  client: modulePath('src/client/index.js'),
   rateLimit: modulePath('src/rate-limit.js'),
 }
 
@@ -59,6 +60,15 @@ async function load<T>(path: string): Promise<T> {
 export const loadCore = () => load<CoreModule>(paths.core)
 export const loadExpress = () => load<AdapterModule>(paths.express)
 export const loadKoa = () => load<AdapterModule>(paths.koa)
+export const loadClient = () => load<ClientModule>(paths.client)
+
+/** The slice of `tollgate/client` the benchmarks use. */
+export interface ClientModule {
+  createTokenSource(options: { issuer: unknown; clientId: string; clientSecret: string }): {
+    get(): Promise<string>
+    close(): void
+  }
+}
 
 /** Limits high enough that no bench ever sees a 429. */
 export const UNREACHABLE_LIMIT = { points: 1_000_000_000, durationSeconds: 60 }

@@ -81,6 +81,10 @@ console.log(`tollgate demo (tokens valid for ${lifetime / 60} minutes)
 200, the office token at the office product:
   curl -i ${officeUrl}/api/namespaces -H 'Authorization: Bearer ${officeToken}'
 
+200, a backend call: the gateway calls the office product with its own office token (Client
+Credentials through tollgate/client: obtained once, reused, renewed before it expires):
+  curl -i ${gatewayUrl}/api/v1/office/namespaces -H 'Authorization: Bearer ${globexToken}'
+
 A token by Client Credentials, as a backend would get one:
   curl -s ${issuer.issuer(REALM)}/protocol/openid-connect/token -d grant_type=client_credentials -d client_id=${SERVICE_CLIENT.clientId} -d client_secret=${SERVICE_CLIENT.clientSecret}
 

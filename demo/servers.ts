@@ -10,6 +10,12 @@ import express from 'express'
 import Koa from 'koa'
 
 import { keycloak } from 'tollgate'
+import {
+  createAuthorizedFetch,
+  createTokenSource,
+  type TokenSource,
+  type TokenSourceEvent,
+} from 'tollgate/client'
 import * as gatewayAuth from 'tollgate/express'
 import * as officeAuth from 'tollgate/koa'
 import { createTestIssuer, type TestIssuer } from 'tollgate/testing'
@@ -17,6 +23,30 @@ import { createTestIssuer, type TestIssuer } from 'tollgate/testing'
 export const REALM = 'platform'
 /** A backend integration registered for the Client Credentials flow (a demo secret, not a real one). */
 export const SERVICE_CLIENT = { clientId: 'billing-sync', clientSecret: 'demo-only-secret' }
+/** The gateway's own client, for calls to the office product (a demo secret, not a real one). */
+export const GATEWAY_CLIENT = {
+  clientId: 'gateway-office',
+  clientSecret: 'demo-only-gateway-secret',
+}
+
+/**
+ * The time the gateway's token source sees: the real time, moved forward by the walkthrough to
+ * show a renewal without waiting minutes. `npm start` never moves it.
+ */
+export interface DemoClock {
+  now(): number
+  advance(ms: number): void
+}
+
+function demoClock(): DemoClock {
+  let offsetMs = 0
+  return {
+    now: () => Date.now() + offsetMs,
+    advance(ms) {
+      offsetMs += ms
+    },
+  }
+}
 
 export interface DemoPorts {
   readonly issuer: number
@@ -28,6 +58,12 @@ export interface Demo {
   readonly issuer: TestIssuer
   readonly gatewayUrl: string
   readonly officeUrl: string
+  /** The gateway's office token source, its events (never a token) and its clock. */
+  readonly officeTokens: {
+    readonly source: TokenSource
+    readonly events: readonly TokenSourceEvent[]
+    readonly clock: DemoClock
+  }
   close(): Promise<void>
 }
 
@@ -65,7 +101,9 @@ function listen(server: Server, port: number): Promise<string> {
   })
 }
 
-function gatewayApp(authUrl: string): Server {
+function gatewayApp(authUrl: string, officeUrl: () => string, officeTokens: TokenSource): Server {
+  // A backend call: the gateway asks the office product with its own token, for audience office.
+  const officeFetch = createAuthorizedFetch(officeTokens)
   const app = express()
   app.disable('x-powered-by')
   app.use(
@@ -85,6 +123,18 @@ function gatewayApp(authUrl: string): Server {
       },
     }),
   )
+  app.get('/api/v1/office/namespaces', async (_req, res) => {
+    try {
+      const response = await officeFetch(`${officeUrl()}/api/namespaces`, {
+        headers: { Accept: 'application/json' },
+      })
+      const body = (await response.json()) as Record<string, unknown>
+      res.status(response.ok ? 200 : 502).json({ office: response.status, ...body })
+    } catch {
+      // The token source's typed error says whether to retry; the caller just sees 503.
+      res.status(503).json({ error: 'temporarily_unavailable' })
+    }
+  })
   app.get('/api/v1/billing/subscriptions', (req, res) => {
     res.json({
       tenant: req.auth?.tenant,
@@ -129,12 +179,28 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
       algorithms: ['RS256', 'ES256'],
       audience: 'gateway',
       port: ports.issuer ?? 0,
-      clients: [{ ...SERVICE_CLIENT, audience: 'gateway', scope: 'billing:read', tenant: 'acme' }],
+      clients: [
+        { ...SERVICE_CLIENT, audience: 'gateway', scope: 'billing:read', tenant: 'acme' },
+        { ...GATEWAY_CLIENT, audience: 'office', scope: 'office:records:read' },
+      ],
     }),
   )
-  const gateway = gatewayApp(issuer.url)
+  const clock = demoClock()
+  const events: TokenSourceEvent[] = []
+  const officeTokens = createTokenSource({
+    issuer: keycloak({ authUrl: issuer.url, realm: REALM }),
+    clientId: GATEWAY_CLIENT.clientId,
+    // In production: fromEnv('GATEWAY_OFFICE_SECRET'), or a function reading a secrets manager.
+    clientSecret: GATEWAY_CLIENT.clientSecret,
+    scope: 'office:records:read',
+    clock,
+    onEvent: (event) => events.push(event),
+  })
+  let officeUrl = ''
+  const gateway = gatewayApp(issuer.url, () => officeUrl, officeTokens)
   const office = officeApp(issuer.url)
   const close = async () => {
+    officeTokens.close()
     gateway.closeAllConnections()
     office.closeAllConnections()
     await Promise.all([
@@ -144,7 +210,6 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
     ])
   }
   let gatewayUrl: string
-  let officeUrl: string
   try {
     gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
       listen(gateway, ports.gateway ?? 0),
@@ -158,6 +223,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
     issuer,
     gatewayUrl,
     officeUrl,
+    officeTokens: { source: officeTokens, events, clock },
     close,
   }
 }

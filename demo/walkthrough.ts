@@ -4,6 +4,9 @@
  */
 import { pathToFileURL } from 'node:url'
 
+import { keycloak } from 'tollgate'
+import { createTokenSource, type TokenSourceEvent } from 'tollgate/client'
+
 import { type Demo, REALM, SERVICE_CLIENT, startDemo } from './servers.js'
 
 export interface Step {
@@ -51,19 +54,47 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
   const forged = `${header}.${payload}.${(await issuer.mint({ tenant: 'acme', sub: 'mallory' })).split('.')[2]}`
   const globex = await issuer.mint({ tenant: 'globex' })
 
-  const form = new URLSearchParams({
-    grant_type: 'client_credentials',
-    client_id: SERVICE_CLIENT.clientId,
-    client_secret: SERVICE_CLIENT.clientSecret,
+  // A backend integration's token, from a token source (Client Credentials, openid-client).
+  const serviceTokens = createTokenSource({
+    issuer: keycloak({ authUrl: issuer.url, realms: [REALM] }),
+    ...SERVICE_CLIENT,
+    scope: 'billing:read',
   })
-  const tokenResponse = await fetch(`${issuer.issuer(REALM)}/protocol/openid-connect/token`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: form,
-  })
-  const serviceToken = ((await tokenResponse.json()) as { access_token: string }).access_token
+  const serviceToken = await serviceTokens.get()
+  serviceTokens.close()
 
-  const steps: Array<[string, number, () => Promise<Response>]> = [
+  // The gateway's backend call to the office product, with the gateway's own office token.
+  const viaGateway = `${gatewayUrl}/api/v1/office/namespaces`
+  const { events, clock, source: officeTokens } = demo.officeTokens
+  const tokenEvents = (from: number) => () =>
+    `token source: ${summarize(events.slice(from)) || 'no request (cached token reused)'}`
+  let seenEvents = 0
+  // The renewal runs in the background; wait for it (bounded, so a failure still ends the run).
+  const renewed = async () => {
+    for (let waited = 0; waited < 5000; waited += 5) {
+      if (events.some((event) => event.type === 'token_renewed')) return
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+  }
+  // Each backend step shows what the token source did during it (its events, never a token).
+  const officeCall = (
+    title: string,
+    around: { before?: () => void; after?: () => Promise<void> } = {},
+  ) =>
+    [
+      title,
+      200,
+      async () => {
+        around.before?.()
+        seenEvents = events.length
+        const response = await call(viaGateway, globex)
+        await around.after?.()
+        return response
+      },
+      () => tokenEvents(seenEvents)(),
+    ] as const
+
+  const steps: Array<readonly [string, number, () => Promise<Response>, (() => string)?]> = [
     ['gateway, user token for the gateway (tenant acme)', 200, () => call(billing, gatewayToken)],
     ['gateway, service token from Client Credentials', 200, () => call(billing, serviceToken)],
     ['gateway, no Authorization header', 401, () => call(billing)],
@@ -87,18 +118,56 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
     ['gateway, tenant acme: 5th request', 200, () => call(billing, gatewayToken)],
     ['gateway, tenant acme: 6th request, over its limit', 429, () => call(billing, gatewayToken)],
     ['gateway, tenant globex (pro plan) still admitted', 200, () => call(billing, globex)],
+    officeCall('gateway → office, backend call: the gateway obtains an office token'),
+    officeCall('gateway → office, second call: the same token, no request'),
+    officeCall(
+      'gateway → office, at 80% of the token’s lifetime: held token served, renewed in the background',
+      { before: () => clock.advance(0.8 * 300_000), after: renewed },
+    ),
+    officeCall('gateway → office, the renewed token in use, no request'),
+    [
+      'office, the gateway’s office token',
+      200,
+      async () => call(namespaces, await officeTokens.get()),
+    ],
+    [
+      'office, a Client Credentials token for the gateway (wrong audience)',
+      401,
+      () => call(namespaces, serviceToken),
+    ],
   ]
   const results: Step[] = []
-  for (const [title, expected, send] of steps) {
+  for (const [title, expected, send, explain] of steps) {
     const response = await send()
+    const detail = describeResponse(response, await response.text())
     results.push({
       title,
       expected,
       status: response.status,
-      detail: describeResponse(response, await response.text()),
+      detail: explain === undefined ? detail : `${detail}\n      ${explain()}`,
     })
   }
   return results
+}
+
+/** What the token source did, in words: its events without any token. */
+function summarize(events: readonly TokenSourceEvent[]): string {
+  return events
+    .map((event) => {
+      switch (event.type) {
+        case 'token_requested':
+          return event.renewal ? 'renewal requested' : 'token requested'
+        case 'token_obtained':
+          return `obtained (expires in ${event.expiresInSeconds} s)`
+        case 'token_renewed':
+          return `renewed (expires in ${event.expiresInSeconds} s)`
+        case 'token_request_failed':
+          return `failed (${event.code})`
+        default:
+          return 'shared cache error'
+      }
+    })
+    .join(', ')
 }
 
 async function main(): Promise<void> {

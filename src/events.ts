@@ -89,10 +89,15 @@ export interface DecisionFacts {
 export type GateEventListener = (event: GateEvent) => void
 
 /** How modules report events; `undefined` when nobody listens. */
-export type Emit = ((event: GateEvent) => void) | undefined
+export type Emit<Event = GateEvent> = ((event: Event) => void) | undefined
 
-/** Wraps the listener so that a throwing listener can never turn into a failed request. */
-export function createEmit(listener: GateEventListener | undefined): Emit {
+/**
+ * Wraps the listener so that a throwing listener can never turn into a failed request. Generic
+ * so that other parts of the package (the token source's events) share the same behaviour.
+ */
+export function createEmit<Event = GateEvent>(
+  listener: ((event: Event) => void) | undefined,
+): Emit<Event> {
   if (listener === undefined) return undefined
   return (event) => {
     try {

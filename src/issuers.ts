@@ -24,14 +24,16 @@ export interface KeycloakOptions {
   /** The identity provider's base address (`{auth_url}` in the spec), e.g. `https://sso.example.com`. */
   readonly authUrl: string
   /** Realm names; each becomes one trusted issuer. */
-  readonly realms: readonly string[]
+  readonly realms?: readonly string[]
+  /** One realm, instead of `realms` (what a `tollgate/client` token source takes). */
+  readonly realm?: string
 }
 
 const REALM_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/
 
 /**
  * Issuers for Keycloak realms: issuer `{authUrl}/realms/{realm}`, keys at
- * `{issuer}/protocol/openid-connect/certs`.
+ * `{issuer}/protocol/openid-connect/certs`. `realm: 'acme'` is the same as `realms: ['acme']`.
  *
  * @example
  * ```ts
@@ -43,7 +45,11 @@ export function keycloak(options: KeycloakOptions): IssuerOptions[] {
   if (typeof options !== 'object' || options === null) {
     throw new TypeError('keycloak(options): "options" must be an object with authUrl and realms')
   }
-  const { authUrl, realms } = options
+  const { authUrl } = options
+  if (options.realm !== undefined && options.realms !== undefined) {
+    throw new TypeError('keycloak(options): give "realms" or "realm", not both')
+  }
+  const realms = options.realm === undefined ? options.realms : [options.realm]
   let base: URL
   try {
     base = new URL(authUrl)
@@ -61,8 +67,9 @@ export function keycloak(options: KeycloakOptions): IssuerOptions[] {
   const root = authUrl.replace(/\/+$/, '')
   return realms.map((realm: unknown, index) => {
     if (typeof realm !== 'string' || !REALM_NAME.test(realm)) {
+      const at = options.realm === undefined ? `realms[${index}]` : 'realm'
       throw new TypeError(
-        `keycloak(options): "realms[${index}]" must be a realm name of letters, digits, ".", "_" or "-"`,
+        `keycloak(options): "${at}" must be a realm name of letters, digits, ".", "_" or "-"`,
       )
     }
     const issuer = `${root}/realms/${realm}`

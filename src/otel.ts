@@ -17,6 +17,7 @@ import {
   trace,
 } from '@opentelemetry/api'
 
+import type { TokenSourceEvent, TokenSourceEventListener } from './client/events.js'
 import type { GateEvent, GateEventListener } from './events.js'
 
 /** Options of {@link createOtelListener}. */
@@ -152,6 +153,94 @@ export function createOtelListener(options: OtelOptions = {}): GateEventListener
       record(event)
     } catch {
       // A broken metrics SDK must not refuse or crash requests.
+    }
+    next?.(event)
+  }
+}
+
+/** Options of {@link createTokenSourceOtelListener}. */
+export interface TokenSourceOtelOptions {
+  /** Where instruments come from. Default: the global meter provider. */
+  readonly meterProvider?: MeterProvider
+  /** Another listener that receives every event too. Its exceptions are its own. */
+  readonly next?: TokenSourceEventListener
+}
+
+/**
+ * A token source's `onEvent` (`tollgate/client`) that records, in the gate's meter (`tollgate`):
+ *
+ * | instrument | kind | attributes |
+ * | --- | --- | --- |
+ * | `tollgate.client.token_requests` | counter | `issuer`, `client_id`, `grant` (one per attempt) |
+ * | `tollgate.client.tokens` | counter | `issuer`, `client_id`, `grant`, `outcome` (`obtained`/`renewed`), `from` (`provider`/`shared_cache`) |
+ * | `tollgate.client.token_failures` | counter | `issuer`, `client_id`, `grant`, `code`, `retryable`, `serving_cached` |
+ * | `tollgate.client.token_request.duration` | histogram, seconds | `issuer`, `client_id`, `grant` (tokens from the provider, retries included) |
+ * | `tollgate.client.shared_cache_errors` | counter | `issuer`, `client_id` |
+ *
+ * Scopes and resources are not attributes (a caller choosing them per request could make one
+ * series each); tokens and secrets never are.
+ *
+ * @example
+ * ```ts
+ * createTokenSource({ issuer, clientId, clientSecret, onEvent: createTokenSourceOtelListener() })
+ * ```
+ */
+export function createTokenSourceOtelListener(
+  options: TokenSourceOtelOptions = {},
+): TokenSourceEventListener {
+  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE)
+  const next = options.next
+  const counter = (name: string, description: string): Counter =>
+    meter.createCounter(name, { description, unit: '{event}' })
+  const requests = counter('tollgate.client.token_requests', 'Requests to a token endpoint')
+  const tokens = counter('tollgate.client.tokens', 'Access tokens obtained or renewed')
+  const failures = counter('tollgate.client.token_failures', 'Failed token requests')
+  const sharedErrors = counter('tollgate.client.shared_cache_errors', 'Shared token cache failures')
+  const duration: Histogram = meter.createHistogram('tollgate.client.token_request.duration', {
+    description: 'Time to obtain a token from the provider, retries included',
+    unit: 's',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS_SECONDS },
+  })
+
+  function record(event: TokenSourceEvent): void {
+    if (event.type === 'shared_cache_error') {
+      sharedErrors.add(1, { issuer: event.issuer, client_id: event.clientId })
+      return
+    }
+    const attributes: Attributes = {
+      issuer: event.issuer,
+      client_id: event.clientId,
+      grant: event.grant,
+    }
+    switch (event.type) {
+      case 'token_requested':
+        requests.add(1, attributes)
+        break
+      case 'token_obtained':
+      case 'token_renewed':
+        tokens.add(1, {
+          ...attributes,
+          outcome: event.type === 'token_obtained' ? 'obtained' : 'renewed',
+          from: event.from,
+        })
+        if (event.from === 'provider') duration.record(event.durationMs / 1000, attributes)
+        break
+      case 'token_request_failed':
+        failures.add(1, {
+          ...attributes,
+          code: event.code,
+          retryable: event.retryable,
+          serving_cached: event.servingCached,
+        })
+        break
+    }
+  }
+
+  return (event) => {
+    try {
+      record(event)
+    } catch {
+      // A broken metrics SDK must not fail a token request.
     }
     next?.(event)
   }

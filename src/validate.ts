@@ -98,3 +98,20 @@ export function optionalFunction<T>(
   if (typeof value !== 'function') fail(path, `must be a function ${signature}`, value)
   return value as T
 }
+
+const GATE_PREFIX = 'createGate(options):'
+
+/**
+ * Runs `validate` with this kit for another factory: the kit's messages start with `prefix`
+ * (`createTokenSource(options):`) instead of `createGate(options):`, and are otherwise the same.
+ */
+export function validateFor<T>(prefix: string, validate: () => T): T {
+  try {
+    return validate()
+  } catch (error) {
+    if (error instanceof TypeError && error.message.startsWith(GATE_PREFIX)) {
+      throw new TypeError(`${prefix}${error.message.slice(GATE_PREFIX.length)}`)
+    }
+    throw error
+  }
+}

@@ -5,23 +5,33 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { type Demo, startDemo } from '../demo/servers.js'
-import { runWalkthrough } from '../demo/walkthrough.js'
+import { runWalkthrough, type Step } from '../demo/walkthrough.js'
 
 describe('demo walkthrough', () => {
   let demo: Demo
+  let steps: Step[]
   beforeAll(async () => {
     demo = await startDemo()
+    steps = await runWalkthrough(demo)
   })
   afterAll(async () => {
     await demo.close()
   })
 
-  it('answers every scripted step with the status it promises (200, 401, 400, 403, 429)', async () => {
-    const steps = await runWalkthrough(demo)
+  it('answers every scripted step with the status it promises (200, 401, 400, 403, 429)', () => {
     expect(steps.map((step) => [step.title, step.status])).toEqual(
       steps.map((step) => [step.title, step.expected]),
     )
     expect(new Set(steps.map((step) => step.status))).toEqual(new Set([200, 400, 401, 403, 429]))
+  })
+
+  it('has the gateway obtain its office token once, reuse it, then renew it once', () => {
+    expect(demo.officeTokens.events.map((event) => event.type)).toEqual([
+      'token_requested',
+      'token_obtained',
+      'token_requested',
+      'token_renewed',
+    ])
   })
 })
 

@@ -10,12 +10,13 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
+import { TokenSourceError } from '../src/client/errors.js'
+import type { TokenSourceEvent } from '../src/client/events.js'
 import type { GateEvent } from '../src/events.js'
 import { createGate } from '../src/gate.js'
 import { keycloak } from '../src/issuers.js'
 import type { GateOptions } from '../src/options.js'
-import { createOtelListener } from '../src/otel.js'
+import { createOtelListener, createTokenSourceOtelListener } from '../src/otel.js'
 import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
 
 /** Collects on demand, as a Prometheus scrape would. */
@@ -220,5 +221,74 @@ describe('createOtelListener', () => {
     }
     const listener = createOtelListener({ meterProvider: broken as never })
     expect(() => listener({ type: 'limiter_store_error', error: undefined })).not.toThrow()
+  })
+})
+
+describe('createTokenSourceOtelListener', () => {
+  it('counts token requests, tokens and failures by client and grant, never by scope', async () => {
+    const reader = new TestReader()
+    const seen: TokenSourceEvent[] = []
+    const listener = createTokenSourceOtelListener({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      next: (event) => seen.push(event),
+    })
+    const facts = {
+      issuer: 'https://sso.example.com/realms/acme',
+      clientId: 'billing-sync',
+      grant: 'client_credentials',
+      scope: 'billing:read',
+      resource: [],
+      audience: undefined,
+    } as const
+    const error = new TokenSourceError({
+      code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+      message: 'down',
+      retryable: true,
+      clientId: facts.clientId,
+      issuer: facts.issuer,
+    })
+    const events: TokenSourceEvent[] = [
+      { type: 'token_requested', ...facts, attempt: 1, renewal: false },
+      { type: 'token_obtained', ...facts, from: 'provider', expiresInSeconds: 300, durationMs: 12 },
+      { type: 'token_requested', ...facts, attempt: 1, renewal: true },
+      {
+        type: 'token_request_failed',
+        ...facts,
+        code: error.code,
+        retryable: true,
+        willRetry: false,
+        servingCached: true,
+        error,
+      },
+      {
+        type: 'token_renewed',
+        ...facts,
+        from: 'shared_cache',
+        expiresInSeconds: 300,
+        durationMs: 0,
+      },
+    ]
+    for (const event of events) listener(event)
+    const { resourceMetrics } = await reader.collect()
+    const base = { issuer: facts.issuer, client_id: 'billing-sync', grant: 'client_credentials' }
+    expect(points(resourceMetrics, 'tollgate.client.token_requests')).toEqual([
+      { attributes: base, value: 2 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.client.tokens')).toEqual([
+      { attributes: { ...base, outcome: 'obtained', from: 'provider' }, value: 1 },
+      { attributes: { ...base, outcome: 'renewed', from: 'shared_cache' }, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.client.token_failures')).toEqual([
+      {
+        attributes: {
+          ...base,
+          code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+          retryable: true,
+          serving_cached: true,
+        },
+        value: 1,
+      },
+    ])
+    expect(seen).toEqual(events)
   })
 })

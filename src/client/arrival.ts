@@ -1,0 +1,238 @@
+/**
+ * How one token arrives for a set of parameters: from the provider, with bounded retries and
+ * exponential backoff with full jitter; or, with a shared cache, from another instance of the
+ * fleet, which renews under a Redis lock while the others keep serving theirs.
+ *
+ * @module
+ */
+import type { GrantResult, TokenEndpoint } from './endpoint.js'
+import { isTokenSourceError, TokenSourceError } from './errors.js'
+import type { GrantType, TokenRequestFacts, TokenSourceEvent } from './events.js'
+import type { NormalizedTokenSourceOptions } from './options.js'
+import type { NormalizedParameters } from './parameters.js'
+import type { RefreshTokenHolder } from './refresh-token.js'
+import { scheduleToken } from './schedule.js'
+import type { SharedCache, SharedToken } from './shared-cache.js'
+
+/** A token a source holds, with its schedule. */
+export interface Held extends SharedToken {
+  readonly renewAt: number
+  readonly usableUntil: number
+  /** The shared cache's raw value, to delete exactly this entry when the token is refused. */
+  readonly sharedRaw: string | undefined
+}
+
+/** The cache entry and single-flight state of one set of request parameters. */
+export interface Slot {
+  readonly key: string
+  readonly parameters: NormalizedParameters
+  readonly facts: TokenRequestFacts
+  readonly sharedKey: string | undefined
+  current: Held | undefined
+  pending: Promise<Held> | undefined
+  failures: number
+  retryAt: number
+  lastError: TokenSourceError | undefined
+  lastDroppedAt: number
+}
+
+/** A token that arrived, and from where (`undefined`: the held one, kept while another renews). */
+export interface Arrival {
+  readonly held: Held
+  readonly from: 'provider' | 'shared_cache' | undefined
+  readonly durationMs: number
+}
+
+const SHARED_POLL_MS = 50
+
+/** What {@link createArrivals} needs from its source. */
+export interface ArrivalContext {
+  readonly settings: NormalizedTokenSourceOptions
+  readonly grant: GrantType
+  readonly endpoint: TokenEndpoint
+  readonly refresh: RefreshTokenHolder | undefined
+  readonly emit: ((event: TokenSourceEvent) => void) | undefined
+  readonly shared: SharedCache | undefined
+  /** This instance's id in the shared cache's lock. */
+  readonly owner: string
+  /** Aborted by the source's `close()`. */
+  readonly stopped: AbortSignal
+}
+
+/** Obtains tokens for the slots of one source. */
+export interface Arrivals {
+  /** The next token of `slot`: through the shared cache when there is one. */
+  arrive(slot: Slot): Promise<Arrival>
+  closedError(): TokenSourceError
+  sharedError(error: unknown): void
+}
+
+/** Builds how the slots of one source obtain their tokens. */
+export function createArrivals(context: ArrivalContext): Arrivals {
+  const { settings, grant, endpoint, refresh, emit, shared, owner, stopped } = context
+  const { clientId, now, retry, renewal } = settings
+  const issuer = settings.server.issuer
+
+  function hold(token: SharedToken, sharedRaw: string | undefined): Held {
+    const schedule = scheduleToken(token.obtainedAt, token.expiresInSeconds, renewal, Math.random())
+    return { ...token, renewAt: schedule.renewAt, usableUntil: schedule.usableUntil, sharedRaw }
+  }
+
+  function closedError(): TokenSourceError {
+    return new TokenSourceError({
+      code: 'ERR_TOKEN_SOURCE_CLOSED',
+      message: `token source of client "${clientId}" is closed`,
+      retryable: false,
+      clientId,
+      issuer,
+    })
+  }
+
+  function delay(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (stopped.aborted) return reject(closedError())
+      const onAbort = () => {
+        clearTimeout(timer)
+        reject(closedError())
+      }
+      const timer = setTimeout(() => {
+        stopped.removeEventListener('abort', onAbort)
+        resolve()
+      }, ms)
+      timer.unref()
+      stopped.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /** One grant request. Refresh-token requests run one at a time: each uses the latest token. */
+  function requestOnce(slot: Slot): Promise<GrantResult> {
+    if (refresh === undefined) return endpoint.request(grant, slot.parameters)
+    return refresh.run((refreshToken) =>
+      endpoint.request('refresh_token', slot.parameters, refreshToken),
+    )
+  }
+
+  function usable(slot: Slot, at: number): boolean {
+    return slot.current !== undefined && at < slot.current.usableUntil
+  }
+
+  /** Asks the provider, retrying retryable failures with exponential backoff and full jitter. */
+  async function requestWithRetries(slot: Slot): Promise<Arrival> {
+    const isRenewal = slot.current !== undefined
+    const startedAt = performance.now()
+    for (let attempt = 1; ; attempt++) {
+      if (stopped.aborted) throw closedError()
+      emit?.({ type: 'token_requested', ...slot.facts, attempt, renewal: isRenewal })
+      const requestedAt = now()
+      try {
+        const result = await requestOnce(slot)
+        const token: SharedToken = {
+          accessToken: result.accessToken,
+          obtainedAt: requestedAt,
+          expiresInSeconds: result.expiresInSeconds,
+        }
+        return {
+          held: hold(token, undefined),
+          from: 'provider',
+          durationMs: performance.now() - startedAt,
+        }
+      } catch (error) {
+        const failure = isTokenSourceError(error)
+          ? error
+          : new TokenSourceError({
+              code: 'ERR_TOKEN_RESPONSE_INVALID',
+              message: `token request of client "${clientId}" failed unexpectedly`,
+              retryable: false,
+              clientId,
+              issuer,
+            })
+        const willRetry = failure.retryable && attempt < retry.attempts && !stopped.aborted
+        emit?.({
+          type: 'token_request_failed',
+          ...slot.facts,
+          code: failure.code,
+          retryable: failure.retryable,
+          willRetry,
+          servingCached: usable(slot, now()),
+          error: failure,
+        })
+        if (!willRetry) throw failure
+        const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
+        await delay(Math.random() * ceiling)
+      }
+    }
+  }
+
+  function adopt(token: SharedToken, raw: string): Arrival {
+    return { held: hold(token, raw), from: 'shared_cache', durationMs: 0 }
+  }
+
+  function sharedError(error: unknown): void {
+    emit?.({ type: 'shared_cache_error', issuer, clientId, error })
+  }
+
+  /** With a shared cache: take a newer token another instance stored, or renew under the lock. */
+  async function viaSharedCache(slot: Slot, cache: SharedCache, key: string): Promise<Arrival> {
+    let locked = false
+    try {
+      const seen = await cache.read(key)
+      const fresh = (read: typeof seen) =>
+        read !== undefined &&
+        read.raw !== slot.current?.sharedRaw &&
+        now() < hold(read.token, read.raw).renewAt
+      if (seen !== undefined && fresh(seen)) return adopt(seen.token, seen.raw)
+      locked = await cache.lock(key, owner)
+      if (!locked) {
+        // Another instance is renewing: keep serving ours if we may, else wait for theirs.
+        if (slot.current !== undefined && usable(slot, now())) {
+          return { held: slot.current, from: undefined, durationMs: 0 }
+        }
+        // Real time, not the clock option: this waits for another instance, in this world.
+        const until = performance.now() + (settings.sharedCache?.lockMs ?? 0)
+        while (performance.now() < until && !stopped.aborted) {
+          await delay(SHARED_POLL_MS)
+          const next = await cache.read(key)
+          if (
+            next !== undefined &&
+            next.raw !== seen?.raw &&
+            now() < hold(next.token, next.raw).usableUntil
+          ) {
+            return adopt(next.token, next.raw)
+          }
+        }
+      }
+    } catch (error) {
+      if (isTokenSourceError(error)) throw error
+      sharedError(error)
+    }
+    let arrival: Arrival
+    try {
+      arrival = await requestWithRetries(slot)
+    } catch (error) {
+      if (locked) cache.unlock(key, owner).catch(sharedError)
+      throw error
+    }
+    const { held } = arrival
+    try {
+      const token: SharedToken = {
+        accessToken: held.accessToken,
+        obtainedAt: held.obtainedAt,
+        expiresInSeconds: held.expiresInSeconds,
+      }
+      const raw = await cache.write(key, token, held.usableUntil - now(), owner)
+      return { ...arrival, held: { ...held, sharedRaw: raw } }
+    } catch (error) {
+      sharedError(error)
+      return arrival
+    }
+  }
+
+  return {
+    arrive: (slot) =>
+      shared !== undefined && slot.sharedKey !== undefined
+        ? viaSharedCache(slot, shared, slot.sharedKey)
+        : requestWithRetries(slot),
+    closedError,
+    sharedError,
+  }
+}

@@ -1,0 +1,300 @@
+/**
+ * The provider's token endpoint, through openid-client: discovery, client authentication
+ * (`client_secret_basic`, `client_secret_post`, `private_key_jwt`) and the grant requests. The
+ * one module that imports openid-client, and the one place its failures become
+ * {@link TokenSourceError}s.
+ *
+ * @module
+ */
+import { createPrivateKey, KeyObject, webcrypto } from 'node:crypto'
+
+import * as oidc from 'openid-client'
+
+import { TokenSourceError, type TokenSourceErrorCode } from './errors.js'
+import type { GrantType } from './events.js'
+import { isLoopback, type NormalizedTokenSourceOptions, type PrivateKeyInput } from './options.js'
+import type { NormalizedParameters } from './parameters.js'
+import { resolveSecret } from './secrets.js'
+
+/** What a token request yields. */
+export interface GrantResult {
+  readonly accessToken: string
+  readonly expiresInSeconds: number
+  readonly refreshToken: string | undefined
+  readonly scope: string | undefined
+}
+
+/** Requests tokens for one source. */
+export interface TokenEndpoint {
+  request(
+    grant: GrantType,
+    parameters: NormalizedParameters,
+    refreshToken?: string,
+  ): Promise<GrantResult>
+}
+
+// RFC 6749 §5.1 makes expires_in optional; without it, a token is assumed to live this long.
+const ASSUMED_LIFETIME_SECONDS = 60
+const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client'])
+const TRANSIENT_ERRORS = new Set(['temporarily_unavailable', 'server_error', 'slow_down'])
+
+/** Builds the token endpoint of a source. */
+export function createTokenEndpoint(options: NormalizedTokenSourceOptions): TokenEndpoint {
+  const { server, clientId } = options
+  const context = { clientId, issuer: server.issuer }
+  let discovered: Promise<oidc.ServerMetadata> | undefined
+
+  // Plain http is allowed to loopback, or where the options say so explicitly (validated at
+  // construction, with a warning): openid-client refuses it otherwise, and so do we.
+  const mayUseHttp = (value: string) => {
+    const url = new URL(value)
+    return url.protocol === 'https:' || isLoopback(url.hostname) || options.allowInsecureHttp
+  }
+  const configure = (config: oidc.Configuration, endpoint: string) => {
+    config.timeout = options.timeoutMs / 1000
+    if (options.fetch !== undefined) {
+      config[oidc.customFetch] = options.fetch as unknown as oidc.CustomFetch
+    }
+    if (new URL(endpoint).protocol === 'http:') oidc.allowInsecureRequests(config)
+  }
+
+  async function discover(): Promise<oidc.ServerMetadata> {
+    const execute = new URL(server.issuer).protocol === 'http:' ? [oidc.allowInsecureRequests] : []
+    let config: oidc.Configuration
+    try {
+      config = await oidc.discovery(new URL(server.issuer), clientId, undefined, oidc.None(), {
+        execute,
+        timeout: options.timeoutMs / 1000,
+        ...(options.fetch === undefined
+          ? {}
+          : { [oidc.customFetch]: options.fetch as unknown as oidc.CustomFetch }),
+      })
+    } catch (error) {
+      throw toTokenSourceError(error, context, options.credentialSource, 'discovery')
+    }
+    const metadata = config.serverMetadata()
+    const tokenEndpoint = metadata.token_endpoint
+    if (typeof tokenEndpoint !== 'string' || !mayUseHttp(tokenEndpoint)) {
+      throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+        message: `discovery document of ${server.issuer} names no usable token_endpoint (https, or http to loopback)`,
+      })
+    }
+    return metadata
+  }
+
+  async function serverMetadata(): Promise<oidc.ServerMetadata> {
+    if (!server.discovery) return { issuer: server.issuer, token_endpoint: server.tokenEndpoint }
+    // One discovery at a time; a failed one is forgotten so the next request tries again.
+    discovered ??= discover().catch((error: unknown) => {
+      discovered = undefined
+      throw error
+    })
+    return discovered
+  }
+
+  async function clientAuthentication(): Promise<oidc.ClientAuth> {
+    const secretContext = {
+      ...context,
+      option: options.clientAuth === 'private_key_jwt' ? 'privateKey' : 'clientSecret',
+    }
+    if (options.clientAuth === 'private_key_jwt') {
+      const input = await resolveSecret<PrivateKeyInput>(
+        options.credential as PrivateKeyInput,
+        secretContext,
+        (value): value is PrivateKeyInput => typeof value === 'string' || typeof value === 'object',
+      )
+      let key: webcrypto.CryptoKey
+      try {
+        key = await signingKey(input, options.privateKeyAlgorithm)
+      } catch {
+        throw failure('ERR_SECRET_UNAVAILABLE', false, context, {
+          message: `privateKey of client "${clientId}" is not a usable private key: check ${options.credentialSource}`,
+          secretSource: options.credentialSource,
+        })
+      }
+      return oidc.PrivateKeyJwt(
+        options.privateKeyId === undefined ? key : { key, kid: options.privateKeyId },
+      )
+    }
+    const secret = await resolveSecret<string>(
+      options.credential as string,
+      secretContext,
+      (value): value is string => typeof value === 'string',
+    )
+    return options.clientAuth === 'client_secret_post'
+      ? oidc.ClientSecretPost(secret)
+      : oidc.ClientSecretBasic(secret)
+  }
+
+  return {
+    async request(grant, parameters, refreshToken) {
+      const metadata = await serverMetadata()
+      // A Configuration per request: the secret lives in its closure for this request only.
+      const config = new oidc.Configuration(
+        metadata,
+        clientId,
+        undefined,
+        await clientAuthentication(),
+      )
+      configure(config, metadata.token_endpoint as string)
+      const body = new URLSearchParams()
+      if (parameters.scope !== undefined) body.set('scope', parameters.scope)
+      for (const resource of parameters.resource) body.append('resource', resource)
+      if (parameters.audience !== undefined) body.set('audience', parameters.audience)
+      let response: oidc.TokenEndpointResponse
+      try {
+        response =
+          grant === 'refresh_token'
+            ? await oidc.refreshTokenGrant(config, refreshToken as string, body)
+            : await oidc.clientCredentialsGrant(config, body)
+      } catch (error) {
+        throw toTokenSourceError(error, context, options.credentialSource, 'token')
+      }
+      if (response.token_type.toLowerCase() !== 'bearer') {
+        throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+          message: `token endpoint of ${server.issuer} issued a token of type other than Bearer to client "${clientId}"`,
+        })
+      }
+      const expiresIn = response.expires_in
+      return {
+        accessToken: response.access_token,
+        expiresInSeconds:
+          typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
+            ? expiresIn
+            : ASSUMED_LIFETIME_SECONDS,
+        refreshToken: response.refresh_token,
+        scope: response.scope,
+      }
+    },
+  }
+}
+
+// Node 20 has no webcrypto.CryptoKey export; the global is there from Node 17.
+function isCryptoKey(value: unknown): value is webcrypto.CryptoKey {
+  const CryptoKeyClass = (globalThis as { CryptoKey?: new () => unknown }).CryptoKey
+  return typeof CryptoKeyClass === 'function' && value instanceof CryptoKeyClass
+}
+
+/** Imports a private key for signing client assertions (node:crypto's WebCrypto). */
+async function signingKey(
+  input: PrivateKeyInput,
+  algorithm: NormalizedTokenSourceOptions['privateKeyAlgorithm'],
+): Promise<webcrypto.CryptoKey> {
+  if (isCryptoKey(input)) return input
+  const keyObject =
+    input instanceof KeyObject
+      ? input
+      : typeof input === 'string'
+        ? createPrivateKey(input)
+        : createPrivateKey({ key: input as import('node:crypto').JsonWebKey, format: 'jwk' })
+  if (keyObject.type !== 'private') throw new TypeError('not a private key')
+  const jwk = keyObject.export({ format: 'jwk' })
+  let params: webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams | webcrypto.Algorithm
+  if (jwk.kty === 'RSA') {
+    params =
+      algorithm === 'PS256'
+        ? { name: 'RSA-PSS', hash: 'SHA-256' }
+        : { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
+  } else if (jwk.kty === 'EC' && jwk.crv === 'P-256') {
+    params = { name: 'ECDSA', namedCurve: 'P-256' }
+  } else if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') {
+    params = { name: 'Ed25519' }
+  } else {
+    throw new TypeError('unsupported key type')
+  }
+  return webcrypto.subtle.importKey('jwk', jwk, params, false, ['sign'])
+}
+
+function failure(
+  code: TokenSourceErrorCode,
+  retryable: boolean,
+  context: { clientId: string; issuer: string },
+  extra: {
+    message: string
+    oauthError?: string | undefined
+    status?: number | undefined
+    secretSource?: string | undefined
+    cause?: unknown
+  },
+): TokenSourceError {
+  return new TokenSourceError({ code, retryable, ...context, ...extra })
+}
+
+function responseStatus(value: unknown): number | undefined {
+  return value instanceof Response ? value.status : undefined
+}
+
+/**
+ * The one place openid-client's failures become ours. Response bodies, requests and openid-client's
+ * own errors are not kept (a response may hold a token); network failures are, as `cause`.
+ */
+function toTokenSourceError(
+  error: unknown,
+  context: { clientId: string; issuer: string },
+  secretSource: string,
+  phase: 'discovery' | 'token',
+): TokenSourceError {
+  if (error instanceof TokenSourceError) return error
+  const where =
+    phase === 'discovery' ? `discovery at ${context.issuer}` : `token endpoint of ${context.issuer}`
+  let oauthError: string | undefined
+  let status: number | undefined
+  if (error instanceof oidc.ResponseBodyError) {
+    oauthError = error.error
+    status = error.status
+  } else if (error instanceof oidc.WWWAuthenticateChallengeError) {
+    status = error.status
+    // A 401 with a challenge (RFC 6749 §5.2, HTTP Basic): the client failed to authenticate.
+    if (status === 401) oauthError = 'invalid_client'
+  } else if (error instanceof oidc.ClientError && error.code !== 'OAUTH_TIMEOUT') {
+    status = responseStatus(error.cause)
+  } else if (
+    error instanceof Error &&
+    ((error as { code?: unknown }).code === 'OAUTH_TIMEOUT' ||
+      error.name === 'TimeoutError' ||
+      error.name === 'AbortError')
+  ) {
+    return failure('ERR_TOKEN_ENDPOINT_UNAVAILABLE', true, context, {
+      message: `${where} did not answer in time`,
+      cause: error,
+    })
+  } else if (error instanceof TypeError) {
+    // fetch() failing: connection refused, reset, DNS. Its cause names the socket error.
+    return failure('ERR_TOKEN_ENDPOINT_UNAVAILABLE', true, context, {
+      message: `${where} is unreachable`,
+      cause: error,
+    })
+  }
+  if (oauthError !== undefined && CLIENT_ERRORS.has(oauthError)) {
+    return failure('ERR_CLIENT_REFUSED', false, context, {
+      message:
+        `${where} refused client "${context.clientId}" (${oauthError}): check the client id, ` +
+        `the credential read from ${secretSource}, and that the client may use this grant`,
+      oauthError,
+      status,
+      secretSource,
+    })
+  }
+  if (
+    (oauthError !== undefined && TRANSIENT_ERRORS.has(oauthError)) ||
+    status === 429 ||
+    (status !== undefined && status >= 500)
+  ) {
+    return failure('ERR_TOKEN_ENDPOINT_UNAVAILABLE', true, context, {
+      message: `${where} is unavailable (${oauthError ?? `status ${status}`})`,
+      oauthError,
+      status,
+    })
+  }
+  if (oauthError !== undefined) {
+    return failure('ERR_TOKEN_REQUEST_REFUSED', false, context, {
+      message: `${where} refused the request of client "${context.clientId}" (${oauthError})`,
+      oauthError,
+      status,
+    })
+  }
+  return failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+    message: `${where} gave client "${context.clientId}" an answer that is not a usable response${status === undefined ? '' : ` (status ${status})`}`,
+    status,
+  })
+}

@@ -1,0 +1,91 @@
+/**
+ * The token source's error family: every failure to obtain a token is a {@link TokenSourceError}
+ * with a stable `code` and `retryable`, which says whether asking again later can succeed. Messages
+ * name the client, the issuer and where a secret came from; never a secret, a token or a response
+ * body.
+ *
+ * @module
+ */
+
+/** Stable machine-readable codes; part of the semver contract. */
+export type TokenSourceErrorCode =
+  /** The provider refused the client itself (`invalid_client`, `unauthorized_client`). Not retryable. */
+  | 'ERR_CLIENT_REFUSED'
+  /** The provider refused the request (`invalid_scope`, `invalid_grant`, `invalid_target`…). Not retryable. */
+  | 'ERR_TOKEN_REQUEST_REFUSED'
+  /** Network failure, timeout, 429 or 5xx, `temporarily_unavailable`. Retryable. */
+  | 'ERR_TOKEN_ENDPOINT_UNAVAILABLE'
+  /** A response that is not a token response (or discovery document) tollgate can use. Not retryable. */
+  | 'ERR_TOKEN_RESPONSE_INVALID'
+  /** A secret could not be read (unset variable, failing secrets manager). */
+  | 'ERR_SECRET_UNAVAILABLE'
+  /** The source was closed. Not retryable. */
+  | 'ERR_TOKEN_SOURCE_CLOSED'
+
+/** What {@link TokenSourceError} is built from. */
+export interface TokenSourceErrorInit {
+  readonly code: TokenSourceErrorCode
+  readonly message: string
+  readonly retryable: boolean
+  readonly clientId: string
+  readonly issuer: string
+  /** The provider's OAuth `error` code (RFC 6749 §5.2), when it sent one. */
+  readonly oauthError?: string | undefined
+  /** The HTTP status of the provider's answer, when there was one. */
+  readonly status?: number | undefined
+  /** Where the secret or key came from (`fromEnv('NAME')`, `the "clientSecret" option`…). */
+  readonly secretSource?: string | undefined
+  /** Seconds before a new attempt is made, when known. */
+  readonly retryAfterSeconds?: number | undefined
+  /** The network failure underneath, for operators. Never a response holding a token. */
+  readonly cause?: unknown
+}
+
+/** Why a token could not be obtained. */
+export class TokenSourceError extends Error {
+  /** Stable machine code. */
+  readonly code: TokenSourceErrorCode
+  /** `true` when the same request may succeed later (network, 5xx, 429); `false` for configuration problems. */
+  readonly retryable: boolean
+  readonly clientId: string
+  readonly issuer: string
+  readonly oauthError: string | undefined
+  readonly status: number | undefined
+  readonly secretSource: string | undefined
+  /** Seconds before the source asks the provider again; a `get()` before then fails at once. */
+  retryAfterSeconds: number | undefined
+
+  constructor(init: TokenSourceErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause })
+    this.name = 'TokenSourceError'
+    this.code = init.code
+    this.retryable = init.retryable
+    this.clientId = init.clientId
+    this.issuer = init.issuer
+    this.oauthError = init.oauthError
+    this.status = init.status
+    this.secretSource = init.secretSource
+    this.retryAfterSeconds = init.retryAfterSeconds
+  }
+}
+
+const CODES = new Set<string>([
+  'ERR_CLIENT_REFUSED',
+  'ERR_TOKEN_REQUEST_REFUSED',
+  'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+  'ERR_TOKEN_RESPONSE_INVALID',
+  'ERR_SECRET_UNAVAILABLE',
+  'ERR_TOKEN_SOURCE_CLOSED',
+] satisfies TokenSourceErrorCode[])
+
+/** `true` for a {@link TokenSourceError}, also one from another copy of the package (checked by shape). */
+export function isTokenSourceError(value: unknown): value is TokenSourceError {
+  if (value instanceof TokenSourceError) return true
+  if (!(value instanceof Error)) return false
+  const candidate = value as Partial<TokenSourceError>
+  return (
+    typeof candidate.code === 'string' &&
+    CODES.has(candidate.code) &&
+    typeof candidate.retryable === 'boolean'
+  )
+}

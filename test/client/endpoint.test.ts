@@ -1,0 +1,295 @@
+/**
+ * The grants and client authentication methods, against a real OpenID provider (oidc-provider on
+ * loopback, Keycloak paths), with each token verified by tollgate's own gate: the end-to-end proof
+ * that what the client side obtains, the resource-server side admits.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTokenSource, fromEnv, type TokenSourceOptions } from '../../src/client/index.js'
+import { createGate, keycloak } from '../../src/index.js'
+import {
+  assertionKey,
+  claimsOf,
+  POST_SECRET,
+  REDIRECT_URI,
+  SECRET,
+  startPlatformProvider,
+  WEB_SECRET,
+} from '../helpers/client-fixtures.js'
+import type { RunningProvider } from '../helpers/oidc-provider.js'
+
+let provider: RunningProvider
+beforeAll(async () => {
+  provider = await startPlatformProvider()
+})
+afterAll(async () => {
+  await provider.close()
+})
+
+const issuerOf = () => keycloak({ authUrl: provider.url, realms: ['acme'] })
+const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
+
+function admittedBy(audience: string, token: string) {
+  const gate = createGate({ issuers: issuerOf(), audience })
+  return gate.check(bearer(token)).finally(() => gate.close())
+}
+
+async function rejectionOf(promise: Promise<unknown>) {
+  try {
+    await promise
+  } catch (error) {
+    return error as Record<string, unknown>
+  }
+  throw new Error('expected a rejection')
+}
+
+describe('client_credentials', () => {
+  const methods: Array<[string, Partial<TokenSourceOptions>]> = [
+    ['client_secret_basic', { clientId: 'billing-sync', clientSecret: SECRET }],
+    [
+      'client_secret_post',
+      { clientId: 'report-job', clientSecret: POST_SECRET, clientAuth: 'client_secret_post' },
+    ],
+    [
+      'private_key_jwt',
+      { clientId: 'ledger-export', privateKey: assertionKey.privateKey, privateKeyId: 'ledger-1' },
+    ],
+  ]
+
+  it.each(methods)('obtains a token the gate admits, authenticating with %s', async (_m, auth) => {
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      ...auth,
+      scope: 'office:records:read',
+      resource: 'urn:platform:office',
+    } as TokenSourceOptions)
+    const token = await source.get()
+    const { auth: admission } = await admittedBy('office', token)
+    expect(admission).toMatchObject({ clientId: auth.clientId, scopes: ['office:records:read'] })
+  })
+
+  it('signs private_key_jwt assertions with a PEM key read from the environment', async () => {
+    process.env['TOLLGATE_TEST_LEDGER_KEY'] = assertionKey.privateKey
+      .export({ format: 'pem', type: 'pkcs8' })
+      .toString()
+    try {
+      const source = createTokenSource({
+        issuer: issuerOf(),
+        clientId: 'ledger-export',
+        privateKey: fromEnv('TOLLGATE_TEST_LEDGER_KEY'),
+        privateKeyId: 'ledger-1',
+      })
+      expect(claimsOf(await source.get())).toMatchObject({ client_id: 'ledger-export' })
+    } finally {
+      delete process.env['TOLLGATE_TEST_LEDGER_KEY']
+    }
+  })
+
+  it('asks for the product audience with a resource indicator (RFC 8707)', async () => {
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      clientId: 'billing-sync',
+      clientSecret: SECRET,
+      resource: 'urn:platform:office',
+    })
+    const token = await source.get()
+    expect(claimsOf(token)['aud']).toBe('office')
+    expect(await rejectionOf(admittedBy('gateway', token))).toMatchObject({
+      code: 'ERR_TOKEN_INVALID',
+      reason: 'audience',
+    })
+  })
+
+  it('finds the token endpoint by discovery', async () => {
+    const source = createTokenSource({
+      issuer: provider.issuer(),
+      discovery: true,
+      clientId: 'billing-sync',
+      clientSecret: SECRET,
+    })
+    expect((await admittedBy('gateway', await source.get())).auth?.clientId).toBe('billing-sync')
+  })
+
+  it('uses an explicit token endpoint', async () => {
+    const source = createTokenSource({
+      issuer: provider.issuer(),
+      tokenEndpoint: provider.tokenEndpoint(),
+      clientId: 'billing-sync',
+      clientSecret: SECRET,
+    })
+    expect(claimsOf(await source.get())['iss']).toBe(provider.issuer())
+  })
+})
+
+describe('refresh_token', () => {
+  async function signedInRefreshToken(): Promise<string> {
+    const code = await provider.authorize({
+      clientId: 'office-web',
+      redirectUri: REDIRECT_URI,
+      scope: 'openid offline_access office:records:read',
+      resource: 'urn:platform:office',
+    })
+    // The code exchange is the sign-in side's job (issue 11); here openid-client does it directly.
+    const client = await import('openid-client')
+    const config = new client.Configuration(
+      { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
+      'office-web',
+      undefined,
+      client.ClientSecretBasic(WEB_SECRET),
+    )
+    client.allowInsecureRequests(config)
+    const tokens = await client.authorizationCodeGrant(
+      config,
+      new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
+    )
+    return tokens.refresh_token as string
+  }
+
+  it('obtains an access token with a refresh token, and the gate admits it', async () => {
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: await signedInRefreshToken(),
+      resource: 'urn:platform:office',
+    })
+    const { auth } = await admittedBy('office', await source.get())
+    expect(auth).toMatchObject({ subject: 'user-1', clientId: 'office-web' })
+  })
+
+  it('hands each rotated refresh token to onRefreshToken and uses it for the next renewal', async () => {
+    const first = await signedInRefreshToken()
+    const rotated: string[] = []
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: first,
+      onRefreshToken: (token) => {
+        rotated.push(token)
+      },
+    })
+    await source.get()
+    expect(source.invalidate(await source.get())).toBe(true)
+    await source.get()
+    expect(rotated).toHaveLength(2)
+    expect(new Set([first, ...rotated]).size).toBe(3)
+  })
+})
+
+describe('answers that are not a token', () => {
+  type Answer = { status: number; type?: string; body: string } | 'hang'
+  let answer: Answer = { status: 200, body: '{}' }
+  let faulty: import('node:http').Server
+  let faultyUrl: string
+  const requests: string[] = []
+  beforeAll(async () => {
+    const { createServer } = await import('node:http')
+    faulty = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`)
+      if (answer === 'hang') return
+      res.writeHead(answer.status, { 'content-type': answer.type ?? 'application/json' })
+      res.end(answer.body)
+    })
+    await new Promise<void>((resolve) => faulty.listen(0, '127.0.0.1', resolve))
+    const { port } = faulty.address() as import('node:net').AddressInfo
+    faultyUrl = `http://127.0.0.1:${port}`
+  })
+  afterAll(async () => {
+    faulty.closeAllConnections()
+    await new Promise((resolve) => faulty.close(resolve))
+  })
+
+  const source = (overrides: Partial<TokenSourceOptions> = {}) =>
+    createTokenSource({
+      issuer: `${faultyUrl}/realms/acme`,
+      clientId: 'billing-sync',
+      clientSecret: SECRET,
+      retry: { attempts: 1 },
+      ...overrides,
+    })
+
+  it.each<[string, Answer, Record<string, unknown>]>([
+    [
+      'a 502 with an HTML page',
+      { status: 502, type: 'text/html', body: '<h1>Bad Gateway</h1>' },
+      { code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE', retryable: true, status: 502 },
+    ],
+    [
+      'a 429',
+      { status: 429, body: '{"error":"slow_down"}' },
+      { code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE', retryable: true, status: 429 },
+    ],
+    [
+      'a 400 temporarily_unavailable',
+      { status: 400, body: '{"error":"temporarily_unavailable"}' },
+      {
+        code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+        retryable: true,
+        oauthError: 'temporarily_unavailable',
+      },
+    ],
+    [
+      'Keycloak’s answer to a wrong secret (401 unauthorized_client)',
+      {
+        status: 401,
+        body: '{"error":"unauthorized_client","error_description":"Invalid client or Invalid client credentials"}',
+      },
+      { code: 'ERR_CLIENT_REFUSED', retryable: false, oauthError: 'unauthorized_client' },
+    ],
+    [
+      'a 200 that is not JSON',
+      { status: 200, type: 'text/html', body: '<html></html>' },
+      { code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false },
+    ],
+    [
+      'a 200 without access_token',
+      { status: 200, body: '{"token_type":"Bearer","expires_in":300}' },
+      { code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false },
+    ],
+    [
+      'a DPoP-bound token',
+      { status: 200, body: '{"access_token":"x","token_type":"DPoP","expires_in":300}' },
+      { code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false },
+    ],
+  ])('classifies %s', async (_case, given, expected) => {
+    answer = given
+    expect(await rejectionOf(source().get())).toMatchObject({
+      name: 'TokenSourceError',
+      ...expected,
+    })
+  })
+
+  it('classifies a provider that does not answer within timeoutMs as retryable', async () => {
+    answer = 'hang'
+    expect(await rejectionOf(source({ timeoutMs: 100 }).get())).toMatchObject({
+      code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
+      retryable: true,
+    })
+  })
+
+  it('assumes a lifetime of 60 seconds when expires_in is missing', async () => {
+    answer = { status: 200, body: '{"access_token":"opaque-1","token_type":"Bearer"}' }
+    let now = 0
+    const tokens = source({ clock: { now: () => now } })
+    expect(await tokens.get()).toBe('opaque-1')
+    answer = { status: 200, body: '{"access_token":"opaque-2","token_type":"Bearer"}' }
+    now = 54_000
+    expect(await tokens.get()).toBe('opaque-2')
+  })
+
+  it('sends every request through the fetch option', async () => {
+    answer = {
+      status: 200,
+      body: '{"access_token":"opaque","token_type":"bearer","expires_in":300}',
+    }
+    const seen: string[] = []
+    const tokens = source({
+      fetch: (input, init) => {
+        seen.push(String(input))
+        return fetch(input, init)
+      },
+    })
+    await tokens.get()
+    expect(seen).toEqual([`${faultyUrl}/realms/acme/protocol/openid-connect/token`])
+  })
+})

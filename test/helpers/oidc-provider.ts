@@ -1,0 +1,324 @@
+/**
+ * A real OpenID provider for the client-side tests: panva's `oidc-provider` (certified), one
+ * instance per realm behind one loopback HTTP server, with Keycloak's paths
+ * (`/realms/{realm}/protocol/openid-connect/{auth,token,certs}`) and issuer
+ * `http://127.0.0.1:{port}/realms/{realm}`. Client Credentials on, resource indicators giving JWT
+ * access tokens with a product audience (`urn:platform:office` → `aud: "office"`), refresh tokens
+ * rotated on every use, and an authorization endpoint that signs a fixed user in without a page
+ * (`authorize()`), so that sign-in tests (issue 11) can reuse it.
+ *
+ * The test controls it from outside only: it counts grants, can stop answering (`stop()`, the
+ * port refuses connections) and come back on the same port (`start()`). Never a mock.
+ *
+ * @module
+ */
+import { generateKeyPairSync, type JsonWebKey } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+import Provider, {
+  type ClientMetadata,
+  type Configuration,
+  errors,
+  type KoaContextWithOIDC,
+} from 'oidc-provider'
+
+/** A registered client, in oidc-provider's (RFC 7591) metadata. */
+export type ProviderClient = ClientMetadata
+
+/** One grant the token endpoint answered (successfully or not). */
+export interface GrantRecord {
+  readonly realm: string
+  readonly grantType: string
+  readonly clientId: string | undefined
+  readonly scope: string | undefined
+  readonly resource: string | readonly string[] | undefined
+  readonly ok: boolean
+  /** The OAuth error code of a refused grant. */
+  readonly error: string | undefined
+}
+
+export interface StartProviderOptions {
+  /** Realm names; each is one provider with its own keys. Default `['acme']`. */
+  readonly realms?: readonly string[]
+  /** Clients of every realm. */
+  readonly clients: readonly ProviderClient[]
+  /** Resource indicator → audience. Default: gateway, office, desk and pulse (`urn:platform:<name>`). */
+  readonly resources?: Readonly<Record<string, string>>
+  /** The resource of a request without one. Default `urn:platform:gateway`. */
+  readonly defaultResource?: string
+  /** Scopes each resource server grants. Default: the platform's. */
+  readonly resourceScopes?: string
+  /** Lifetime of access tokens, seconds. Default 300 (Keycloak's default). */
+  readonly accessTokenSeconds?: number
+  /** Lifetime of refresh tokens, seconds. Default 1800. */
+  readonly refreshTokenSeconds?: number
+}
+
+export interface RunningProvider {
+  /** `http://127.0.0.1:{port}`: the `authUrl` of `keycloak()`. */
+  readonly url: string
+  issuer(realm?: string): string
+  tokenEndpoint(realm?: string): string
+  /** Every grant answered since the start or the last `resetGrants()`, in order. */
+  readonly grants: GrantRecord[]
+  /** Successful grants of a type (default `client_credentials`). */
+  grantCount(grantType?: string): number
+  resetGrants(): void
+  /**
+   * Runs the authorization endpoint for `user` (signed in and consenting without a page) and
+   * returns the `code` sent to the redirect URI.
+   */
+  authorize(request: AuthorizeRequest): Promise<string>
+  /** Closes the port: new connections are refused, open ones dropped. */
+  stop(): Promise<void>
+  /** Listens again on the same port. */
+  start(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface AuthorizeRequest {
+  readonly realm?: string
+  readonly clientId: string
+  readonly redirectUri: string
+  readonly scope: string
+  /** Resource indicators the code (and its refresh token) may later be exchanged for. */
+  readonly resource?: string | readonly string[]
+  readonly user?: string
+}
+
+export const PLATFORM_RESOURCES: Readonly<Record<string, string>> = {
+  'urn:platform:gateway': 'gateway',
+  'urn:platform:office': 'office',
+  'urn:platform:desk': 'desk',
+  'urn:platform:pulse': 'pulse',
+}
+
+const PLATFORM_SCOPES =
+  'billing:read office:records:read office:records:write desk:tickets:read pulse:read'
+
+const KEYCLOAK_ROUTES = {
+  authorization: '/protocol/openid-connect/auth',
+  token: '/protocol/openid-connect/token',
+  jwks: '/protocol/openid-connect/certs',
+  userinfo: '/protocol/openid-connect/userinfo',
+  end_session: '/protocol/openid-connect/logout',
+  revocation: '/protocol/openid-connect/revoke',
+  introspection: '/protocol/openid-connect/token/introspect',
+} as const
+
+function signingKey(): JsonWebKey {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+  return { ...privateKey.export({ format: 'jwk' }), kid: 'rs-1', alg: 'RS256', use: 'sig' }
+}
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve((server.address() as AddressInfo).port)
+    })
+  })
+}
+
+/** Starts the provider on a free 127.0.0.1 port. */
+export async function startProvider(options: StartProviderOptions): Promise<RunningProvider> {
+  const realms = options.realms ?? ['acme']
+  const resources = options.resources ?? PLATFORM_RESOURCES
+  const defaultResource = options.defaultResource ?? 'urn:platform:gateway'
+  const resourceScopes = options.resourceScopes ?? PLATFORM_SCOPES
+  const accessTokenSeconds = options.accessTokenSeconds ?? 300
+  const grants: GrantRecord[] = []
+  const providers = new Map<string, Provider>()
+  const handlers = new Map<string, ReturnType<Provider['callback']>>()
+
+  const server = createServer((req, res) => route(req, res))
+  const port = await listen(server, 0)
+  const url = `http://127.0.0.1:${port}`
+
+  for (const realm of realms) {
+    const issuer = `${url}/realms/${realm}`
+    const configuration: Configuration = {
+      clients: options.clients.map((client) => ({ ...client })),
+      jwks: { keys: [signingKey()] },
+      routes: KEYCLOAK_ROUTES,
+      scopes: ['openid', 'offline_access', ...resourceScopes.split(' ')],
+      features: {
+        devInteractions: { enabled: false },
+        clientCredentials: { enabled: true },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) =>
+            oneOf ?? defaultResource,
+          useGrantedResource: async () => true,
+          getResourceServerInfo: async (_ctx: unknown, indicator: string) => {
+            const audience = resources[indicator]
+            if (audience === undefined) throw new errors.InvalidTarget()
+            return {
+              audience,
+              scope: resourceScopes,
+              accessTokenFormat: 'jwt',
+              accessTokenTTL: accessTokenSeconds,
+              jwt: { sign: { alg: 'RS256' } },
+            }
+          },
+        },
+      },
+      interactions: {
+        url: (_ctx, interaction) => `/realms/${realm}/interaction/${interaction.uid}`,
+      },
+      findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+      // Every client allowed the refresh_token grant gets one, and it is rotated on every use, so
+      // the tests see rotation every time.
+      issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+      rotateRefreshToken: true,
+      pkce: { required: () => false },
+      ttl: {
+        AccessToken: accessTokenSeconds,
+        ClientCredentials: accessTokenSeconds,
+        RefreshToken: options.refreshTokenSeconds ?? 1800,
+        Session: 3600,
+        Grant: 3600,
+        Interaction: 600,
+        AuthorizationCode: 60,
+        IdToken: 300,
+      },
+    }
+    const provider = new Provider(issuer, configuration)
+    const record = (ctx: KoaContextWithOIDC, ok: boolean, error?: unknown) => {
+      const params = ctx.oidc.params ?? {}
+      grants.push({
+        realm,
+        grantType: String(params['grant_type'] ?? ''),
+        clientId: ctx.oidc.client?.clientId,
+        scope: params['scope'] as string | undefined,
+        resource: params['resource'] as string | string[] | undefined,
+        ok,
+        error: ok
+          ? undefined
+          : ((error as { error?: string } | undefined)?.error ?? 'server_error'),
+      })
+    }
+    provider.on('grant.success', (ctx) => record(ctx, true))
+    provider.on('grant.error', (ctx, error) => record(ctx, false, error))
+    providers.set(realm, provider)
+    handlers.set(realm, provider.callback())
+  }
+
+  async function finishInteraction(
+    provider: Provider,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const details = await provider.interactionDetails(req, res)
+    const user = String((details.params['login_hint'] as string | undefined) ?? 'user-1')
+    const grant = new provider.Grant({
+      accountId: user,
+      clientId: String(details.params['client_id']),
+    })
+    grant.addOIDCScope(String(details.params['scope']))
+    // The user consents for every product, so a refresh token can be exchanged for any of them.
+    for (const resource of Object.keys(resources)) grant.addResourceScope(resource, resourceScopes)
+    const grantId = await grant.save()
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: user }, consent: { grantId } },
+      { mergeWithLastSubmission: false },
+    )
+  }
+
+  function route(req: IncomingMessage, res: ServerResponse): void {
+    const match = /^\/realms\/([^/?#]+)(\/.*)?$/.exec(req.url ?? '')
+    const realm = match?.[1]
+    const provider = realm === undefined ? undefined : providers.get(realm)
+    const handler = realm === undefined ? undefined : handlers.get(realm)
+    if (provider === undefined || handler === undefined || match === null) {
+      res.writeHead(404).end()
+      return
+    }
+    const rest = match[2] ?? '/'
+    if (rest.startsWith('/interaction/')) {
+      finishInteraction(provider, req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500)
+        res.end()
+      })
+      return
+    }
+    // oidc-provider finds its mount path from the difference between originalUrl and url.
+    Object.assign(req, { originalUrl: req.url, url: rest })
+    void handler(req, res)
+  }
+
+  const sockets = new Set<import('node:net').Socket>()
+  server.on('connection', (socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+  })
+
+  async function stop(): Promise<void> {
+    if (!server.listening) return
+    const closed = new Promise((resolve) => server.close(resolve))
+    for (const socket of sockets) socket.destroy()
+    await closed
+  }
+
+  const issuerOf = (realm = realms[0] as string) => `${url}/realms/${realm}`
+
+  return {
+    url,
+    issuer: issuerOf,
+    tokenEndpoint: (realm) => `${issuerOf(realm)}${KEYCLOAK_ROUTES.token}`,
+    grants,
+    grantCount: (grantType = 'client_credentials') =>
+      grants.filter((grant) => grant.ok && grant.grantType === grantType).length,
+    resetGrants: () => {
+      grants.length = 0
+    },
+    async authorize(request) {
+      const target = new URL(`${issuerOf(request.realm)}${KEYCLOAK_ROUTES.authorization}`)
+      const query = new URLSearchParams({
+        client_id: request.clientId,
+        redirect_uri: request.redirectUri,
+        response_type: 'code',
+        scope: request.scope,
+        prompt: 'consent',
+        login_hint: request.user ?? 'user-1',
+      })
+      for (const resource of [request.resource ?? []].flat()) query.append('resource', resource)
+      target.search = query.toString()
+      const cookies = new Map<string, string>()
+      let next = target.href
+      for (let hop = 0; hop < 10; hop++) {
+        const response = await fetch(next, {
+          redirect: 'manual',
+          headers: { cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
+        })
+        for (const line of response.headers.getSetCookie()) {
+          const [pair = ''] = line.split(';', 1)
+          const equals = pair.indexOf('=')
+          cookies.set(pair.slice(0, equals), pair.slice(equals + 1))
+        }
+        await response.body?.cancel()
+        const location = response.headers.get('location')
+        if (location === null) throw new Error(`authorize: ${response.status} without a redirect`)
+        const resolved = new URL(location, next)
+        if (resolved.href.startsWith(request.redirectUri)) {
+          const code = resolved.searchParams.get('code')
+          if (code === null) {
+            throw new Error(`authorize: refused (${resolved.searchParams.get('error')})`)
+          }
+          return code
+        }
+        next = resolved.href
+      }
+      throw new Error('authorize: too many redirects')
+    },
+    stop,
+    start: async () => {
+      if (!server.listening) await listen(server, port)
+    },
+    close: stop,
+  }
+}
