@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^tollgate\/koa$/, replacement: source('./adapters/koa/index.ts') },
       { find: /^tollgate\/testing$/, replacement: source('./src/testing/index.ts') },
       { find: /^tollgate\/client$/, replacement: source('./src/client/index.ts') },
+      { find: /^tollgate\/signin$/, replacement: source('./src/signin/index.ts') },
     ],
   },
   test: {

@@ -82,3 +82,5 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
 }
 
 export * from '../../src/index.js'
+export type { SignInMiddleware } from './signin.js'
+export { signIn } from './signin.js'

@@ -84,3 +84,5 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
 }
 
 export * from '../../src/index.js'
+export type { SignInMiddleware, SignInState } from './signin.js'
+export { signIn } from './signin.js'

@@ -92,40 +92,6 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
     return discovered
   }
 
-  async function clientAuthentication(): Promise<oidc.ClientAuth> {
-    const secretContext = {
-      ...context,
-      option: options.clientAuth === 'private_key_jwt' ? 'privateKey' : 'clientSecret',
-    }
-    if (options.clientAuth === 'private_key_jwt') {
-      const input = await resolveSecret<PrivateKeyInput>(
-        options.credential as PrivateKeyInput,
-        secretContext,
-        (value): value is PrivateKeyInput => typeof value === 'string' || typeof value === 'object',
-      )
-      let key: webcrypto.CryptoKey
-      try {
-        key = await signingKey(input, options.privateKeyAlgorithm)
-      } catch {
-        throw failure('ERR_SECRET_UNAVAILABLE', false, context, {
-          message: `privateKey of client "${clientId}" is not a usable private key: check ${options.credentialSource}`,
-          secretSource: options.credentialSource,
-        })
-      }
-      return oidc.PrivateKeyJwt(
-        options.privateKeyId === undefined ? key : { key, kid: options.privateKeyId },
-      )
-    }
-    const secret = await resolveSecret<string>(
-      options.credential as string,
-      secretContext,
-      (value): value is string => typeof value === 'string',
-    )
-    return options.clientAuth === 'client_secret_post'
-      ? oidc.ClientSecretPost(secret)
-      : oidc.ClientSecretBasic(secret)
-  }
-
   return {
     async request(grant, parameters, refreshToken) {
       const metadata = await serverMetadata()
@@ -134,7 +100,7 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
         metadata,
         clientId,
         undefined,
-        await clientAuthentication(),
+        await clientAuthenticationOf(options),
       )
       configure(config, metadata.token_endpoint as string)
       const body = new URLSearchParams()
@@ -167,6 +133,57 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
       }
     },
   }
+}
+
+/**
+ * The client's authentication at the token endpoint, with its secret or key resolved for one
+ * request. Shared with `tollgate/signin`, whose code and refresh requests authenticate the same way.
+ */
+export async function clientAuthenticationOf(
+  options: Pick<
+    NormalizedTokenSourceOptions,
+    | 'clientAuth'
+    | 'clientId'
+    | 'server'
+    | 'credential'
+    | 'credentialSource'
+    | 'privateKeyId'
+    | 'privateKeyAlgorithm'
+  >,
+): Promise<oidc.ClientAuth> {
+  const { clientId } = options
+  const context = { clientId, issuer: options.server.issuer }
+  const secretContext = {
+    ...context,
+    option: options.clientAuth === 'private_key_jwt' ? 'privateKey' : 'clientSecret',
+  }
+  if (options.clientAuth === 'private_key_jwt') {
+    const input = await resolveSecret<PrivateKeyInput>(
+      options.credential as PrivateKeyInput,
+      secretContext,
+      (value): value is PrivateKeyInput => typeof value === 'string' || typeof value === 'object',
+    )
+    let key: webcrypto.CryptoKey
+    try {
+      key = await signingKey(input, options.privateKeyAlgorithm)
+    } catch {
+      throw failure('ERR_SECRET_UNAVAILABLE', false, context, {
+        message: `privateKey of client "${clientId}" is not a usable private key: check ${options.credentialSource}`,
+        secretSource: options.credentialSource,
+      })
+    }
+    return oidc.PrivateKeyJwt(
+      options.privateKeyId === undefined ? key : { key, kid: options.privateKeyId },
+    )
+  }
+  const secret = await resolveSecret<string>(
+    options.credential as string,
+    secretContext,
+    (value): value is string => typeof value === 'string',
+  )
+  return options.clientAuth === 'client_secret_post'
+    ? oidc.ClientSecretPost(secret)
+    : oidc.ClientSecretBasic(secret)
 }
 
 // Node 20 has no webcrypto.CryptoKey export; the global is there from Node 17.
@@ -228,7 +245,7 @@ function responseStatus(value: unknown): number | undefined {
  * The one place openid-client's failures become ours. Response bodies, requests and openid-client's
  * own errors are not kept (a response may hold a token); network failures are, as `cause`.
  */
-function toTokenSourceError(
+export function toTokenSourceError(
   error: unknown,
   context: { clientId: string; issuer: string },
   secretSource: string,

@@ -188,6 +188,14 @@ export function normalizeTokenSourceOptions(input: unknown): NormalizedTokenSour
   return validateFor('createTokenSource(options):', () => normalize(input))
 }
 
+/**
+ * The same validation without the message prefix, for factories that take a token source's client
+ * options among their own (`createSignIn()`); their own `validateFor()` sets the prefix.
+ */
+export function normalizeClientPart(input: unknown): NormalizedTokenSourceOptions {
+  return normalize(input)
+}
+
 function normalize(input: unknown): NormalizedTokenSourceOptions {
   const options = record(input, 'options', OPTION_KEYS) as unknown as TokenSourceOptions
   const allowInsecureHttp = boolean(options.allowInsecureHttp, 'allowInsecureHttp', false)

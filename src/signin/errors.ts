@@ -1,0 +1,109 @@
+/**
+ * The sign-in error family: every refusal of a sign-in route, and every failure to hand a handler
+ * an access token, is a {@link SignInError} with a stable `code`, the HTTP `status` it is answered
+ * with and `expose`, shaped like `http-errors`. Messages come from a fixed table: never a code, a
+ * token, a cookie, a key or a provider's message.
+ *
+ * @module
+ */
+
+/** Stable machine-readable codes; part of the semver contract. */
+export type SignInErrorCode =
+  /** No session, or the session ended (expired, signed out, refresh refused, unreadable). 401. */
+  | 'ERR_SIGNIN_REQUIRED'
+  /** The callback does not belong to a sign-in this browser started (state, cookie, issuer, nonce). 400. */
+  | 'ERR_SIGNIN_CALLBACK_INVALID'
+  /** The provider refused the code (replayed, expired, PKCE mismatch) or the user declined. 400. */
+  | 'ERR_SIGNIN_REFUSED'
+  /** The provider, the session store or the key ring cannot be reached or read. 503. */
+  | 'ERR_SIGNIN_UNAVAILABLE'
+  /** A request a sign-in route does not take (wrong method, a product the options do not name). 400/405. */
+  | 'ERR_SIGNIN_BAD_REQUEST'
+  /** A back-channel logout token that does not pass verification. 400. */
+  | 'ERR_LOGOUT_TOKEN_INVALID'
+
+const TABLE: Record<SignInErrorCode, { status: number; error: string; message: string }> = {
+  ERR_SIGNIN_REQUIRED: { status: 401, error: 'login_required', message: 'sign-in required' },
+  ERR_SIGNIN_CALLBACK_INVALID: {
+    status: 400,
+    error: 'invalid_request',
+    message: 'the sign-in response does not match a sign-in started here',
+  },
+  ERR_SIGNIN_REFUSED: {
+    status: 400,
+    error: 'access_denied',
+    message: 'the identity provider did not complete the sign-in',
+  },
+  ERR_SIGNIN_UNAVAILABLE: {
+    status: 503,
+    error: 'temporarily_unavailable',
+    message: 'sign-in is temporarily unavailable',
+  },
+  ERR_SIGNIN_BAD_REQUEST: {
+    status: 400,
+    error: 'invalid_request',
+    message: 'request not supported here',
+  },
+  ERR_LOGOUT_TOKEN_INVALID: {
+    status: 400,
+    error: 'invalid_request',
+    message: 'invalid logout token',
+  },
+}
+
+/** Why a sign-in request was refused, for operators: on events, never in the response. */
+export type SignInRefusalReason =
+  | 'no_session'
+  | 'session_expired'
+  | 'session_unreadable'
+  | 'refresh_refused'
+  | 'transaction_missing'
+  | 'state'
+  | 'issuer'
+  | 'nonce'
+  | 'id_token'
+  | 'code_refused'
+  | 'provider_error'
+  | 'provider_unavailable'
+  | 'store_unavailable'
+  | 'keys_unavailable'
+  | 'method'
+  | 'unknown_product'
+  | 'logout_token'
+
+/** A refusal of a sign-in route, or a token a handler could not have. */
+export class SignInError extends Error {
+  readonly code: SignInErrorCode
+  readonly status: number
+  readonly statusCode: number
+  /** `true`: the message is safe to show (it is from a fixed table). */
+  readonly expose = true
+  /** RFC 6749 word for the JSON body (`login_required`, `invalid_request`…). */
+  readonly error: string
+  /** For operators; not in the response. */
+  readonly reason: SignInRefusalReason
+  readonly headers: Readonly<Record<string, string>>
+
+  constructor(code: SignInErrorCode, reason: SignInRefusalReason, cause?: unknown) {
+    const entry = TABLE[code]
+    super(entry.message, cause === undefined ? undefined : { cause })
+    this.name = 'SignInError'
+    this.code = code
+    this.reason = reason
+    this.status = code === 'ERR_SIGNIN_BAD_REQUEST' && reason === 'method' ? 405 : entry.status
+    this.statusCode = this.status
+    this.error = entry.error
+    this.headers = this.status === 503 ? { 'Retry-After': '5' } : {}
+  }
+}
+
+/** `true` for a {@link SignInError}, also one from another copy of the package. */
+export function isSignInError(value: unknown): value is SignInError {
+  if (value instanceof SignInError) return true
+  return (
+    value instanceof Error &&
+    value.name === 'SignInError' &&
+    typeof (value as { code?: unknown }).code === 'string' &&
+    (value as unknown as { code: string }).code in TABLE
+  )
+}

@@ -1,0 +1,365 @@
+/**
+ * Options of `createSignIn()` and their validation: once, at construction, with the option kit.
+ * The provider and client options are the token source's (same names, same checks).
+ *
+ * @module
+ */
+import type { KeyObject, webcrypto } from 'node:crypto'
+import {
+  isLoopback,
+  type NormalizedTokenSourceOptions,
+  normalizeClientPart,
+} from '../client/options.js'
+import {
+  type NormalizedParameters,
+  parametersOption,
+  type TokenParameters,
+} from '../client/parameters.js'
+import { describeSecret, isEnvReference, type SecretInput } from '../client/secrets.js'
+import type { IssuerOptions } from '../issuers.js'
+import {
+  boolean,
+  fail,
+  integer,
+  isRecord,
+  optionalFunction,
+  record,
+  validateFor,
+} from '../validate.js'
+import type { SignInEventListener } from './events.js'
+import type { SignInKey } from './key-ring.js'
+import { createMemorySessionStore, type SessionStore } from './store.js'
+
+/** The routes sign-in answers, as paths on this site. */
+export interface SignInRoutes {
+  /** Starts a sign-in (GET; `?returnTo=/path`). Default `/auth/login`. */
+  readonly login?: string
+  /** The redirect URI's path, where the provider sends the code. Default `/auth/callback`. */
+  readonly callback?: string
+  /** Ends the session and signs out at the provider (POST). Default `/auth/logout`. */
+  readonly logout?: string
+  /** OpenID Connect Back-Channel Logout endpoint (POST from the provider). Default `/auth/backchannel-logout`. */
+  readonly backChannelLogout?: string
+}
+
+/** The session: its cookie and its lifetime. */
+export interface SessionOptions {
+  /** The cookie's name. Default `tollgate.sid`, sent as `__Host-tollgate.sid` when `Secure`. */
+  readonly cookieName?: string
+  /** The session ends after this long without a request, in seconds. Default 1800 (30 min). */
+  readonly idleTimeoutSeconds?: number
+  /** The session ends this long after sign-in, whatever happens, in seconds. Default 28800 (8 h). */
+  readonly absoluteTimeoutSeconds?: number
+  /**
+   * `false` drops the cookie's `Secure` attribute, for a `baseUrl` of plain http on loopback (local
+   * development) only; refused anywhere else. Default `true`.
+   */
+  readonly secureCookie?: boolean
+}
+
+/** When a session's access tokens are refreshed. */
+export interface SessionRefreshOptions {
+  /** An access token is refreshed once it has less than this left, in seconds. Default 60. */
+  readonly beforeExpirySeconds?: number
+  /** How long one instance may hold a session's refresh lock, in ms. Default 10000. */
+  readonly lockMs?: number
+}
+
+/** Options of `createSignIn()` (and of `signIn()` in `tollgate/express` and `tollgate/koa`). */
+export interface SignInOptions {
+  /** The provider: `keycloak({ authUrl, realm })`, or an issuer URL with `discovery: true`. */
+  readonly issuer: string | IssuerOptions | readonly IssuerOptions[]
+  /** Read the provider's endpoints from its discovery document. Default false (Keycloak paths). */
+  readonly discovery?: boolean
+  readonly clientId: string
+  /** Default: `client_secret_basic` with `clientSecret`, `private_key_jwt` with `privateKey`. */
+  readonly clientAuth?: 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
+  /** The client secret: a string, `fromEnv('NAME')`, or a function (secrets manager). */
+  readonly clientSecret?: SecretInput
+  readonly privateKey?: SecretInput<string | KeyObject | webcrypto.CryptoKey | webcrypto.JsonWebKey>
+  readonly privateKeyId?: string
+  readonly privateKeyAlgorithm?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
+  /** This application's public origin (`https://office.example.com`); the redirect URI is built on it. */
+  readonly baseUrl: string
+  readonly routes?: SignInRoutes
+  /** Scopes of the sign-in. Default `openid profile email` (the spec's); `openid` is required. */
+  readonly scope?: string | readonly string[]
+  /**
+   * The products this application calls for the user, by name: each a resource indicator
+   * (RFC 8707) or audience and the scopes its token needs. `accessToken('office')` returns the
+   * user's token for that product. The first one is the token of the code exchange.
+   */
+  readonly products?: Readonly<Record<string, TokenParameters>>
+  /**
+   * The key ring that encrypts tokens at rest and signs the cookie: `fromEnv('SIGNIN_KEYS')`
+   * (text `id=base64secret,…`, newest first), an array of `{ id, secret }`, or a function returning
+   * either. Each secret at least 32 random bytes.
+   */
+  readonly keys: SecretInput<string | readonly SignInKey[]>
+  /** Where sessions live. Default: in this process's memory ({@link createMemorySessionStore}). */
+  readonly store?: SessionStore
+  readonly session?: SessionOptions
+  readonly refresh?: SessionRefreshOptions
+  /** Where the provider sends the user after signing out. Default `{baseUrl}/`. */
+  readonly postLogoutRedirectUri?: string
+  /** Receives sign-in events (never a token, a code or a cookie). Exceptions it throws are ignored. */
+  readonly onEvent?: SignInEventListener
+  /** Deadline of one request to the provider, in ms. Default 10000. */
+  readonly timeoutMs?: number
+  /** Allow `http:` to a provider not on loopback. Default false. */
+  readonly allowInsecureHttp?: boolean
+  readonly fetch?: typeof globalThis.fetch
+  /** Milliseconds since the epoch. Default `Date.now`. For tests and demos that move time. */
+  readonly clock?: { now(): number }
+}
+
+/** {@link SignInOptions}, validated, defaulted, frozen. */
+export interface NormalizedSignInOptions {
+  readonly client: NormalizedTokenSourceOptions
+  readonly baseUrl: string
+  readonly redirectUri: string
+  readonly routes: Required<SignInRoutes>
+  readonly scope: string
+  readonly products: ReadonlyMap<string, NormalizedParameters>
+  readonly defaultProduct: string | undefined
+  readonly keys: SecretInput<string | readonly SignInKey[]>
+  readonly keysSource: string
+  readonly store: SessionStore
+  readonly cookieName: string
+  readonly transactionCookieName: string
+  readonly secureCookie: boolean
+  readonly idleTimeoutMs: number
+  readonly absoluteTimeoutMs: number
+  readonly refreshBeforeExpiryMs: number
+  readonly lockMs: number
+  readonly postLogoutRedirectUri: string
+  readonly onEvent: SignInEventListener | undefined
+  readonly now: () => number
+}
+
+const CLIENT_KEYS = [
+  'issuer',
+  'discovery',
+  'clientId',
+  'clientAuth',
+  'clientSecret',
+  'privateKey',
+  'privateKeyId',
+  'privateKeyAlgorithm',
+  'timeoutMs',
+  'allowInsecureHttp',
+  'fetch',
+  'clock',
+]
+const OWN_KEYS = [
+  'baseUrl',
+  'routes',
+  'scope',
+  'products',
+  'keys',
+  'store',
+  'session',
+  'refresh',
+  'postLogoutRedirectUri',
+  'onEvent',
+]
+const ROUTE = /^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]{0,200}$/
+const COOKIE_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/
+const PRODUCT_NAME = /^[A-Za-z0-9_.-]{1,64}$/
+const STORE_METHODS = ['read', 'create', 'replace', 'delete', 'lock', 'unlock', 'indexed']
+
+/**
+ * Validates {@link SignInOptions} once, at construction.
+ *
+ * @throws TypeError `createSignIn(options): "<option>" …`, naming the option, never a secret.
+ */
+export function normalizeSignInOptions(input: unknown): NormalizedSignInOptions {
+  return validateFor('createSignIn(options):', () => normalize(input))
+}
+
+function normalize(input: unknown): NormalizedSignInOptions {
+  const options = record(input, 'options', [
+    ...CLIENT_KEYS,
+    ...OWN_KEYS,
+  ]) as unknown as SignInOptions
+  const clientPart: Record<string, unknown> = {}
+  for (const key of CLIENT_KEYS) {
+    const value = (options as unknown as Record<string, unknown>)[key]
+    if (value !== undefined) clientPart[key] = value
+  }
+  const client = normalizeClientPart(clientPart)
+  const baseUrl = baseUrlOption(options.baseUrl)
+  const routes = routesOption(options.routes)
+  const scope = scopeOption(options.scope)
+  const products = productsOption(options.products)
+  const session = record(options.session ?? {}, 'session', [
+    'cookieName',
+    'idleTimeoutSeconds',
+    'absoluteTimeoutSeconds',
+    'secureCookie',
+  ])
+  const secureCookie = boolean(session['secureCookie'], 'session.secureCookie', true)
+  const base = new URL(baseUrl)
+  if (!secureCookie && !(base.protocol === 'http:' && isLoopback(base.hostname))) {
+    fail(
+      'session.secureCookie',
+      'may be false only for a baseUrl of http on loopback (local development)',
+    )
+  }
+  const cookieName = session['cookieName'] ?? 'tollgate.sid'
+  if (typeof cookieName !== 'string' || !COOKIE_NAME.test(cookieName)) {
+    fail(
+      'session.cookieName',
+      'must be 1 to 64 cookie-name characters (RFC 6265 token)',
+      cookieName,
+    )
+  }
+  const idleTimeoutSeconds = integer(session['idleTimeoutSeconds'], 'session.idleTimeoutSeconds', {
+    fallback: 1800,
+    min: 60,
+    max: 30 * 86_400,
+  })
+  const absoluteTimeoutSeconds = integer(
+    session['absoluteTimeoutSeconds'],
+    'session.absoluteTimeoutSeconds',
+    { fallback: 28_800, min: 60, max: 90 * 86_400 },
+  )
+  if (absoluteTimeoutSeconds < idleTimeoutSeconds) {
+    fail('session.absoluteTimeoutSeconds', 'must not be below session.idleTimeoutSeconds')
+  }
+  const refresh = record(options.refresh ?? {}, 'refresh', ['beforeExpirySeconds', 'lockMs'])
+  const keys = options.keys as unknown
+  if (
+    !(
+      (typeof keys === 'string' && keys !== '') ||
+      typeof keys === 'function' ||
+      isEnvReference(keys) ||
+      (Array.isArray(keys) && keys.length > 0)
+    )
+  ) {
+    fail(
+      'keys',
+      "must be fromEnv('NAME'), an array of { id, secret }, or a function returning one",
+      keys,
+    )
+  }
+  if (typeof keys === 'string') {
+    fail('keys', "must not be written in code: use fromEnv('NAME') or a function (secrets manager)")
+  }
+  const store = options.store ?? createMemorySessionStore({ clock: { now: client.now } })
+  if (!isRecord(store) || !STORE_METHODS.every((name) => typeof store[name] === 'function')) {
+    fail(
+      'store',
+      'must be a session store (createMemorySessionStore() or createRedisSessionStore())',
+      store,
+    )
+  }
+  const postLogoutRedirectUri =
+    options.postLogoutRedirectUri === undefined
+      ? `${baseUrl}/`
+      : absoluteUrl(options.postLogoutRedirectUri, 'postLogoutRedirectUri')
+  return Object.freeze({
+    client,
+    baseUrl,
+    redirectUri: `${baseUrl}${routes.callback}`,
+    routes,
+    scope,
+    products,
+    defaultProduct: products.keys().next().value,
+    keys: keys as SecretInput<string | readonly SignInKey[]>,
+    keysSource: describeSecret(keys, 'keys'),
+    store: store as unknown as SessionStore,
+    cookieName: secureCookie ? `__Host-${cookieName}` : cookieName,
+    transactionCookieName: secureCookie ? `__Secure-${cookieName}.tx` : `${cookieName}.tx`,
+    secureCookie,
+    idleTimeoutMs: idleTimeoutSeconds * 1000,
+    absoluteTimeoutMs: absoluteTimeoutSeconds * 1000,
+    refreshBeforeExpiryMs:
+      integer(refresh['beforeExpirySeconds'], 'refresh.beforeExpirySeconds', {
+        fallback: 60,
+        min: 0,
+        max: 3600,
+      }) * 1000,
+    lockMs: integer(refresh['lockMs'], 'refresh.lockMs', {
+      fallback: 10_000,
+      min: 100,
+      max: 120_000,
+    }),
+    postLogoutRedirectUri,
+    onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
+    now: client.now,
+  })
+}
+
+function absoluteUrl(value: unknown, path: string): string {
+  if (typeof value !== 'string') fail(path, 'must be an absolute http(s) URL', value)
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    return fail(path, 'must be an absolute http(s) URL', value)
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname))) {
+    fail(path, 'must be https (http only on loopback)')
+  }
+  if (url.username || url.password || url.hash) fail(path, 'must carry no credentials or fragment')
+  return url.href
+}
+
+function baseUrlOption(value: unknown): string {
+  const href = absoluteUrl(value, 'baseUrl')
+  const url = new URL(href)
+  if (url.pathname !== '/' || url.search)
+    fail('baseUrl', 'must be an origin, without a path or query')
+  return url.origin
+}
+
+function routesOption(value: unknown): Required<SignInRoutes> {
+  const routes = record(value ?? {}, 'routes', ['login', 'callback', 'logout', 'backChannelLogout'])
+  const result = {
+    login: routes['login'] ?? '/auth/login',
+    callback: routes['callback'] ?? '/auth/callback',
+    logout: routes['logout'] ?? '/auth/logout',
+    backChannelLogout: routes['backChannelLogout'] ?? '/auth/backchannel-logout',
+  }
+  for (const [name, path] of Object.entries(result)) {
+    if (typeof path !== 'string' || !ROUTE.test(path) || path.startsWith('//')) {
+      fail(`routes.${name}`, 'must be a path starting with /, without a query', path)
+    }
+  }
+  if (new Set(Object.values(result)).size !== 4) fail('routes', 'must be four different paths')
+  return Object.freeze(result as Required<SignInRoutes>)
+}
+
+function scopeOption(value: unknown): string {
+  const list = value === undefined ? ['openid', 'profile', 'email'] : value
+  const normalized = parametersOption({ scope: list as string }).scope
+  if (normalized === undefined || !normalized.split(' ').includes('openid')) {
+    fail('scope', 'must include openid', value)
+  }
+  return normalized
+}
+
+function productsOption(value: unknown): ReadonlyMap<string, NormalizedParameters> {
+  const products = new Map<string, NormalizedParameters>()
+  if (value === undefined) return products
+  if (!isRecord(value))
+    fail('products', 'must be an object of product name → { resource, audience, scope }', value)
+  for (const [name, entry] of Object.entries(value)) {
+    if (!PRODUCT_NAME.test(name))
+      fail('products', `has a name that is not 1 to 64 of A-Z a-z 0-9 _ . -`)
+    const parameters = record(entry, `products.${name}`, ['scope', 'resource', 'audience'])
+    try {
+      products.set(name, parametersOption(parameters as TokenParameters))
+    } catch (error) {
+      // The kit names the parameter ("resource"); the product's path says which one.
+      if (error instanceof TypeError) {
+        throw new TypeError(
+          error.message.replace(/"(scope|resource|audience)"/, `"products.${name}.$1"`),
+        )
+      }
+      throw error
+    }
+  }
+  return products
+}

@@ -1,0 +1,247 @@
+/**
+ * The provider's side of sign-in, through openid-client: the authorization URL (PKCE S256, state,
+ * nonce), the code exchange with its checks (state, RFC 9207 `iss`, ID token claims and signature,
+ * nonce), refresh with a resource indicator, and the end-session URL. Client authentication and
+ * the mapping of openid-client's failures are the token source's (`client/endpoint.ts`).
+ *
+ * @module
+ */
+import * as oidc from 'openid-client'
+
+import { clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
+import type { NormalizedTokenSourceOptions } from '../client/options.js'
+import type { NormalizedParameters } from '../client/parameters.js'
+import { SignInError, type SignInRefusalReason } from './errors.js'
+
+/** What the provider answered to a code or a refresh token. */
+export interface ProviderTokens {
+  readonly accessToken: string
+  readonly expiresInSeconds: number
+  readonly refreshToken: string | undefined
+  readonly idToken: string | undefined
+  /** The validated ID token's claims (code exchange only). */
+  readonly claims: Readonly<Record<string, unknown>> | undefined
+}
+
+/** What the callback checks against. */
+export interface CallbackChecks {
+  readonly state: string
+  readonly nonce: string
+  readonly codeVerifier: string
+}
+
+/** The provider, as sign-in uses it. */
+export interface SignInProvider {
+  readonly issuer: string
+  authorizationUrl(parameters: URLSearchParams): Promise<URL>
+  exchangeCode(
+    callbackUrl: URL,
+    checks: CallbackChecks,
+    product: NormalizedParameters | undefined,
+  ): Promise<ProviderTokens>
+  /** @throws TokenSourceError from the token endpoint (`oauthError: 'invalid_grant'` when refused). */
+  refresh(refreshToken: string, product: NormalizedParameters | undefined): Promise<ProviderTokens>
+  /** The end-session URL, or `undefined` when the provider has no end-session endpoint. */
+  endSessionUrl(parameters: Record<string, string>): Promise<URL | undefined>
+}
+
+const ASSUMED_LIFETIME_SECONDS = 60
+
+/** Builds the provider glue from the validated client options. */
+export function createSignInProvider(client: NormalizedTokenSourceOptions): SignInProvider {
+  const { server, clientId } = client
+  const issuer = server.issuer
+  let metadata: Promise<oidc.ServerMetadata> | undefined
+
+  async function discover(): Promise<oidc.ServerMetadata> {
+    if (!server.discovery) {
+      // A Keycloak realm: its endpoints sit at fixed paths under the issuer.
+      const base = issuer.replace(/\/+$/, '')
+      return {
+        issuer,
+        authorization_endpoint: `${base}/protocol/openid-connect/auth`,
+        token_endpoint: server.tokenEndpoint,
+        jwks_uri: `${base}/protocol/openid-connect/certs`,
+        end_session_endpoint: `${base}/protocol/openid-connect/logout`,
+      }
+    }
+    try {
+      const config = await oidc.discovery(new URL(issuer), clientId, undefined, oidc.None(), {
+        execute: new URL(issuer).protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
+        timeout: client.timeoutMs / 1000,
+        ...(client.fetch === undefined
+          ? {}
+          : { [oidc.customFetch]: client.fetch as unknown as oidc.CustomFetch }),
+      })
+      return config.serverMetadata()
+    } catch (error) {
+      throw unavailable(
+        'provider_unavailable',
+        toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'discovery'),
+      )
+    }
+  }
+
+  function serverMetadata(): Promise<oidc.ServerMetadata> {
+    // One discovery at a time; a failed one is forgotten so the next request tries again.
+    metadata ??= discover().catch((error: unknown) => {
+      metadata = undefined
+      throw error
+    })
+    return metadata
+  }
+
+  async function configuration(): Promise<oidc.Configuration> {
+    const config = new oidc.Configuration(
+      await serverMetadata(),
+      clientId,
+      undefined,
+      await clientAuthenticationOf(client),
+    )
+    config.timeout = client.timeoutMs / 1000
+    if (client.fetch !== undefined)
+      config[oidc.customFetch] = client.fetch as unknown as oidc.CustomFetch
+    if (new URL(issuer).protocol === 'http:') oidc.allowInsecureRequests(config)
+    // OIDC Core §3.1.3.7 lets a client skip the ID token's signature over TLS; we check it anyway,
+    // against the provider's keys, so a compromised token endpoint path cannot name any user.
+    if (config.serverMetadata().jwks_uri !== undefined) oidc.enableNonRepudiationChecks(config)
+    return config
+  }
+
+  const tokensOf = (
+    response: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers,
+    withClaims: boolean,
+  ): ProviderTokens => {
+    if (response.token_type.toLowerCase() !== 'bearer') {
+      throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'provider_error')
+    }
+    const expiresIn = response.expires_in
+    return {
+      accessToken: response.access_token,
+      expiresInSeconds:
+        typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
+          ? expiresIn
+          : ASSUMED_LIFETIME_SECONDS,
+      refreshToken: response.refresh_token,
+      idToken: response.id_token,
+      claims: withClaims ? (response.claims() as Record<string, unknown> | undefined) : undefined,
+    }
+  }
+
+  const productBody = (product: NormalizedParameters | undefined) => {
+    const body = new URLSearchParams()
+    if (product === undefined) return body
+    if (product.scope !== undefined) body.set('scope', product.scope)
+    for (const resource of product.resource) body.append('resource', resource)
+    if (product.audience !== undefined) body.set('audience', product.audience)
+    return body
+  }
+
+  return {
+    issuer,
+    async authorizationUrl(parameters) {
+      let config: oidc.Configuration
+      try {
+        config = await configuration()
+      } catch (error) {
+        throw asSignInError(error)
+      }
+      return oidc.buildAuthorizationUrl(config, parameters)
+    },
+    async exchangeCode(callbackUrl, checks, product) {
+      let response: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers
+      try {
+        const config = await configuration()
+        const body = productBody(product)
+        // The code exchange takes the product's resource, not its scope: scope is the sign-in's.
+        body.delete('scope')
+        response = await oidc.authorizationCodeGrant(
+          config,
+          callbackUrl,
+          {
+            expectedState: checks.state,
+            expectedNonce: checks.nonce,
+            pkceCodeVerifier: checks.codeVerifier,
+            idTokenExpected: true,
+          },
+          body,
+        )
+      } catch (error) {
+        throw callbackError(error)
+      }
+      const tokens = tokensOf(response, true)
+      if (tokens.claims === undefined)
+        throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'id_token')
+      return tokens
+    },
+    async refresh(refreshToken, product) {
+      let config: oidc.Configuration
+      try {
+        config = await configuration()
+      } catch (error) {
+        throw asSignInError(error)
+      }
+      try {
+        return tokensOf(
+          await oidc.refreshTokenGrant(config, refreshToken, productBody(product)),
+          false,
+        )
+      } catch (error) {
+        throw toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+      }
+    },
+    async endSessionUrl(parameters) {
+      let config: oidc.Configuration
+      try {
+        config = await configuration()
+      } catch {
+        return undefined
+      }
+      if (config.serverMetadata().end_session_endpoint === undefined) return undefined
+      return oidc.buildEndSessionUrl(config, parameters)
+    },
+  }
+
+  function asSignInError(error: unknown): SignInError {
+    if (error instanceof SignInError) return error
+    return unavailable(
+      'provider_unavailable',
+      toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token'),
+    )
+  }
+
+  /** One place where a failed callback becomes a refusal: by phase, then by openid-client's code. */
+  function callbackError(error: unknown): SignInError {
+    if (error instanceof SignInError) return error
+    if (error instanceof oidc.AuthorizationResponseError) {
+      // The provider sent error=… to the redirect URI (the user declined, or a bad request).
+      return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error')
+    }
+    const reason = checkReason(error)
+    const mapped = toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+    switch (mapped.code) {
+      case 'ERR_TOKEN_ENDPOINT_UNAVAILABLE':
+      case 'ERR_SECRET_UNAVAILABLE':
+      case 'ERR_CLIENT_REFUSED':
+        return unavailable('provider_unavailable', mapped)
+      case 'ERR_TOKEN_REQUEST_REFUSED':
+        // invalid_grant: a replayed or expired code, or a PKCE verifier that does not match.
+        return new SignInError('ERR_SIGNIN_REFUSED', 'code_refused', mapped)
+      default:
+        return new SignInError('ERR_SIGNIN_CALLBACK_INVALID', reason, mapped)
+    }
+  }
+}
+
+function unavailable(reason: SignInRefusalReason, cause: unknown): SignInError {
+  return new SignInError('ERR_SIGNIN_UNAVAILABLE', reason, cause)
+}
+
+/** Which check refused a callback, for the event (openid-client's message names the parameter). */
+function checkReason(error: unknown): SignInRefusalReason {
+  const message = error instanceof Error ? error.message : ''
+  if (message.includes('"state"')) return 'state'
+  if (message.includes('"iss"')) return 'issuer'
+  if (message.includes('"nonce"')) return 'nonce'
+  return 'id_token'
+}

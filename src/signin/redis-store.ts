@@ -1,0 +1,129 @@
+/**
+ * The session store for a fleet: Redis, through the ioredis client the limiter and the token
+ * source's shared cache already use. Lua scripts keep each step atomic: read-and-touch, and
+ * replace-only-while-locked-and-present, so a refresh never overwrites a logout or another
+ * instance's rotation. A session and its lock share a Redis Cluster hash tag.
+ *
+ * @module
+ */
+import type { RedisClientLike } from '../rate-limit.js'
+import type { SessionStore } from './store.js'
+
+/** Options of {@link createRedisSessionStore}. */
+export interface RedisSessionStoreOptions {
+  /** An ioredis `Redis` or `Cluster` client. */
+  readonly redis: RedisClientLike
+  /** Prefix of every key. Default `'tollgate:session'`. */
+  readonly keyPrefix?: string
+}
+
+interface SessionCommands {
+  tollgateSessionRead(key: string, idleMs: number): Promise<unknown>
+  tollgateSessionReplace(
+    key: string,
+    lock: string,
+    value: string,
+    ttlMs: number,
+    owner: string,
+  ): Promise<unknown>
+  tollgateSessionLock(lock: string, owner: string, ttlMs: number): Promise<unknown>
+  tollgateSessionUnlock(lock: string, owner: string): Promise<unknown>
+  tollgateSessionCreate(
+    key: string,
+    value: string,
+    ttlMs: number,
+    ...indexes: string[]
+  ): Promise<unknown>
+}
+
+const COMMANDS = {
+  tollgateSessionRead: {
+    numberOfKeys: 1,
+    lua: `local value = redis.call('GET', KEYS[1])
+if value then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return value`,
+  },
+  tollgateSessionReplace: {
+    numberOfKeys: 2,
+    lua: `if redis.call('GET', KEYS[2]) ~= ARGV[3] then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`,
+  },
+  tollgateSessionLock: {
+    numberOfKeys: 1,
+    lua: "return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX')",
+  },
+  tollgateSessionUnlock: {
+    numberOfKeys: 1,
+    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+  },
+} as const
+
+/**
+ * A session store in Redis. Defines its scripts on the client.
+ *
+ * @throws TypeError when `redis` is not an ioredis client or `keyPrefix` is malformed.
+ */
+export function createRedisSessionStore(options: RedisSessionStoreOptions): SessionStore {
+  const client = options?.redis as unknown as Record<string, unknown> | undefined
+  if (typeof client?.['defineCommand'] !== 'function') {
+    throw new TypeError(
+      'createRedisSessionStore(options): "redis" must be an ioredis Redis or Cluster client',
+    )
+  }
+  const prefix = options.keyPrefix ?? 'tollgate:session'
+  // Braces would move the hash tag that keeps a session and its lock on one node.
+  if (typeof prefix !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(prefix)) {
+    throw new TypeError(
+      'createRedisSessionStore(options): "keyPrefix" must be 1 to 64 printable ASCII characters without spaces or braces',
+    )
+  }
+  const redis = options.redis
+  for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
+  const commands = redis as unknown as SessionCommands & {
+    del(key: string): Promise<unknown>
+    sadd(key: string, member: string): Promise<unknown>
+    pexpire(key: string, ms: number): Promise<unknown>
+    set(key: string, value: string, mode: 'PX', ms: number): Promise<unknown>
+    smembers(key: string): Promise<string[]>
+  }
+  const sessionKey = (key: string) => `${prefix}:{${key}}`
+  const lockKey = (key: string) => `${prefix}:{${key}}:lock`
+  const indexKey = (name: string) => `${prefix}:index:${name}`
+  return {
+    async read(key, idleMs) {
+      const value = await commands.tollgateSessionRead(sessionKey(key), Math.max(1, idleMs))
+      return typeof value === 'string' ? value : undefined
+    },
+    async create(key, value, ttlMs, indexes) {
+      await commands.set(sessionKey(key), value, 'PX', Math.max(1, ttlMs))
+      for (const name of indexes) {
+        await commands.sadd(indexKey(name), key)
+        await commands.pexpire(indexKey(name), Math.max(1, ttlMs))
+      }
+    },
+    async replace(key, value, ttlMs, owner) {
+      const written = await commands.tollgateSessionReplace(
+        sessionKey(key),
+        lockKey(key),
+        value,
+        Math.max(1, ttlMs),
+        owner,
+      )
+      return written === 1
+    },
+    async delete(key) {
+      await commands.del(sessionKey(key))
+    },
+    async lock(key, owner, ttlMs) {
+      return (await commands.tollgateSessionLock(lockKey(key), owner, Math.max(1, ttlMs))) === 'OK'
+    },
+    async unlock(key, owner) {
+      await commands.tollgateSessionUnlock(lockKey(key), owner)
+    },
+    async indexed(name) {
+      return commands.smembers(indexKey(name))
+    },
+  }
+}

@@ -1,0 +1,650 @@
+/**
+ * `createSignIn()`: sign-in for a product backend (OAuth 2.0 Authorization Code with PKCE, OpenID
+ * Connect), framework-neutral. It answers the login, callback and logout routes, loads the
+ * session of every other request, and hands handlers the user's access tokens, refreshed before
+ * they expire, one refresh per session however many requests, tabs or instances ask at once.
+ * `tollgate/express` and `tollgate/koa` translate requests and responses, nothing more.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto'
+
+import * as oidc from 'openid-client'
+
+import { isTokenSourceError } from '../client/errors.js'
+import { resolveSecret } from '../client/secrets.js'
+import { createEmit } from '../events.js'
+import type { HeadersLike } from '../types.js'
+import { readCookie, serializeCookie } from './cookies.js'
+import { isSignInError, SignInError, type SignInRefusalReason } from './errors.js'
+import type { SessionEndReason, SignInEvent } from './events.js'
+import { createKeyRing, type KeyRing, parseKeyRingText, type SignInKey } from './key-ring.js'
+import { normalizeSignInOptions, type SignInOptions } from './options.js'
+import { createSignInProvider } from './provider.js'
+import { safeReturnTo } from './return-to.js'
+import {
+  indexOf,
+  newSessionId,
+  type OpenSession,
+  openSession,
+  PROFILE_CLAIMS,
+  sealSession,
+  storeKeyOf,
+} from './session.js'
+
+/** A request, as the adapters pass it. */
+export interface SignInRequest {
+  readonly method: string
+  /** Path and query as received (Express `req.originalUrl`, Koa `ctx.originalUrl`). */
+  readonly url: string
+  readonly headers: HeadersLike
+  /** The parsed body, when a body parser ran before sign-in (back-channel logout). */
+  readonly body?: unknown
+  /** The request body stream, read for back-channel logout when no parser ran. */
+  readonly stream?: AsyncIterable<Uint8Array | string>
+}
+
+/** A complete response for the adapter to send. */
+export interface SignInResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string | readonly string[]>>
+  readonly body: string
+}
+
+/** The signed-in user, from the ID token (profile claims only). */
+export interface SignedInUser {
+  readonly issuer: string
+  readonly subject: string
+  /** The provider's session id (`sid`), when it sends one. */
+  readonly sid: string | undefined
+  /** Profile claims: `name`, `email`, `preferred_username`… */
+  readonly claims: Readonly<Record<string, unknown>>
+}
+
+/** What a handler sees: `req.signin` (Express), `ctx.state.signin` (Koa). */
+export interface SignInContext {
+  /** The user, or `undefined` when the request carries no live session. */
+  readonly user: SignedInUser | undefined
+  /**
+   * The user's access token for `product` (a name from the `products` option; default: the
+   * first product, or the sign-in's own token when there are none). Answered from the session
+   * while it has more than `refresh.beforeExpirySeconds` left; refreshed otherwise, once per
+   * session across every instance sharing the store.
+   *
+   * @throws SignInError `ERR_SIGNIN_REQUIRED` (401) when there is no session or it ended (the
+   * refresh token was refused: `invalid_grant`); `ERR_SIGNIN_UNAVAILABLE` (503) when the provider
+   * or the store cannot be reached.
+   * @throws TypeError when `product` is not one of the `products`.
+   */
+  accessToken(product?: string): Promise<string>
+  /** The login route with `returnTo` (same-origin paths only; anything else becomes `/`). */
+  loginPath(returnTo?: string): string
+}
+
+/** What {@link SignIn.handle} decided. */
+export type SignInOutcome =
+  | { readonly response: SignInResponse; readonly context?: undefined }
+  | {
+      readonly response?: undefined
+      readonly context: SignInContext
+      /** Headers to add to the application's response (a `Set-Cookie` clearing a dead session). */
+      readonly headers: Readonly<Record<string, readonly string[]>>
+    }
+
+/** Sign-in, framework-neutral. */
+export interface SignIn {
+  /** Answers a sign-in route, or loads the session of any other request. */
+  handle(request: SignInRequest): Promise<SignInOutcome>
+  /** `undefined` when the request has a user; otherwise a redirect to sign in (pages) or a 401 (APIs). */
+  requireUser(
+    context: SignInContext | undefined,
+    request: SignInRequest,
+  ): SignInResponse | undefined
+  /** The redirect URI to register at the provider. */
+  readonly redirectUri: string
+}
+
+/** Ends sessions of a user or of a provider session; back-channel logout's part of the core. */
+export interface SessionEnder {
+  endSessions(
+    issuer: string,
+    by: { sid?: string | undefined; sub?: string | undefined },
+  ): Promise<number>
+}
+
+const TRANSACTION_AAD = 'tollgate/signin v1\0transaction'
+const TRANSACTION_SECONDS = 600
+const POLL_MS = 50
+const JSON_HEADERS = {
+  'Content-Type': 'application/json; charset=utf-8',
+  'Cache-Control': 'no-store',
+}
+
+interface Transaction {
+  readonly s: string
+  readonly n: string
+  readonly v: string
+  readonly r: string
+  readonly e: number
+}
+
+/** Internal: what the back-channel logout route needs from the core. */
+export interface SignInInternals {
+  readonly sessions: SessionEnder
+  readonly settings: ReturnType<typeof normalizeSignInOptions>
+  readonly emit: ((event: SignInEvent) => void) | undefined
+}
+
+/**
+ * Creates sign-in. Validates the options; reads the key ring and contacts the provider on the
+ * first request that needs them.
+ *
+ * @example
+ * ```ts
+ * import { createRedisSessionStore, createSignIn, fromEnv, keycloak } from 'tollgate/signin'
+ *
+ * const signIn = createSignIn({
+ *   issuer: keycloak({ authUrl: 'https://sso.example.com', realm: 'acme' }),
+ *   clientId: 'office-web',
+ *   clientSecret: fromEnv('OFFICE_WEB_SECRET'),
+ *   baseUrl: 'https://office.example.com',
+ *   keys: fromEnv('SIGNIN_KEYS'),
+ *   store: createRedisSessionStore({ redis }),
+ *   products: { office: { resource: 'https://office.example.com' } },
+ * })
+ * ```
+ * @throws TypeError at creation when `options` are invalid (naming the option, never a secret).
+ */
+export function createSignIn(
+  options: SignInOptions,
+  backChannel?: (internals: SignInInternals, request: SignInRequest) => Promise<SignInResponse>,
+): SignIn {
+  const settings = normalizeSignInOptions(options)
+  const { client, store, now, routes } = settings
+  const provider = createSignInProvider(client)
+  const issuer = provider.issuer
+  const emit = createEmit<SignInEvent>(settings.onEvent)
+  const owner = randomUUID()
+  const flights = new Map<string, Promise<OpenSession>>()
+  let ring: Promise<KeyRing> | undefined
+
+  const cookieAttributes = (path: string, maxAgeSeconds: number | undefined) => ({
+    path,
+    secure: settings.secureCookie,
+    sameSite: 'Lax' as const,
+    maxAgeSeconds,
+  })
+  const sessionCookie = (value: string, maxAgeSeconds: number) =>
+    serializeCookie(settings.cookieName, value, cookieAttributes('/', maxAgeSeconds))
+  const clearSessionCookie = sessionCookie('', 0)
+  const transactionCookie = (value: string, maxAgeSeconds: number) =>
+    serializeCookie(
+      settings.transactionCookieName,
+      value,
+      cookieAttributes(routes.callback, maxAgeSeconds),
+    )
+
+  function keyRing(): Promise<KeyRing> {
+    ring ??= (async () => {
+      const value = await resolveSecret<string | readonly SignInKey[]>(
+        settings.keys,
+        { clientId: client.clientId, issuer, option: 'keys' },
+        (input): input is string | readonly SignInKey[] =>
+          typeof input === 'string' || Array.isArray(input),
+      )
+      return createKeyRing(typeof value === 'string' ? parseKeyRingText(value) : value)
+    })().catch((error: unknown) => {
+      // Not kept: a key mounted a moment later is read by the next request.
+      ring = undefined
+      throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
+    })
+    return ring
+  }
+
+  /** A store operation; its failure is a 503, never a sign-out. */
+  async function stored<T>(operation: Promise<T>): Promise<T> {
+    try {
+      return await operation
+    } catch (error) {
+      emit?.({ type: 'store_error', error })
+      throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'store_unavailable', error)
+    }
+  }
+
+  function respond(
+    status: number,
+    headers: Record<string, string | readonly string[]>,
+    body = '',
+  ): SignInResponse {
+    return { status, headers: { 'Cache-Control': 'no-store', ...headers }, body }
+  }
+
+  function errorResponse(error: SignInError, cookies: readonly string[] = []): SignInResponse {
+    emit?.({ type: 'signin_refused', code: error.code, reason: error.reason, error: error.cause })
+    return {
+      status: error.status,
+      headers: {
+        ...JSON_HEADERS,
+        ...error.headers,
+        ...(cookies.length === 0 ? {} : { 'Set-Cookie': cookies }),
+      },
+      body: JSON.stringify({ error: error.error, error_description: error.message }),
+    }
+  }
+
+  function methodNotAllowed(allowed: string): SignInResponse {
+    const response = errorResponse(new SignInError('ERR_SIGNIN_BAD_REQUEST', 'method'))
+    return { ...response, headers: { ...response.headers, Allow: allowed } }
+  }
+
+  const loginPath = (returnTo?: string) =>
+    `${routes.login}?returnTo=${encodeURIComponent(safeReturnTo(returnTo) ?? '/')}`
+
+  function productOf(product: string | undefined) {
+    const name = product ?? settings.defaultProduct
+    if (name === undefined) return { name: '', parameters: undefined }
+    const parameters = settings.products.get(name)
+    if (parameters === undefined) {
+      throw new TypeError(
+        `accessToken(product): "${name}" is not one of the products given to createSignIn(options)`,
+      )
+    }
+    return { name, parameters }
+  }
+
+  async function login(request: SignInRequest, url: URL): Promise<SignInResponse> {
+    if (request.method !== 'GET' && request.method !== 'HEAD') return methodNotAllowed('GET')
+    const returnTo = safeReturnTo(url.searchParams.get('returnTo')) ?? '/'
+    const keys = await keyRing()
+    const state = oidc.randomState()
+    const nonce = oidc.randomNonce()
+    const codeVerifier = oidc.randomPKCECodeVerifier()
+    const parameters = new URLSearchParams({
+      redirect_uri: settings.redirectUri,
+      response_type: 'code',
+      scope: settings.scope,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    })
+    // Every product's resource, so that the one refresh token can later be exchanged for each.
+    const resources = new Set<string>()
+    for (const product of settings.products.values()) {
+      for (const resource of product.resource) resources.add(resource)
+    }
+    for (const resource of resources) parameters.append('resource', resource)
+    const target = await provider.authorizationUrl(parameters)
+    const transaction: Transaction = {
+      s: state,
+      n: nonce,
+      v: codeVerifier,
+      r: returnTo,
+      e: now() + TRANSACTION_SECONDS * 1000,
+    }
+    // The transaction travels in its own cookie, sealed: nothing is stored for a visit to /login,
+    // and the callback only completes in the browser that started the sign-in (login CSRF).
+    const sealed = keys.encrypt(JSON.stringify(transaction), TRANSACTION_AAD)
+    return respond(302, {
+      Location: target.href,
+      'Set-Cookie': [transactionCookie(sealed, TRANSACTION_SECONDS)],
+    })
+  }
+
+  function readTransaction(keys: KeyRing, request: SignInRequest): Transaction | undefined {
+    const sealed = readCookie(request.headers['cookie'], settings.transactionCookieName)
+    if (sealed === undefined) return undefined
+    const plain = keys.decrypt(sealed, TRANSACTION_AAD)
+    if (plain === undefined) return undefined
+    try {
+      const value = JSON.parse(plain) as Transaction
+      if (typeof value.s !== 'string' || typeof value.r !== 'string' || !(value.e > now())) {
+        return undefined
+      }
+      return value
+    } catch {
+      return undefined
+    }
+  }
+
+  async function callback(request: SignInRequest, url: URL): Promise<SignInResponse> {
+    if (request.method !== 'GET') return methodNotAllowed('GET')
+    const cookies = [transactionCookie('', 0)]
+    try {
+      const keys = await keyRing()
+      const transaction = readTransaction(keys, request)
+      if (transaction === undefined) {
+        throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'transaction_missing')
+      }
+      const callbackUrl = new URL(settings.redirectUri)
+      callbackUrl.search = url.search
+      const { name, parameters } = productOf(undefined)
+      const tokens = await provider.exchangeCode(
+        callbackUrl,
+        { state: transaction.s, nonce: transaction.n, codeVerifier: transaction.v },
+        parameters,
+      )
+      const claims = tokens.claims as Record<string, unknown>
+      const subject = claims['sub'] as string
+      const sid = typeof claims['sid'] === 'string' ? claims['sid'] : undefined
+      // A new session id at every sign-in (session fixation): whatever the browser held ends.
+      const previous = readSessionId(keys, request)
+      if (previous !== undefined) await stored(store.delete(storeKeyOf(previous)))
+      const sessionId = newSessionId()
+      const at = now()
+      const profile: Record<string, unknown> = {}
+      for (const claim of PROFILE_CLAIMS) if (claim in claims) profile[claim] = claims[claim]
+      const session: OpenSession = {
+        issuer,
+        subject,
+        sid,
+        createdAt: at,
+        expiresAt: at + settings.absoluteTimeoutMs,
+        claims: profile,
+        refreshToken: tokens.refreshToken,
+        idToken: tokens.idToken,
+        accessTokens: {
+          [name]: { token: tokens.accessToken, expiresAt: at + tokens.expiresInSeconds * 1000 },
+        },
+        generation: 1,
+      }
+      const indexes = [indexOf('sub', issuer, subject)]
+      if (sid !== undefined) indexes.push(indexOf('sid', issuer, sid))
+      await stored(
+        store.create(
+          storeKeyOf(sessionId),
+          sealSession(keys, sessionId, session),
+          Math.min(settings.idleTimeoutMs, settings.absoluteTimeoutMs),
+          indexes,
+        ),
+      )
+      cookies.push(sessionCookie(keys.sign(sessionId), settings.absoluteTimeoutMs / 1000))
+      emit?.({ type: 'signed_in', issuer, subject })
+      return respond(302, { Location: transaction.r, 'Set-Cookie': cookies })
+    } catch (error) {
+      if (isSignInError(error)) return errorResponse(error, cookies)
+      throw error
+    }
+  }
+
+  function readSessionId(keys: KeyRing, request: SignInRequest): string | undefined {
+    const signed = readCookie(request.headers['cookie'], settings.cookieName)
+    return signed === undefined ? undefined : keys.verify(signed)
+  }
+
+  async function endSession(
+    key: string,
+    session: Pick<OpenSession, 'issuer' | 'subject'> | undefined,
+    reason: SessionEndReason,
+  ): Promise<void> {
+    await stored(store.delete(key))
+    emit?.({
+      type: 'session_ended',
+      issuer: session?.issuer,
+      subject: session?.subject,
+      reason,
+    })
+  }
+
+  async function logout(request: SignInRequest): Promise<SignInResponse> {
+    if (request.method !== 'POST') return methodNotAllowed('POST')
+    const keys = await keyRing()
+    const sessionId = readSessionId(keys, request)
+    let idToken: string | undefined
+    if (sessionId !== undefined) {
+      const key = storeKeyOf(sessionId)
+      const raw = await stored(store.read(key, settings.idleTimeoutMs))
+      const session = raw === undefined ? undefined : openSession(keys, sessionId, issuer, raw)
+      idToken = session?.idToken
+      if (raw !== undefined) await endSession(key, session, 'logout')
+    }
+    const parameters: Record<string, string> = {
+      post_logout_redirect_uri: settings.postLogoutRedirectUri,
+    }
+    if (idToken !== undefined) parameters['id_token_hint'] = idToken
+    const target =
+      (await provider.endSessionUrl(parameters))?.href ?? settings.postLogoutRedirectUri
+    return respond(303, { Location: target, 'Set-Cookie': [clearSessionCookie] })
+  }
+
+  /** Reads and opens a session; a missing, unreadable or expired one ends with ERR_SIGNIN_REQUIRED. */
+  async function readOpen(keys: KeyRing, sessionId: string, key: string): Promise<OpenSession> {
+    const raw = await stored(store.read(key, settings.idleTimeoutMs))
+    if (raw === undefined) throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
+    const session = openSession(keys, sessionId, issuer, raw)
+    if (session === undefined) {
+      // Tampered, another session's ciphertext, or a key no longer in the ring: fail closed.
+      await endSession(key, undefined, 'unreadable')
+      throw new SignInError('ERR_SIGNIN_REQUIRED', 'session_unreadable')
+    }
+    if (now() >= session.expiresAt) {
+      await endSession(key, session, 'expired')
+      throw new SignInError('ERR_SIGNIN_REQUIRED', 'session_expired')
+    }
+    return session
+  }
+
+  const fresh = (session: OpenSession, product: string, marginMs: number) => {
+    const held = session.accessTokens[product]
+    return held !== undefined && held.expiresAt - now() > marginMs
+  }
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      setTimeout(resolve, ms).unref()
+    })
+
+  /** One refresh of a session, under its lock in the store (single-flight across instances). */
+  async function refreshOnce(
+    keys: KeyRing,
+    sessionId: string,
+    key: string,
+    product: string,
+  ): Promise<OpenSession> {
+    const { parameters } = productOf(product === '' ? undefined : product)
+    const margin = settings.refreshBeforeExpiryMs
+    // Real time, not the clock option: this waits for another instance, in this world.
+    const giveUpAt = performance.now() + settings.lockMs
+    while (!(await stored(store.lock(key, owner, settings.lockMs)))) {
+      // Another instance (or tab, through it) is refreshing: take its result from the store.
+      await sleep(POLL_MS)
+      const session = await readOpen(keys, sessionId, key)
+      if (fresh(session, product, margin)) {
+        emit?.({
+          type: 'session_refreshed',
+          issuer,
+          subject: session.subject,
+          product,
+          by: 'other_instance',
+        })
+        return session
+      }
+      if (performance.now() > giveUpAt) {
+        throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'store_unavailable')
+      }
+    }
+    try {
+      // Under the lock, read again: a refresh may have finished between our read and our lock.
+      const session = await readOpen(keys, sessionId, key)
+      if (fresh(session, product, margin)) return session
+      if (session.refreshToken === undefined) {
+        await endSession(key, session, 'refresh_refused')
+        throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused')
+      }
+      let tokens: Awaited<ReturnType<typeof provider.refresh>>
+      try {
+        tokens = await provider.refresh(session.refreshToken, parameters)
+      } catch (error) {
+        if (isSignInError(error)) throw error
+        if (isTokenSourceError(error) && error.oauthError === 'invalid_grant') {
+          // The refresh token is spent, revoked or expired: the session cannot go on.
+          await endSession(key, session, 'refresh_refused')
+          throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused', error)
+        }
+        throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_unavailable', error)
+      }
+      const at = now()
+      const next: OpenSession = {
+        ...session,
+        refreshToken: tokens.refreshToken ?? session.refreshToken,
+        idToken: tokens.idToken ?? session.idToken,
+        accessTokens: {
+          ...session.accessTokens,
+          [product]: { token: tokens.accessToken, expiresAt: at + tokens.expiresInSeconds * 1000 },
+        },
+        generation: session.generation + 1,
+      }
+      const ttlMs = Math.min(settings.idleTimeoutMs, session.expiresAt - at)
+      const written = await stored(
+        store.replace(key, sealSession(keys, sessionId, next), ttlMs, owner),
+      )
+      // Not written: the session ended while we refreshed (logout, back-channel logout).
+      if (!written) throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
+      emit?.({
+        type: 'session_refreshed',
+        issuer,
+        subject: session.subject,
+        product,
+        by: 'this_instance',
+      })
+      return next
+    } finally {
+      store.unlock(key, owner).catch((error: unknown) => emit?.({ type: 'store_error', error }))
+    }
+  }
+
+  /** Single-flight within this process: one refresh per session at a time, others wait for it. */
+  async function refreshed(
+    keys: KeyRing,
+    sessionId: string,
+    key: string,
+    product: string,
+  ): Promise<OpenSession> {
+    for (let running = flights.get(key); running !== undefined; running = flights.get(key)) {
+      const session = await running
+      if (fresh(session, product, 0)) return session
+    }
+    const flight = refreshOnce(keys, sessionId, key, product).finally(() => flights.delete(key))
+    flights.set(key, flight)
+    return flight
+  }
+
+  function contextFor(
+    keys: KeyRing,
+    sessionId: string,
+    key: string,
+    session: OpenSession,
+  ): SignInContext {
+    let current = session
+    return {
+      user: Object.freeze({
+        issuer,
+        subject: session.subject,
+        sid: session.sid,
+        claims: Object.freeze({ ...session.claims }),
+      }),
+      async accessToken(product) {
+        const { name } = productOf(product)
+        if (fresh(current, name, settings.refreshBeforeExpiryMs)) {
+          return (current.accessTokens[name] as { token: string }).token
+        }
+        current = await refreshed(keys, sessionId, key, name)
+        const held = current.accessTokens[name]
+        if (held === undefined || held.expiresAt <= now()) {
+          throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_unavailable')
+        }
+        return held.token
+      },
+      loginPath,
+    }
+  }
+
+  const anonymous: SignInContext = Object.freeze({
+    user: undefined,
+    accessToken: async () => {
+      throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
+    },
+    loginPath,
+  })
+
+  async function load(request: SignInRequest): Promise<SignInOutcome> {
+    const signed = readCookie(request.headers['cookie'], settings.cookieName)
+    if (signed === undefined) return { context: anonymous, headers: {} }
+    const keys = await keyRing()
+    const sessionId = keys.verify(signed)
+    const signedOut = { context: anonymous, headers: { 'Set-Cookie': [clearSessionCookie] } }
+    if (sessionId === undefined) {
+      // A cookie this ring did not sign (forged, altered, or signed by a retired key).
+      emit?.({
+        type: 'signin_refused',
+        code: 'ERR_SIGNIN_REQUIRED',
+        reason: 'session_unreadable',
+        error: undefined,
+      })
+      return signedOut
+    }
+    const key = storeKeyOf(sessionId)
+    try {
+      const session = await readOpen(keys, sessionId, key)
+      return { context: contextFor(keys, sessionId, key, session), headers: {} }
+    } catch (error) {
+      if (isSignInError(error) && error.code === 'ERR_SIGNIN_REQUIRED') return signedOut
+      throw error
+    }
+  }
+
+  const sessions: SessionEnder = {
+    async endSessions(from, by) {
+      const keys = new Set<string>()
+      if (by.sid !== undefined) {
+        for (const key of await stored(store.indexed(indexOf('sid', from, by.sid)))) keys.add(key)
+      } else if (by.sub !== undefined) {
+        for (const key of await stored(store.indexed(indexOf('sub', from, by.sub)))) keys.add(key)
+      }
+      for (const key of keys) await endSession(key, undefined, 'back_channel_logout')
+      return keys.size
+    },
+  }
+
+  const signIn: SignIn = {
+    redirectUri: settings.redirectUri,
+    async handle(request) {
+      const path = new URL(
+        `${settings.baseUrl}${request.url.startsWith('/') ? '' : '/'}${request.url}`,
+      )
+      try {
+        switch (path.pathname) {
+          case routes.login:
+            return { response: await login(request, path) }
+          case routes.callback:
+            return { response: await callback(request, path) }
+          case routes.logout:
+            return { response: await logout(request) }
+          case routes.backChannelLogout:
+            if (backChannel !== undefined) {
+              return { response: await backChannel({ sessions, settings, emit }, request) }
+            }
+            break
+        }
+        return await load(request)
+      } catch (error) {
+        if (isSignInError(error)) return { response: errorResponse(error) }
+        throw error
+      }
+    },
+    requireUser(context, request) {
+      if (context?.user !== undefined) return undefined
+      const accept = request.headers['accept']
+      const wantsPage = (Array.isArray(accept) ? accept.join(',') : (accept ?? '')).includes(
+        'text/html',
+      )
+      if ((request.method === 'GET' || request.method === 'HEAD') && wantsPage) {
+        return respond(302, { Location: loginPath(request.url) })
+      }
+      return errorResponse(new SignInError('ERR_SIGNIN_REQUIRED', 'no_session'))
+    },
+  }
+  return Object.freeze(signIn)
+}
+
+export type { SignInRefusalReason }
