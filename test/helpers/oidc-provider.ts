@@ -53,6 +53,13 @@ export interface StartProviderOptions {
   readonly accessTokenSeconds?: number
   /** Lifetime of refresh tokens, seconds. Default 1800. */
   readonly refreshTokenSeconds?: number
+  /**
+   * Show a login form (user name, password `demo`) instead of signing `login_hint` in without a
+   * page: what a browser meets at a real provider. Default false.
+   */
+  readonly interactiveLogin?: boolean
+  /** OpenID Connect Back-Channel Logout 1.0: logout tokens to clients' `backchannel_logout_uri`. */
+  readonly backchannelLogout?: boolean
 }
 
 export interface RunningProvider {
@@ -70,6 +77,12 @@ export interface RunningProvider {
    * returns the `code` sent to the redirect URI.
    */
   authorize(request: AuthorizeRequest): Promise<string>
+  /**
+   * Follows an authorization URL (the redirect an application's login route answers) as a
+   * browser would, signing `user` in without a page, and returns the URL the provider sends the
+   * browser back to (the redirect URI with `code`, `state` and `iss`, or with `error`).
+   */
+  followAuthorization(authorizationUrl: string, redirectUri: string, user?: string): Promise<URL>
   /** Closes the port: new connections are refused, open ones dropped. */
   stop(): Promise<void>
   /** Listens again on the same port. */
@@ -143,9 +156,17 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       clients: options.clients.map((client) => ({ ...client })),
       jwks: { keys: [signingKey()] },
       routes: KEYCLOAK_ROUTES,
-      scopes: ['openid', 'offline_access', ...resourceScopes.split(' ')],
+      scopes: ['openid', 'offline_access', 'profile', 'email', ...resourceScopes.split(' ')],
       features: {
         devInteractions: { enabled: false },
+        ...(options.backchannelLogout === true ? { backchannelLogout: { enabled: true } } : {}),
+        rpInitiatedLogout: {
+          enabled: true,
+          // The confirmation page a user sees at sign-out, kept plain so a browser test can click it.
+          logoutSource: async (ctx: { body: string }, form: string) => {
+            ctx.body = `<!doctype html><title>Sign out</title>${form}<p>Sign out of the platform?</p><button form="op.logoutForm" name="logout" value="yes">Sign out</button>`
+          },
+        },
         clientCredentials: { enabled: true },
         resourceIndicators: {
           enabled: true,
@@ -168,7 +189,23 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       interactions: {
         url: (_ctx, interaction) => `/realms/${realm}/interaction/${interaction.uid}`,
       },
-      findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub }) }),
+      findAccount: async (_ctx, sub) => ({
+        accountId: sub,
+        claims: async () => ({
+          sub,
+          name: `User ${sub}`,
+          preferred_username: sub,
+          email: `${sub}@example.com`,
+          email_verified: true,
+        }),
+      }),
+      claims: {
+        openid: ['sub'],
+        profile: ['name', 'preferred_username'],
+        email: ['email', 'email_verified'],
+      },
+      // Profile claims in the ID token itself (a code flow otherwise sends them to userinfo only).
+      conformIdTokenClaims: false,
       // Every client allowed the refresh_token grant gets one, and it is rotated on every use, so
       // the tests see rotation every time.
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
@@ -210,9 +247,11 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     provider: Provider,
     req: IncomingMessage,
     res: ServerResponse,
+    signedIn?: string,
   ): Promise<void> {
     const details = await provider.interactionDetails(req, res)
-    const user = String((details.params['login_hint'] as string | undefined) ?? 'user-1')
+    const user =
+      signedIn ?? String((details.params['login_hint'] as string | undefined) ?? 'user-1')
     const grant = new provider.Grant({
       accountId: user,
       clientId: String(details.params['client_id']),
@@ -229,6 +268,34 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     )
   }
 
+  /** The provider's login page: a form, then the password `demo` signs the named user in. */
+  async function interactiveLogin(
+    provider: Provider,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    if (req.method === 'POST') {
+      let body = ''
+      for await (const chunk of req) body += String(chunk)
+      const form = new URLSearchParams(body)
+      const user = form.get('username') ?? ''
+      if (form.get('password') === 'demo' && /^[a-z0-9.-]{1,32}$/.test(user)) {
+        return finishInteraction(provider, req, res, user)
+      }
+    }
+    const details = await provider.interactionDetails(req, res)
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' })
+    res.end(`<!doctype html>
+<html><head><title>Sign in to the platform</title></head>
+<body><h1>Sign in to the platform</h1>
+<form method="post" action="${req.url?.split('?')[0] ?? ''}">
+<input type="hidden" name="uid" value="${details.uid}">
+<label>User name <input name="username" autocomplete="username"></label>
+<label>Password <input name="password" type="password" autocomplete="current-password"></label>
+<button type="submit">Sign in</button>
+</form></body></html>`)
+  }
+
   function route(req: IncomingMessage, res: ServerResponse): void {
     const match = /^\/realms\/([^/?#]+)(\/.*)?$/.exec(req.url ?? '')
     const realm = match?.[1]
@@ -239,6 +306,13 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       return
     }
     const rest = match[2] ?? '/'
+    if (rest.startsWith('/interaction/') && options.interactiveLogin === true) {
+      interactiveLogin(provider, req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500)
+        res.end()
+      })
+      return
+    }
     if (rest.startsWith('/interaction/')) {
       finishInteraction(provider, req, res).catch(() => {
         if (!res.headersSent) res.writeHead(500)
@@ -266,6 +340,35 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
 
   const issuerOf = (realm = realms[0] as string) => `${url}/realms/${realm}`
 
+  async function followAuthorization(
+    authorizationUrl: string,
+    redirectUri: string,
+    user = 'user-1',
+  ): Promise<URL> {
+    const target = new URL(authorizationUrl)
+    target.searchParams.set('login_hint', user)
+    const cookies = new Map<string, string>()
+    let next = target.href
+    for (let hop = 0; hop < 10; hop++) {
+      const response = await fetch(next, {
+        redirect: 'manual',
+        headers: { cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
+      })
+      for (const line of response.headers.getSetCookie()) {
+        const [pair = ''] = line.split(';', 1)
+        const equals = pair.indexOf('=')
+        cookies.set(pair.slice(0, equals), pair.slice(equals + 1))
+      }
+      await response.body?.cancel()
+      const location = response.headers.get('location')
+      if (location === null) throw new Error(`authorize: ${response.status} without a redirect`)
+      const resolved = new URL(location, next)
+      if (resolved.href.startsWith(redirectUri)) return resolved
+      next = resolved.href
+    }
+    throw new Error('authorize: too many redirects')
+  }
+
   return {
     url,
     issuer: issuerOf,
@@ -284,37 +387,15 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
         response_type: 'code',
         scope: request.scope,
         prompt: 'consent',
-        login_hint: request.user ?? 'user-1',
       })
       for (const resource of [request.resource ?? []].flat()) query.append('resource', resource)
       target.search = query.toString()
-      const cookies = new Map<string, string>()
-      let next = target.href
-      for (let hop = 0; hop < 10; hop++) {
-        const response = await fetch(next, {
-          redirect: 'manual',
-          headers: { cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
-        })
-        for (const line of response.headers.getSetCookie()) {
-          const [pair = ''] = line.split(';', 1)
-          const equals = pair.indexOf('=')
-          cookies.set(pair.slice(0, equals), pair.slice(equals + 1))
-        }
-        await response.body?.cancel()
-        const location = response.headers.get('location')
-        if (location === null) throw new Error(`authorize: ${response.status} without a redirect`)
-        const resolved = new URL(location, next)
-        if (resolved.href.startsWith(request.redirectUri)) {
-          const code = resolved.searchParams.get('code')
-          if (code === null) {
-            throw new Error(`authorize: refused (${resolved.searchParams.get('error')})`)
-          }
-          return code
-        }
-        next = resolved.href
-      }
-      throw new Error('authorize: too many redirects')
+      const back = await followAuthorization(target.href, request.redirectUri, request.user)
+      const code = back.searchParams.get('code')
+      if (code === null) throw new Error(`authorize: refused (${back.searchParams.get('error')})`)
+      return code
     },
+    followAuthorization,
     stop,
     start: async () => {
       if (!server.listening) await listen(server, port)

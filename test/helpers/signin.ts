@@ -1,0 +1,259 @@
+/**
+ * Sign-in fixtures: the provider with a sign-in client, the options of `createSignIn()`, Express
+ * and Koa apps with `signIn()` and a few routes, and `signInWith()`, which walks the whole flow
+ * (login route → the provider's authorization endpoint → callback) as a browser would.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Server } from 'node:http'
+import { createServer } from 'node:http'
+
+import express from 'express'
+import Koa from 'koa'
+import request from 'supertest'
+
+import * as expressAdapter from '../../adapters/express/index.js'
+import * as koaAdapter from '../../adapters/koa/index.js'
+import {
+  createMemorySessionStore,
+  type SessionStore,
+  type SignInContext,
+  type SignInKey,
+  type SignInOptions,
+} from '../../src/signin/index.js'
+import { claimsOf } from './client-fixtures.js'
+import { type RunningProvider, startProvider } from './oidc-provider.js'
+
+export const SIGNIN_CLIENT = 'office-web'
+export const SIGNIN_SECRET = 'signin-secret-Vb2xP9kR-must-never-be-printed'
+/** The application's origin in tests that drive it with supertest (nothing listens there). */
+export const APP_ORIGIN = 'http://127.0.0.1:4999'
+export const PRODUCTS = {
+  gateway: { resource: 'urn:platform:gateway' },
+  office: { resource: 'urn:platform:office' },
+} as const
+
+/** The sign-in client at the provider, for an application at `origin`. */
+export function signInClient(origin = APP_ORIGIN, backchannel = false) {
+  return {
+    client_id: SIGNIN_CLIENT,
+    client_secret: SIGNIN_SECRET,
+    grant_types: ['authorization_code', 'refresh_token'],
+    redirect_uris: [`${origin}/auth/callback`],
+    post_logout_redirect_uris: [`${origin}/`],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: 'openid profile email offline_access billing:read office:records:read',
+    ...(backchannel
+      ? {
+          backchannel_logout_uri: `${origin}/auth/backchannel-logout`,
+          backchannel_logout_session_required: true,
+        }
+      : {}),
+  }
+}
+
+export function startSignInProvider(
+  options: { accessTokenSeconds?: number; origin?: string; backchannel?: boolean } = {},
+): Promise<RunningProvider> {
+  return startProvider({
+    clients: [signInClient(options.origin, options.backchannel)],
+    ...(options.accessTokenSeconds === undefined
+      ? {}
+      : { accessTokenSeconds: options.accessTokenSeconds }),
+    backchannelLogout: options.backchannel ?? false,
+  })
+}
+
+/** A ring of two keys, newest first. */
+export function testKeys(): SignInKey[] {
+  return [
+    { id: 'k2', secret: randomBytes(32) },
+    { id: 'k1', secret: randomBytes(32).toString('base64') },
+  ]
+}
+
+export function signInOptions(
+  provider: RunningProvider,
+  overrides: Partial<SignInOptions> = {},
+): SignInOptions {
+  const keys = testKeys()
+  return {
+    issuer: provider.issuer(),
+    discovery: true,
+    clientId: SIGNIN_CLIENT,
+    clientSecret: SIGNIN_SECRET,
+    baseUrl: APP_ORIGIN,
+    keys: () => keys,
+    products: PRODUCTS,
+    ...overrides,
+  }
+}
+
+/** What the test routes answer about a token: its claims, never the token itself. */
+function describeToken(token: string) {
+  const claims = claimsOf(token)
+  return { aud: claims['aud'], sub: claims['sub'], jti: claims['jti'], scope: claims['scope'] }
+}
+
+export type SignInAppFactory = (options: SignInOptions) => Server
+
+/** Express with `signIn()`: `/me` (guarded), `/public`, `/token/:product`. */
+export const expressSignInApp: SignInAppFactory = (options) => {
+  const app = express()
+  const auth = expressAdapter.signIn(options)
+  app.use(auth)
+  app.get('/public', (req, res) => {
+    res.json({ signedIn: req.signin?.user !== undefined })
+  })
+  app.get('/me', auth.requireSignIn(), (req, res) => {
+    res.json({ subject: req.signin?.user?.subject, claims: req.signin?.user?.claims })
+  })
+  app.get('/token/:product', async (req, res, next) => {
+    try {
+      const token = await (req.signin as SignInContext).accessToken(
+        req.params['product'],
+      )
+      res.json(describeToken(token))
+    } catch (error) {
+      next(error)
+    }
+  })
+  // Express's own error rendering: a SignInError carries its status.
+  app.use(
+    (error: { status?: number; code?: string }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(error.status ?? 500).json({ code: error.code ?? 'internal' })
+    },
+  )
+  return createServer(app)
+}
+
+/** Koa with `signIn()`: the same routes. */
+export const koaSignInApp: SignInAppFactory = (options) => {
+  const app = new Koa<koaAdapter.SignInState>()
+  app.silent = true
+  const auth = koaAdapter.signIn(options)
+  app.use(async (ctx, next) => {
+    try {
+      await next()
+    } catch (error) {
+      const { status, code } = error as { status?: number; code?: string }
+      ctx.status = status ?? 500
+      ctx.body = { code: code ?? 'internal' }
+    }
+  })
+  app.use(auth)
+  const guard = auth.requireSignIn()
+  app.use(async (ctx, next) => {
+    if (ctx.path === '/public') {
+      ctx.body = { signedIn: ctx.state.signin?.user !== undefined }
+      return
+    }
+    if (ctx.path === '/me') {
+      return guard(ctx, async () => {
+        ctx.body = { subject: ctx.state.signin?.user?.subject, claims: ctx.state.signin?.user?.claims }
+      })
+    }
+    const match = /^\/token\/([^/]+)$/.exec(ctx.path)
+    if (match !== null) {
+      const token = await (ctx.state.signin as SignInContext).accessToken(match[1])
+      ctx.body = describeToken(token)
+      return
+    }
+    await next()
+  })
+  return createServer(app.callback())
+}
+
+export const SIGNIN_APPS: ReadonlyArray<[string, SignInAppFactory]> = [
+  ['express', expressSignInApp],
+  ['koa', koaSignInApp],
+]
+
+/** `name=value` pairs of a response's Set-Cookie lines, by name. */
+export function cookiesOf(response: { headers: Record<string, unknown> }): Map<string, string> {
+  const lines = (response.headers['set-cookie'] as string[] | undefined) ?? []
+  const cookies = new Map<string, string>()
+  for (const line of lines) {
+    const [pair = ''] = line.split(';', 1)
+    const equals = pair.indexOf('=')
+    cookies.set(pair.slice(0, equals), pair.slice(equals + 1))
+  }
+  return cookies
+}
+
+export function cookieHeader(cookies: Map<string, string>): string {
+  return [...cookies]
+    .filter(([, value]) => value !== '')
+    .map(([name, value]) => `${name}=${value}`)
+    .join('; ')
+}
+
+/** The start of a sign-in: the login route's redirect and its transaction cookie. */
+export async function startSignIn(app: Server, returnTo = '/me') {
+  const login = await request(app).get(`/auth/login?returnTo=${encodeURIComponent(returnTo)}`)
+  return { login, location: login.headers['location'] as string, cookies: cookiesOf(login) }
+}
+
+/** A whole sign-in, as a browser: returns the session cookie header and the callback's response. */
+export async function signInWith(app: Server, provider: RunningProvider, user = 'user-1') {
+  const started = await startSignIn(app)
+  const back = await provider.followAuthorization(
+    started.location,
+    `${APP_ORIGIN}/auth/callback`,
+    user,
+  )
+  const callback = await request(app)
+    .get(`${back.pathname}${back.search}`)
+    .set('Cookie', cookieHeader(started.cookies))
+  const session = cookiesOf(callback)
+  session.delete([...session.keys()].find((name) => name.endsWith('.tx')) ?? '')
+  return { callback, cookie: cookieHeader(session), back }
+}
+
+/** A memory store whose raw values a test can read and overwrite, as an attacker with store access. */
+export function inspectableStore(clock?: { now(): number }) {
+  const inner = createMemorySessionStore(clock === undefined ? {} : { clock })
+  const raw = new Map<string, string>()
+  const store: SessionStore = {
+    ...inner,
+    async create(key, value, ttlMs, indexes) {
+      raw.set(key, value)
+      await inner.create(key, value, ttlMs, indexes)
+    },
+    async replace(key, value, ttlMs, owner) {
+      const written = await inner.replace(key, value, ttlMs, owner)
+      if (written) raw.set(key, value)
+      return written
+    },
+    async delete(key) {
+      raw.delete(key)
+      await inner.delete(key)
+    },
+  }
+  return {
+    store,
+    raw,
+    /** Replaces a stored value behind tollgate's back. */
+    async overwrite(key: string, value: string) {
+      raw.set(key, value)
+      await inner.delete(key)
+      await inner.create(key, value, 3_600_000, [])
+    },
+  }
+}
+
+/** A fetch that records every token the provider hands out, so a test can search for them. */
+export function recordingFetch() {
+  const tokens = new Set<string>()
+  const fetchAndRecord: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init)
+    if (response.headers.get('content-type')?.includes('application/json')) {
+      const body = (await response.clone().json()) as Record<string, unknown>
+      for (const name of ['access_token', 'refresh_token', 'id_token']) {
+        if (typeof body[name] === 'string') tokens.add(body[name] as string)
+      }
+    }
+    return response
+  }
+  return { fetch: fetchAndRecord, tokens }
+}
