@@ -239,7 +239,10 @@ function unavailable(reason: SignInRefusalReason, cause: unknown): SignInError {
 
 /** Which check refused a callback, for the event (openid-client's message names the parameter). */
 function checkReason(error: unknown): SignInRefusalReason {
-  const message = error instanceof Error ? error.message : ''
+  // openid-client rethrows oauth4webapi's error as the cause of a generic one.
+  const cause = error instanceof Error ? error.cause : undefined
+  const message =
+    cause instanceof Error ? cause.message : error instanceof Error ? error.message : ''
   if (message.includes('"state"')) return 'state'
   if (message.includes('"iss"')) return 'issuer'
   if (message.includes('"nonce"')) return 'nonce'

@@ -22,7 +22,8 @@ const BASE = 'https://return-to.invalid'
 /** The path to send the user to, or `undefined` when `value` is not a same-origin relative path. */
 export function safeReturnTo(value: unknown): string | undefined {
   if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return undefined
-  if (!value.startsWith('/') || value.startsWith('//') || hasUnsafeCharacter(value)) return undefined
+  if (!value.startsWith('/') || value.startsWith('//') || hasUnsafeCharacter(value))
+    return undefined
   let decoded: string
   try {
     decoded = decodeURIComponent(value)

@@ -4,18 +4,18 @@
  */
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { claimsOf } from '../helpers/client-fixtures.js'
+import type { SignInEvent } from '../../src/signin/index.js'
+import { createKeyRing } from '../../src/signin/key-ring.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
 import {
   APP_ORIGIN,
-  cookieHeader,
   cookiesOf,
   SIGNIN_APPS,
   signInOptions,
   signInWith,
   startSignIn,
   startSignInProvider,
+  testKeys,
 } from '../helpers/signin.js'
 
 let provider: RunningProvider
@@ -54,7 +54,7 @@ describe.each(SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     expect(query.get('state')).toMatch(/^[A-Za-z0-9_-]{20,}$/)
     expect(query.get('nonce')).toMatch(/^[A-Za-z0-9_-]{20,}$/)
     expect(query.getAll('resource')).toEqual(['urn:platform:gateway', 'urn:platform:office'])
-    const transaction = (login.headers['set-cookie'] as string[])[0] ?? ''
+    const transaction = (login.headers['set-cookie'] as unknown as string[])[0] ?? ''
     expect(transaction).toMatch(/^__Secure-tollgate\.sid\.tx=/)
     expect(transaction).toContain('Path=/auth/callback; HttpOnly; SameSite=Lax; Secure')
     // The transaction is sealed: the browser never sees the verifier, the nonce or the state.
@@ -64,10 +64,12 @@ describe.each(SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
 
   it('sets an HttpOnly, Secure, SameSite=Lax __Host- session cookie that carries no token', async () => {
     const { callback } = await signInWith(createApp(signInOptions(provider)), provider)
-    const line = (callback.headers['set-cookie'] as string[]).find((cookie) =>
+    const line = (callback.headers['set-cookie'] as unknown as string[]).find((cookie) =>
       cookie.startsWith('__Host-tollgate.sid='),
     )
-    expect(line).toMatch(/^__Host-tollgate\.sid=[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=28800$/)
+    expect(line).toMatch(
+      /^__Host-tollgate\.sid=[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure; Max-Age=28800$/,
+    )
   })
 
   it('gives a handler the user’s token for each product, each with its audience', async () => {
@@ -113,5 +115,169 @@ describe.each(SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     const res = await request(createApp(signInOptions(provider))).get('/auth/logout')
     expect(res.status).toBe(405)
     expect(res.headers['allow']).toBe('POST')
+  })
+
+  describe('refusals', () => {
+    const TRANSACTION_AAD = 'tollgate/signin v1\0transaction'
+    const keys = testKeys()
+    const ring = createKeyRing(keys)
+    const events: SignInEvent[] = []
+    const options = () =>
+      signInOptions(provider, { keys: () => keys, onEvent: (event) => events.push(event) })
+    const refusals = () =>
+      events.flatMap((event) =>
+        event.type === 'signin_refused' ? [[event.code, event.reason]] : [],
+      )
+
+    /** Starts a sign-in and returns the callback URL the provider sends back, with the login's cookies. */
+    async function throughProvider(app: ReturnType<typeof createApp>, returnTo = '/me') {
+      const started = await startSignIn(app, returnTo)
+      const back = await provider.followAuthorization(
+        started.location,
+        `${APP_ORIGIN}/auth/callback`,
+      )
+      const transaction = [...started.cookies.values()][0] as string
+      return { ...started, back, transaction }
+    }
+    const callback = (app: ReturnType<typeof createApp>, back: URL, cookie: string) =>
+      request(app).get(`${back.pathname}${back.search}`).set('Cookie', cookie)
+    const TX = '__Secure-tollgate.sid.tx'
+
+    it('refuses a callback whose state does not match the sign-in this browser started', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      back.searchParams.set('state', 'forged-state-value-000000000')
+      const res = await callback(app, back, `${TX}=${transaction}`)
+      expect(res.status).toBe(400)
+      expect(res.body.error).toBe('invalid_request')
+      expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
+      expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'state']])
+    })
+
+    it('refuses a callback arriving in a browser that never started a sign-in (login CSRF)', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back } = await throughProvider(app)
+      const res = await callback(app, back, '')
+      expect(res.status).toBe(400)
+      expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'transaction_missing']])
+    })
+
+    it('refuses a code sent to the browser of another sign-in (another transaction cookie)', async () => {
+      const app = createApp(options())
+      const victim = await throughProvider(app)
+      const attacker = await startSignIn(app)
+      const res = await callback(app, victim.back, `${TX}=${[...attacker.cookies.values()][0]}`)
+      expect(res.status).toBe(400)
+    })
+
+    it('refuses a callback whose iss names another issuer (RFC 9207 mix-up)', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      expect(back.searchParams.get('iss')).toBe(provider.issuer())
+      back.searchParams.set('iss', 'http://127.0.0.1:1/realms/evil')
+      const res = await callback(app, back, `${TX}=${transaction}`)
+      expect(res.status).toBe(400)
+      expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'issuer']])
+    })
+
+    it('refuses an ID token whose nonce is not the one this sign-in sent', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      const opened = JSON.parse(ring.decrypt(transaction, TRANSACTION_AAD) as string)
+      const forged = ring.encrypt(
+        JSON.stringify({ ...opened, n: 'another-nonce' }),
+        TRANSACTION_AAD,
+      )
+      const res = await callback(app, back, `${TX}=${forged}`)
+      expect(res.status).toBe(400)
+      expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'nonce']])
+    })
+
+    it('refuses a code exchanged with another PKCE verifier (the provider says invalid_grant)', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      const opened = JSON.parse(ring.decrypt(transaction, TRANSACTION_AAD) as string)
+      const verifier = 'x'.repeat(43)
+      const forged = ring.encrypt(JSON.stringify({ ...opened, v: verifier }), TRANSACTION_AAD)
+      const res = await callback(app, back, `${TX}=${forged}`)
+      expect(res.status).toBe(400)
+      expect(res.body.error).toBe('access_denied')
+      expect(refusals()).toEqual([['ERR_SIGNIN_REFUSED', 'code_refused']])
+    })
+
+    it('refuses a replayed code', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      const first = await callback(app, back, `${TX}=${transaction}`)
+      expect(first.status).toBe(302)
+      const replay = await callback(app, back, `${TX}=${transaction}`)
+      expect(replay.status).toBe(400)
+      expect(refusals()).toEqual([['ERR_SIGNIN_REFUSED', 'code_refused']])
+    })
+
+    it('refuses a transaction cookie that was altered', async () => {
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      const altered = `${transaction.slice(0, -2)}${transaction.endsWith('AA') ? 'AB' : 'AA'}`
+      const res = await callback(app, back, `${TX}=${altered}`)
+      expect(res.status).toBe(400)
+    })
+
+    it.each([
+      '//evil.example/path',
+      '/\\evil.example',
+      '/\\/evil.example',
+      'https://evil.example/',
+      'http:evil.example',
+      '/%2F%2Fevil.example',
+      '/%5C%5Cevil.example',
+      '/%09/evil.example',
+      'javascript:alert(1)',
+      '',
+    ])('sends the user to / instead of the returnTo %j', async (returnTo) => {
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app, returnTo)
+      const res = await callback(app, back, `${TX}=${transaction}`)
+      expect(res.status).toBe(302)
+      expect(res.headers['location']).toBe('/')
+    })
+
+    it('keeps a same-origin returnTo with its query', async () => {
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app, '/records?filter=open#top')
+      const res = await callback(app, back, `${TX}=${transaction}`)
+      expect(res.headers['location']).toBe('/records?filter=open#top')
+    })
+
+    it.each([
+      [
+        'its session id altered',
+        (id: string, mac: string) => `${id.slice(0, -1)}${id.endsWith('A') ? 'B' : 'A'}.${mac}`,
+      ],
+      [
+        'its MAC altered',
+        (id: string, mac: string) => `${id}.${mac.slice(0, -1)}${mac.endsWith('A') ? 'B' : 'A'}`,
+      ],
+      ['no MAC', (id: string) => id],
+      ['a MAC from a key outside the ring', (id: string) => createKeyRing(testKeys()).sign(id)],
+    ])('treats a session cookie with %s as no session, and clears it', async (_case, tamper) => {
+      const app = createApp(options())
+      const { cookie } = await signInWith(app, provider)
+      const [, value = ''] = cookie.split('=')
+      const [id = '', mac = ''] = value.split('.')
+      const forged = `__Host-tollgate.sid=${tamper(id, mac)}`
+      const res = await request(app).get('/public').set('Cookie', forged)
+      expect(res.status).toBe(200)
+      expect(res.body).toEqual({ signedIn: false })
+      expect(cookiesOf(res).get('__Host-tollgate.sid')).toBe('')
+      const me = await request(app).get('/me').set('Cookie', forged).set('Accept', 'text/html')
+      expect(me.status).toBe(302)
+    })
   })
 })

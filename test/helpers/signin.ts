@@ -110,9 +110,7 @@ export const expressSignInApp: SignInAppFactory = (options) => {
   })
   app.get('/token/:product', async (req, res, next) => {
     try {
-      const token = await (req.signin as SignInContext).accessToken(
-        req.params['product'],
-      )
+      const token = await (req.signin as SignInContext).accessToken(req.params['product'])
       res.json(describeToken(token))
     } catch (error) {
       next(error)
@@ -120,7 +118,12 @@ export const expressSignInApp: SignInAppFactory = (options) => {
   })
   // Express's own error rendering: a SignInError carries its status.
   app.use(
-    (error: { status?: number; code?: string }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    (
+      error: { status?: number; code?: string },
+      _req: express.Request,
+      res: express.Response,
+      _next: express.NextFunction,
+    ) => {
       res.status(error.status ?? 500).json({ code: error.code ?? 'internal' })
     },
   )
@@ -150,7 +153,10 @@ export const koaSignInApp: SignInAppFactory = (options) => {
     }
     if (ctx.path === '/me') {
       return guard(ctx, async () => {
-        ctx.body = { subject: ctx.state.signin?.user?.subject, claims: ctx.state.signin?.user?.claims }
+        ctx.body = {
+          subject: ctx.state.signin?.user?.subject,
+          claims: ctx.state.signin?.user?.claims,
+        }
       })
     }
     const match = /^\/token\/([^/]+)$/.exec(ctx.path)
