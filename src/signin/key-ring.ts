@@ -47,6 +47,12 @@ const IV_BYTES = 12
 const TAG_BYTES = 16
 const MAX_KEYS = 16
 
+/** The bytes of canonical base64url text; `undefined` for any other spelling (malleability). */
+function canonical(text: string): Buffer | undefined {
+  const bytes = Buffer.from(text, 'base64url')
+  return bytes.toString('base64url') === text ? bytes : undefined
+}
+
 interface DerivedKey {
   readonly id: string
   readonly aes: Buffer
@@ -146,8 +152,11 @@ export function createKeyRing(input: readonly SignInKey[]): KeyRing {
       }
       const key = extra === undefined ? keys.get(id) : undefined
       if (key === undefined) return undefined
-      const ivBytes = Buffer.from(iv, 'base64url')
-      const tagBytes = Buffer.from(tag, 'base64url')
+      const ivBytes = canonical(iv)
+      const tagBytes = canonical(tag)
+      const dataBytes = canonical(data)
+      if (ivBytes === undefined || tagBytes === undefined || dataBytes === undefined)
+        return undefined
       // GCM with a short tag or an odd IV is weaker: anything but what encrypt() writes is refused.
       if (ivBytes.length !== IV_BYTES || tagBytes.length !== TAG_BYTES) return undefined
       try {
@@ -156,10 +165,7 @@ export function createKeyRing(input: readonly SignInKey[]): KeyRing {
         })
         decipher.setAAD(Buffer.from(aad))
         decipher.setAuthTag(tagBytes)
-        return Buffer.concat([
-          decipher.update(Buffer.from(data, 'base64url')),
-          decipher.final(),
-        ]).toString('utf8')
+        return Buffer.concat([decipher.update(dataBytes), decipher.final()]).toString('utf8')
       } catch {
         return undefined
       }
@@ -172,10 +178,11 @@ export function createKeyRing(input: readonly SignInKey[]): KeyRing {
       const dot = signed.lastIndexOf('.')
       if (dot <= 0) return undefined
       const value = signed.slice(0, dot)
-      const mac = Buffer.from(signed.slice(dot + 1), 'base64url')
+      // Compared as text: a non-canonical base64url spelling of the right MAC is not the MAC.
+      const mac = Buffer.from(signed.slice(dot + 1))
       let valid = false
       for (const key of keys.values()) {
-        const expected = macOf(key, value)
+        const expected = Buffer.from(macOf(key, value).toString('base64url'))
         // Every key is tried, whatever matched, so the time taken says nothing about which.
         if (mac.length === expected.length && timingSafeEqual(mac, expected)) valid = true
       }

@@ -1,0 +1,200 @@
+/**
+ * Sessions at rest, through both adapters: the store never holds a token in clear, a ciphertext
+ * tampered with, copied from another session or sealed under a key outside the ring ends the
+ * session (the user is sent to sign in, never a 500), and tokens are refreshed before they
+ * expire, a spent refresh token ending the session cleanly.
+ */
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import type { SignInEvent, SignInKey } from '../../src/signin/index.js'
+import { createKeyRing } from '../../src/signin/key-ring.js'
+import { manualClock } from '../helpers/client-fixtures.js'
+import type { RunningProvider } from '../helpers/oidc-provider.js'
+import {
+  inspectableStore,
+  recordingFetch,
+  SIGNIN_APPS,
+  signInOptions,
+  signInWith,
+  startSignInProvider,
+  testKeys,
+} from '../helpers/signin.js'
+
+let provider: RunningProvider
+beforeAll(async () => {
+  provider = await startSignInProvider()
+})
+afterAll(async () => {
+  await provider.close()
+})
+
+describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
+  function setup() {
+    const clock = manualClock()
+    const inspect = inspectableStore(clock)
+    const recorder = recordingFetch()
+    const events: SignInEvent[] = []
+    const keys = testKeys()
+    const app = createApp(
+      signInOptions(provider, {
+        store: inspect.store,
+        clock,
+        keys: () => keys,
+        fetch: recorder.fetch,
+        onEvent: (event) => events.push(event),
+      }),
+    )
+    const ended = () =>
+      events.flatMap((event) => (event.type === 'session_ended' ? [event.reason] : []))
+    return { app, clock, inspect, recorder, events, keys, ended }
+  }
+
+  it('stores no token, no session id and no cookie in clear', async () => {
+    const { app, inspect, recorder } = setup()
+    const { cookie } = await signInWith(app, provider)
+    await request(app).get('/token/office').set('Cookie', cookie)
+    expect(recorder.tokens.size).toBeGreaterThanOrEqual(4)
+    const sessionId = cookie.split('=')[1]?.split('.')[0] as string
+    const stored = [...inspect.raw.entries()].flat().join('\n')
+    for (const token of recorder.tokens) expect(stored).not.toContain(token)
+    expect(stored).not.toContain(sessionId)
+    expect(stored).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/)
+  })
+
+  it('ends a session whose refresh token ciphertext was altered, and sends the user to sign in', async () => {
+    const { app, inspect, ended } = setup()
+    const { cookie } = await signInWith(app, provider)
+    const [key, raw] = [...inspect.raw.entries()][0] as [string, string]
+    const value = JSON.parse(raw)
+    const last = value.rt.at(-1) === 'A' ? 'B' : 'A'
+    await inspect.overwrite(
+      key,
+      JSON.stringify({ ...value, rt: `${value.rt.slice(0, -1)}${last}` }),
+    )
+    const page = await request(app).get('/me').set('Cookie', cookie).set('Accept', 'text/html')
+    expect(page.status).toBe(302)
+    expect(page.headers['location']).toBe('/auth/login?returnTo=%2Fme')
+    expect(ended()).toEqual(['unreadable'])
+    expect(inspect.raw.has(key)).toBe(false)
+  })
+
+  it('refuses another session’s ciphertext copied into this one (bound by session id)', async () => {
+    const { app, inspect, ended } = setup()
+    const victim = await signInWith(app, provider, 'victim')
+    const [victimKey, victimRaw] = [...inspect.raw.entries()][0] as [string, string]
+    const attacker = await signInWith(app, provider, 'mallory')
+    const [attackerKey, attackerRaw] = [...inspect.raw.entries()][1] as [string, string]
+    const stolen = JSON.parse(victimRaw)
+    await inspect.overwrite(
+      attackerKey,
+      JSON.stringify({ ...JSON.parse(attackerRaw), rt: stolen.rt, at: stolen.at }),
+    )
+    const res = await request(app).get('/token/gateway').set('Cookie', attacker.cookie)
+    expect(res.status).toBe(401)
+    expect(ended()).toEqual(['unreadable'])
+    // The victim's own session is untouched.
+    expect(inspect.raw.has(victimKey)).toBe(true)
+    const mine = await request(app).get('/token/gateway').set('Cookie', victim.cookie)
+    expect(mine.body).toMatchObject({ sub: 'victim' })
+  })
+
+  it('refuses a token ciphertext moved to another field of the same session (bound by purpose)', async () => {
+    const { app, inspect } = setup()
+    const { cookie } = await signInWith(app, provider)
+    const [key, raw] = [...inspect.raw.entries()][0] as [string, string]
+    const value = JSON.parse(raw)
+    await inspect.overwrite(key, JSON.stringify({ ...value, idt: value.rt }))
+    const res = await request(app).get('/public').set('Cookie', cookie)
+    expect(res.body).toEqual({ signedIn: false })
+  })
+
+  it('ends a session sealed under a key that is no longer in the ring', async () => {
+    const { app, inspect, keys } = setup()
+    const { cookie } = await signInWith(app, provider)
+    const [key, raw] = [...inspect.raw.entries()][0] as [string, string]
+    const value = JSON.parse(raw)
+    // Same key id, other secret: what a stolen store dump re-sealed by an attacker would be.
+    const foreign = createKeyRing([
+      { id: keys[0]?.id as string, secret: testKeys()[0]?.secret as Uint8Array },
+    ])
+    const sessionId = cookie.split('=')[1]?.split('.')[0] as string
+    const rt = foreign.encrypt(
+      'attacker-refresh-token',
+      `tollgate/signin v1\0refresh_token\0${sessionId}\0${provider.issuer()}`,
+    )
+    await inspect.overwrite(key, JSON.stringify({ ...value, rt }))
+    const res = await request(app).get('/token/gateway').set('Cookie', cookie)
+    expect(res.status).toBe(401)
+  })
+
+  it('still opens sessions sealed under an older key of the ring, and re-seals them under the newest at the next refresh', async () => {
+    const clock = manualClock()
+    const inspect = inspectableStore(clock)
+    const [newest, older] = testKeys() as [
+      { id: string; secret: Uint8Array },
+      { id: string; secret: string },
+    ]
+    let ring: SignInKey[] = [older]
+    const options = signInOptions(provider, { store: inspect.store, clock, keys: () => ring })
+    const before = createApp(options)
+    const { cookie } = await signInWith(before, provider)
+    expect(JSON.parse([...inspect.raw.values()][0] as string).rt).toMatch(/^k1\./)
+    ring = [newest, older]
+    const after = createApp(options)
+    clock.advance(250_000)
+    const res = await request(after).get('/token/gateway').set('Cookie', cookie)
+    expect(res.status).toBe(200)
+    expect(JSON.parse([...inspect.raw.values()][0] as string).rt).toMatch(/^k2\./)
+  })
+
+  it('refreshes the access token once it is within a minute of expiry, not before', async () => {
+    const { app, clock } = setup()
+    const { cookie } = await signInWith(app, provider)
+    const grants = provider.grantCount('refresh_token')
+    const first = await request(app).get('/token/gateway').set('Cookie', cookie)
+    clock.advance(230_000)
+    const still = await request(app).get('/token/gateway').set('Cookie', cookie)
+    expect(still.body.jti).toBe(first.body.jti)
+    expect(provider.grantCount('refresh_token')).toBe(grants)
+    clock.advance(20_000)
+    const renewed = await request(app).get('/token/gateway').set('Cookie', cookie)
+    expect(renewed.body.jti).not.toBe(first.body.jti)
+    expect(renewed.body).toMatchObject({ aud: 'gateway' })
+    expect(provider.grantCount('refresh_token')).toBe(grants + 1)
+  })
+
+  it('ends the session cleanly when the provider refuses the refresh token (invalid_grant)', async () => {
+    const { app, clock, inspect, ended } = setup()
+    const { cookie } = await signInWith(app, provider)
+    const [key, stale] = [...inspect.raw.entries()][0] as [string, string]
+    await request(app).get('/token/office').set('Cookie', cookie)
+    // The store goes back to the rotated-out refresh token: the provider sees it reused.
+    await inspect.overwrite(key, stale)
+    clock.advance(290_000)
+    const res = await request(app).get('/token/gateway').set('Cookie', cookie)
+    expect(res.status).toBe(401)
+    expect(ended()).toEqual(['refresh_refused'])
+    const page = await request(app).get('/me').set('Cookie', cookie).set('Accept', 'text/html')
+    expect(page.status).toBe(302)
+  })
+
+  it('ends a session at its absolute timeout however active it is', async () => {
+    const { app, clock } = setup()
+    const { cookie } = await signInWith(app, provider)
+    for (let step = 0; step < 17; step++) {
+      clock.advance(1_700_000)
+      await request(app).get('/public').set('Cookie', cookie)
+    }
+    const res = await request(app).get('/public').set('Cookie', cookie)
+    expect(res.body).toEqual({ signedIn: false })
+  })
+
+  it('ends a session left idle longer than the idle timeout', async () => {
+    const { app, clock } = setup()
+    const { cookie } = await signInWith(app, provider)
+    clock.advance(1_801_000)
+    const res = await request(app).get('/public').set('Cookie', cookie)
+    expect(res.body).toEqual({ signedIn: false })
+  })
+})
