@@ -90,6 +90,23 @@ function parse(raw: unknown): SharedRead | undefined {
   return undefined
 }
 
+/**
+ * `operation`, or a rejection after `timeoutMs`: a Redis that stalls (SIGSTOP, a full network
+ * buffer) never answers, and ioredis would wait with it. Shared with the sign-in session store.
+ */
+export function withDeadline<T>(
+  operation: Promise<T>,
+  timeoutMs: number,
+  message: string,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), timeoutMs)
+    timer.unref()
+  })
+  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))
+}
+
 /** Defines the cache's Lua commands on `redis` and returns its operations. */
 export function createSharedCache(
   redis: RedisClientLike,
@@ -99,14 +116,8 @@ export function createSharedCache(
 ): SharedCache {
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as TokenCommands
-  const bounded = <T>(operation: Promise<T>): Promise<T> => {
-    let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('shared cache timed out')), timeoutMs)
-      timer.unref()
-    })
-    return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))
-  }
+  const bounded = <T>(operation: Promise<T>): Promise<T> =>
+    withDeadline(operation, timeoutMs, 'shared cache timed out')
   return {
     keyOf: (material) =>
       `${keyPrefix}:{${createHash('sha256').update(material).digest('base64url').slice(0, 32)}}`,

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { withDeadline } from '../client/shared-cache.js'
 import type { RedisClientLike } from '../rate-limit.js'
 import type { SessionStore } from './store.js'
 
@@ -15,6 +16,8 @@ export interface RedisSessionStoreOptions {
   readonly redis: RedisClientLike
   /** Prefix of every key. Default `'tollgate:session'`. */
   readonly keyPrefix?: string
+  /** Deadline of one Redis operation, in ms; past it the request is answered 503. Default 1000. */
+  readonly timeoutMs?: number
 }
 
 interface SessionCommands {
@@ -79,6 +82,14 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       'createRedisSessionStore(options): "keyPrefix" must be 1 to 64 printable ASCII characters without spaces or braces',
     )
   }
+  const timeoutMs = options.timeoutMs ?? 1000
+  if (!Number.isInteger(timeoutMs) || timeoutMs < 10 || timeoutMs > 60_000) {
+    throw new TypeError(
+      'createRedisSessionStore(options): "timeoutMs" must be a whole number from 10 to 60000',
+    )
+  }
+  const bounded = <T>(operation: Promise<T>) =>
+    withDeadline(operation, timeoutMs, 'session store timed out')
   const redis = options.redis
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as SessionCommands & {
@@ -93,37 +104,44 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
   const indexKey = (name: string) => `${prefix}:index:${name}`
   return {
     async read(key, idleMs) {
-      const value = await commands.tollgateSessionRead(sessionKey(key), Math.max(1, idleMs))
+      const value = await bounded(
+        commands.tollgateSessionRead(sessionKey(key), Math.max(1, idleMs)),
+      )
       return typeof value === 'string' ? value : undefined
     },
     async create(key, value, ttlMs, indexes) {
-      await commands.set(sessionKey(key), value, 'PX', Math.max(1, ttlMs))
+      await bounded(commands.set(sessionKey(key), value, 'PX', Math.max(1, ttlMs)))
       for (const name of indexes) {
-        await commands.sadd(indexKey(name), key)
-        await commands.pexpire(indexKey(name), Math.max(1, ttlMs))
+        await bounded(commands.sadd(indexKey(name), key))
+        await bounded(commands.pexpire(indexKey(name), Math.max(1, ttlMs)))
       }
     },
     async replace(key, value, ttlMs, owner) {
-      const written = await commands.tollgateSessionReplace(
-        sessionKey(key),
-        lockKey(key),
-        value,
-        Math.max(1, ttlMs),
-        owner,
+      const written = await bounded(
+        commands.tollgateSessionReplace(
+          sessionKey(key),
+          lockKey(key),
+          value,
+          Math.max(1, ttlMs),
+          owner,
+        ),
       )
       return written === 1
     },
     async delete(key) {
-      await commands.del(sessionKey(key))
+      await bounded(commands.del(sessionKey(key)))
     },
     async lock(key, owner, ttlMs) {
-      return (await commands.tollgateSessionLock(lockKey(key), owner, Math.max(1, ttlMs))) === 'OK'
+      const answer = await bounded(
+        commands.tollgateSessionLock(lockKey(key), owner, Math.max(1, ttlMs)),
+      )
+      return answer === 'OK'
     },
     async unlock(key, owner) {
-      await commands.tollgateSessionUnlock(lockKey(key), owner)
+      await bounded(commands.tollgateSessionUnlock(lockKey(key), owner))
     },
     async indexed(name) {
-      return commands.smembers(indexKey(name))
+      return bounded(commands.smembers(indexKey(name)))
     },
   }
 }

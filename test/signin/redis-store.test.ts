@@ -1,0 +1,149 @@
+/**
+ * The Redis session store with a real redis-server: two application instances (one Express, one
+ * Koa) share it, and a session's rotating refresh token is spent exactly once however many
+ * requests on both instances need a fresh token at the same moment. Raw Redis holds no token.
+ */
+import type { Redis } from 'ioredis'
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { createRedisSessionStore, type SignInEvent } from '../../src/signin/index.js'
+import { manualClock } from '../helpers/client-fixtures.js'
+import type { RunningProvider } from '../helpers/oidc-provider.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+import {
+  expressSignInApp,
+  koaSignInApp,
+  recordingFetch,
+  signInOptions,
+  signInWith,
+  startSignInProvider,
+  testKeys,
+} from '../helpers/signin.js'
+
+let provider: RunningProvider
+let redis: RedisServer
+let clients: Redis[]
+beforeAll(async () => {
+  provider = await startSignInProvider()
+  redis = await startRedisServer()
+  clients = [await redis.client(), await redis.client()]
+})
+afterAll(async () => {
+  await provider.close()
+  await redis.stop()
+})
+
+/** Two instances on one Redis, one clock, one key ring. */
+function fleet() {
+  const clock = manualClock()
+  const keys = testKeys()
+  const recorder = recordingFetch()
+  const events: SignInEvent[] = []
+  const options = (redisClient: Redis) =>
+    signInOptions(provider, {
+      store: createRedisSessionStore({ redis: redisClient }),
+      clock,
+      keys: () => keys,
+      fetch: recorder.fetch,
+      onEvent: (event) => events.push(event),
+    })
+  return {
+    clock,
+    recorder,
+    events,
+    express: expressSignInApp(options(clients[0] as Redis)),
+    koa: koaSignInApp(options(clients[1] as Redis)),
+  }
+}
+
+async function rawRedis(client: Redis): Promise<string> {
+  const parts: string[] = []
+  for (const key of await client.keys('*')) {
+    parts.push(key)
+    const type = await client.type(key)
+    if (type === 'string') parts.push((await client.get(key)) ?? '')
+    if (type === 'set') parts.push(...(await client.smembers(key)))
+  }
+  return parts.join('\n')
+}
+
+describe('Redis session store', () => {
+  it('spends the refresh token once for 20 concurrent requests on two instances (single-flight)', async () => {
+    const { clock, express, koa, events } = fleet()
+    const { cookie } = await signInWith(express, provider)
+    clock.advance(290_000)
+    const before = provider.grants.length
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        request(index % 2 === 0 ? express : koa)
+          .get('/token/gateway')
+          .set('Cookie', cookie),
+      ),
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200))
+    expect(new Set(answers.map((answer) => answer.body.jti)).size).toBe(1)
+    const grants = provider.grants.slice(before)
+    expect(grants.map((grant) => [grant.grantType, grant.ok])).toEqual([['refresh_token', true]])
+    const refreshed = events.flatMap((event) =>
+      event.type === 'session_refreshed' ? [event.by] : [],
+    )
+    expect(refreshed).toContain('this_instance')
+    expect(refreshed).toContain('other_instance')
+  })
+
+  it('serializes refreshes for two products of one session across instances (one rotation each)', async () => {
+    const { express, koa } = fleet()
+    const { cookie } = await signInWith(koa, provider)
+    const before = provider.grants.length
+    const answers = await Promise.all([
+      request(express).get('/token/office').set('Cookie', cookie),
+      request(koa).get('/token/office').set('Cookie', cookie),
+      request(express).get('/token/office').set('Cookie', cookie),
+    ])
+    expect(answers.map((answer) => answer.body.aud)).toEqual(['office', 'office', 'office'])
+    const grants = provider.grants.slice(before)
+    expect(grants.map((grant) => [grant.grantType, grant.ok])).toEqual([['refresh_token', true]])
+    // The rotated refresh token is the one both instances now use.
+    const again = await request(koa).get('/token/gateway').set('Cookie', cookie)
+    expect(again.status).toBe(200)
+  })
+
+  it('holds no token, session id or cookie in any Redis key or value', async () => {
+    const { express, koa, recorder } = fleet()
+    const { cookie } = await signInWith(express, provider)
+    await request(koa).get('/token/office').set('Cookie', cookie)
+    const stored = await rawRedis(clients[0] as Redis)
+    expect(recorder.tokens.size).toBeGreaterThanOrEqual(4)
+    for (const token of recorder.tokens) expect(stored).not.toContain(token)
+    expect(stored).not.toContain(cookie.split('=')[1]?.split('.')[0] as string)
+    expect(stored).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/)
+  })
+
+  it('lets a sign-out on one instance end the session on the other', async () => {
+    const { express, koa } = fleet()
+    const { cookie } = await signInWith(express, provider)
+    expect((await request(koa).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
+    await request(koa).post('/auth/logout').set('Cookie', cookie)
+    expect((await request(express).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: false,
+    })
+  })
+
+  it('answers 503, not a sign-out, while Redis does not answer', async () => {
+    const { express } = fleet()
+    const { cookie } = await signInWith(express, provider)
+    redis.freeze()
+    try {
+      const res = await request(express).get('/public').set('Cookie', cookie)
+      expect(res.status).toBe(503)
+      expect(res.headers['set-cookie']).toBeUndefined()
+    } finally {
+      redis.thaw()
+    }
+    const after = await request(express).get('/public').set('Cookie', cookie)
+    expect(after.body).toEqual({ signedIn: true })
+  })
+})
