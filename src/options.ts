@@ -16,6 +16,11 @@ import {
   type RateLimitOptions,
 } from './rate-limit-options.js'
 import {
+  type NormalizedRevocationOptions,
+  normalizeRevocationOptions,
+  type RevocationOptions,
+} from './revocation-options.js'
+import {
   type NormalizedTenantOptions,
   normalizeTenantOptions,
   type TenantOptions,
@@ -85,6 +90,8 @@ export interface GateOptions {
   readonly tenant?: TenantOptions
   /** Per-tenant rate limits (needs `tenant`). */
   readonly rateLimit?: RateLimitOptions
+  /** Revocation before `exp`, shared by every instance through Redis (see `RevocationOptions`). */
+  readonly revocation?: RevocationOptions
   /** Receives audit and metrics events. Exceptions it throws are ignored. */
   readonly onEvent?: GateEventListener
 }
@@ -111,6 +118,7 @@ export interface NormalizedOptions {
   readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
   readonly tenant: NormalizedTenantOptions | undefined
   readonly rateLimit: NormalizedRateLimitOptions | undefined
+  readonly revocation: NormalizedRevocationOptions | undefined
 }
 
 const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
@@ -142,6 +150,7 @@ const KNOWN_OPTIONS = new Set([
   'cache',
   'tenant',
   'rateLimit',
+  'revocation',
   'onEvent',
 ])
 
@@ -345,5 +354,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     tenant: input.tenant === undefined ? undefined : normalizeTenantOptions(input.tenant),
     rateLimit:
       input.rateLimit === undefined ? undefined : normalizeRateLimitOptions(input.rateLimit),
+    revocation:
+      input.revocation === undefined ? undefined : normalizeRevocationOptions(input.revocation),
   })
 }
