@@ -122,7 +122,7 @@ describe('gate.backchannelLogout', () => {
     expect(refusals()).toEqual(['replayed'])
   })
 
-  const forged = async () => {
+  const forged = async (): Promise<string> => {
     const token = await issuer.mintLogoutToken({ sid: 's-9' })
     const [header, , signature] = token.split('.')
     const payload = Buffer.from(
@@ -138,7 +138,7 @@ describe('gate.backchannelLogout', () => {
     ).toString('base64url')
     return `${header}.${payload}.${signature}`
   }
-  const claims = (extra: Record<string, unknown>) =>
+  const claims = (extra: Record<string, unknown>): Promise<string> =>
     issuer.mintLogoutToken({ sid: 's-10', ...extra })
 
   it.each([
@@ -201,18 +201,21 @@ describe('gate.backchannelLogout', () => {
     ['three dots', async () => `${await claims({})}.x`, 'malformed'],
     ['not a JWS at all', async () => 'logout', 'malformed'],
     ['a 9 KB token', async () => 'a'.repeat(9000), 'too_large'],
-  ] as const)('refuses %s with 400 and says why to operators', async (_name, make, reason) => {
-    newGate()
-    const before = await issuer.mint({ sub: 'victim', sid: 'x', iat: now() - 10 })
-    const answer = await logout(await make())
-    expect(answer).toMatchObject(BAD_REQUEST)
-    expect(JSON.parse(answer.body)).toEqual({
-      error: 'invalid_request',
-      error_description: 'invalid logout token',
-    })
-    expect(refusals()).toEqual([reason])
-    expect(await decided(before)).toBe('admitted')
-  })
+  ] as ReadonlyArray<readonly [string, () => Promise<string>, string]>)(
+    'refuses %s with 400 and says why to operators',
+    async (_name, make, reason) => {
+      newGate()
+      const before = await issuer.mint({ sub: 'victim', sid: 'x', iat: now() - 10 })
+      const answer = await logout(await make())
+      expect(answer).toMatchObject(BAD_REQUEST)
+      expect(JSON.parse(answer.body)).toEqual({
+        error: 'invalid_request',
+        error_description: 'invalid logout token',
+      })
+      expect(refusals()).toEqual([reason])
+      expect(await decided(before)).toBe('admitted')
+    },
+  )
 
   it.each([
     ['a GET', { headers: FORM, method: 'GET' }, 405],

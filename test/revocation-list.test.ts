@@ -48,18 +48,16 @@ describe('RevocationList', () => {
     expect(list.match(admission({ ...claims, iat: 1000 }))).toBe(kind)
   })
 
-  it.each([
-    'sid',
-    'sub',
-    'clientId',
-    'all',
-  ] as const)('admits a token issued at or after a %s entry not-before', (kind) => {
-    const list = new RevocationList()
-    const claims = { sid: 's1', sub: 'alice', azp: 'billing-ui' }
-    const value = { sid: 's1', sub: 'alice', clientId: 'billing-ui', all: '' }[kind]
-    list.add(entry(kind, value, 1000))
-    expect(list.match(admission({ ...claims, iat: 1000 }))).toBe(undefined)
-  })
+  it.each(['sid', 'sub', 'clientId', 'all'] as const)(
+    'admits a token issued at or after a %s entry not-before',
+    (kind) => {
+      const list = new RevocationList()
+      const claims = { sid: 's1', sub: 'alice', azp: 'billing-ui' }
+      const value = { sid: 's1', sub: 'alice', clientId: 'billing-ui', all: '' }[kind]
+      list.add(entry(kind, value, 1000))
+      expect(list.match(admission({ ...claims, iat: 1000 }))).toBe(undefined)
+    },
+  )
 
   it('refuses the token a jti entry names, whatever its iat', () => {
     const list = new RevocationList()

@@ -93,9 +93,10 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
           body,
           stream: ctx.req,
         })
-        ctx.status = answer.status
         ctx.set(answer.headers)
-        ctx.body = answer.body
+        // An explicit null, then the status: Koa would type an empty string as text/plain.
+        ctx.body = answer.body === '' ? null : answer.body
+        ctx.status = answer.status
       },
   )
   return Object.assign(tollgateMiddleware, guards, endpoints, { gate })
