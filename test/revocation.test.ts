@@ -1,6 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
-import type { TollgateError } from '../src/errors.js'
+import {
+  isTollgateError,
+  renderError,
+  ServiceUnavailableError,
+  type TollgateError,
+} from '../src/errors.js'
 import type { GateEvent } from '../src/events.js'
 import { createGate, type Gate } from '../src/gate.js'
 import { keycloak } from '../src/issuers.js'
@@ -254,5 +259,29 @@ describe('revocation and token lifetime', () => {
     // The longest-lived token the entry could match is expired by now, whichever it was.
     vi.setSystemTime(Date.now() + 601_000)
     expect(await outcome(gate.check(bearer(token)))).toBe('401 ERR_TOKEN_EXPIRED expired')
+  })
+})
+
+describe('ERR_REVOCATION_UNAVAILABLE', () => {
+  it('is a 503 with Retry-After, rendered without detail and recognized by shape', () => {
+    const error = new ServiceUnavailableError({
+      code: 'ERR_REVOCATION_UNAVAILABLE',
+      retryAfterSeconds: 0.2,
+    })
+    expect(error).toMatchObject({
+      status: 503,
+      reason: 'revocation_unavailable',
+      headers: { 'Retry-After': '1' },
+    })
+    expect(JSON.parse(renderError(error).body)).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'revocation list unavailable',
+    })
+    const foreign = Object.assign(new Error('x'), {
+      code: 'ERR_REVOCATION_UNAVAILABLE',
+      status: 503,
+      headers: {},
+    })
+    expect(isTollgateError(foreign)).toBe(true)
   })
 })
