@@ -14,6 +14,7 @@ import { stopAll } from './http/spawn.ts'
 import { runSuite as runMemory } from './memory.bench.ts'
 import { runSuite as runCache } from './micro/cache.bench.ts'
 import { runSuite as runRateLimit } from './micro/rate-limit.bench.ts'
+import { runSuite as runRevocation } from './micro/revocation.bench.ts'
 import { runSuite as runVerify } from './micro/verify.bench.ts'
 import { renderReport } from './report.ts'
 import { busyShare, machine, type SuiteResult, writeResult } from './results.ts'
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
     suites.verify = keep(await runVerify())
     suites.cache = keep(await runCache())
     suites.rateLimit = keep(await runRateLimit())
+    suites.revocation = keep(await runRevocation())
   }
   if (wanted('memory')) suites.memory = keep(await runMemory())
   if (wanted('http')) suites.http = keep(await runHttp())
