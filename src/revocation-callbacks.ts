@@ -164,7 +164,8 @@ export function createRevocationCallbacks(
 
   /** §2.6 step 7: a logout token is accepted once within its `iat` window. */
   async function once(issuer: string, id: string, untilMs: number, now: number): Promise<void> {
-    const fresh = await revocation.claimOnce(`${issuer}\n${id}`, Math.max(1000, untilMs - now))
+    const ttlMs = Math.max(1000, Math.ceil(untilMs - now))
+    const fresh = await revocation.claimOnce(`${issuer}\n${id}`, ttlMs)
     if (!fresh) throw new LogoutRefusal('replayed', issuer)
   }
 

@@ -40,7 +40,7 @@ export interface RevocationSync {
 }
 
 // Adds (keeping the later not-before and expiry), bumps the sequence, publishes. KEYS: entries,
-// seq. ARGV: field, notBefore, expiresAt, channel, sentAt.
+// seq. ARGV: field, notBefore, expiresAt, channel, sentAt, origin.
 const ADD = `
 local nb = tonumber(ARGV[2])
 local x = tonumber(ARGV[3])
@@ -52,14 +52,14 @@ if held then
 end
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%d:%d', nb, x))
 local seq = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[4], cjson.encode({seq, 'add', ARGV[1], nb, x, tonumber(ARGV[5])}))
+redis.call('PUBLISH', ARGV[4], cjson.encode({seq, 'add', ARGV[1], nb, x, tonumber(ARGV[5]), ARGV[6]}))
 return seq`
 
-// KEYS: entries, seq. ARGV: field, channel, sentAt.
+// KEYS: entries, seq. ARGV: field, channel, sentAt, origin.
 const REMOVE = `
 redis.call('HDEL', KEYS[1], ARGV[1])
 local seq = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[2], cjson.encode({seq, 'del', ARGV[1], 0, 0, tonumber(ARGV[3])}))
+redis.call('PUBLISH', ARGV[2], cjson.encode({seq, 'del', ARGV[1], 0, 0, tonumber(ARGV[3]), ARGV[4]}))
 return seq`
 
 // Drops expired entries and returns {epoch, seq, field, value, …}. The epoch is set once per
@@ -94,6 +94,7 @@ type Message = [
   nb: number,
   x: number,
   sentAt: number,
+  origin: string,
 ]
 
 function entryOf(field: string, notBefore: number, expiresAt: number): RevocationEntry | undefined {
@@ -111,7 +112,7 @@ function entryOf(field: string, notBefore: number, expiresAt: number): Revocatio
 function parseMessage(text: string): Message | undefined {
   try {
     const message = JSON.parse(text) as unknown
-    if (!Array.isArray(message) || message.length !== 6) return undefined
+    if (!Array.isArray(message) || message.length !== 7) return undefined
     const [seq, op, field] = message as unknown[]
     if (typeof seq !== 'number' || (op !== 'add' && op !== 'del') || typeof field !== 'string') {
       return undefined
@@ -137,6 +138,8 @@ export function createRedisSync(
   const keys = { entries: `${tag}:entries`, seq: `${tag}:seq`, epoch: `${tag}:epoch` }
   const channel = `${options.keyPrefix}:events`
   const subscriber = client.duplicate() as Subscriber
+  /** This instance, so that its own messages are not reported as received from a peer. */
+  const origin = randomUUID()
   /** Changes made while Redis failed, by identity: the entry to add, or `null` to remove. */
   const pending = new Map<string, RevocationEntry | null>()
   let synced = false
@@ -158,7 +161,7 @@ export function createRedisSync(
   }
 
   function setSynced(value: boolean): void {
-    if (synced === value) return
+    if (closed || synced === value) return
     synced = value
     context.onSynced(value)
   }
@@ -183,16 +186,16 @@ export function createRedisSync(
   function write(identity: string, entry: RevocationEntry | null): Promise<unknown> {
     const sentAt = Date.now()
     return entry === null
-      ? command(REMOVE, [keys.entries, keys.seq], [identity, channel, sentAt])
+      ? command(REMOVE, [keys.entries, keys.seq], [identity, channel, sentAt, origin])
       : command(
           ADD,
           [keys.entries, keys.seq],
-          [identity, entry.notBefore, entry.expiresAt, channel, sentAt],
+          [identity, entry.notBefore, entry.expiresAt, channel, sentAt, origin],
         )
   }
 
   function apply(message: Message): void {
-    const [seq, op, field, nb, x, sentAt] = message
+    const [seq, op, field, nb, x, sentAt, from] = message
     // A gap means a message was lost (pub/sub is at most once): apply this one, then resync.
     if (seq > lastSeq + 1) scheduleResync(0)
     if (seq > lastSeq) lastSeq = seq
@@ -201,6 +204,7 @@ export function createRedisSync(
     const lagMs = Math.max(0, Date.now() - sentAt)
     if (op === 'add') list.add(entry)
     else if (!list.remove(entry)) return
+    if (from === origin) return
     emit?.({
       type: 'revocation_received',
       issuer: entry.issuer,

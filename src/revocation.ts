@@ -161,17 +161,19 @@ export function createRevocation(
       )
     }
     const now = Date.now() / 1000
-    const notBefore = target.notBefore ?? Math.floor(now) + 1
+    const requested = target.notBefore ?? Math.floor(now) + 1
     if (
-      typeof notBefore !== 'number' ||
-      !Number.isFinite(notBefore) ||
-      notBefore > now + MAX_FUTURE_SECONDS
+      typeof requested !== 'number' ||
+      !Number.isFinite(requested) ||
+      requested > now + MAX_FUTURE_SECONDS
     ) {
       invalidTarget(
         method,
         '"notBefore" must be a time in seconds since the epoch, at most an hour ahead',
       )
     }
+    // Whole seconds, as `iat` is and as the store keeps it; rounding up never lets a token through.
+    const notBefore = Math.ceil(requested)
     // A token the entry matches was issued before notBefore and lives at most maxLifetime: past
     // this, every such token has expired and the entry can go.
     const expiresAt =

@@ -149,7 +149,10 @@ export interface TestIssuer {
    * `typ: 'Logout'`; no `sid` unless given. Header: `alg`, `typ: 'logout+jwt'`, `kid`. Claims and
    * options work as in {@link TestIssuer.mint} (`expiresInSeconds` default 120).
    */
-  mintLogoutToken(claims?: Readonly<Record<string, unknown>>, options?: MintOptions): Promise<string>
+  mintLogoutToken(
+    claims?: Readonly<Record<string, unknown>>,
+    options?: MintOptions,
+  ): Promise<string>
   /**
    * Signs exactly `header` and `payload` (an object, or a raw string), adding nothing: the header
    * may lack `alg` or `kid`, or contradict the key. Signs with the key of `options.kid`, else the
