@@ -14,6 +14,15 @@ import { createHash, randomUUID } from 'node:crypto'
 import type { Emit } from './events.js'
 import { identityOf, type RevocationEntry, type RevocationList } from './revocation-list.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './revocation-options.js'
+import {
+  ADD,
+  CLAIM,
+  entryOf,
+  type Message,
+  parseMessage,
+  REMOVE,
+  SNAPSHOT,
+} from './revocation-redis-scripts.js'
 
 /** What the subscriber connection is, as far as this module uses it (ioredis Redis or Cluster). */
 interface Subscriber {
@@ -39,89 +48,9 @@ export interface RevocationSync {
   close(): void
 }
 
-// Adds (keeping the later not-before and expiry), bumps the sequence, publishes. KEYS: entries,
-// seq. ARGV: field, notBefore, expiresAt, channel, sentAt, origin.
-const ADD = `
-local nb = tonumber(ARGV[2])
-local x = tonumber(ARGV[3])
-local held = redis.call('HGET', KEYS[1], ARGV[1])
-if held then
-  local sep = string.find(held, ':', 1, true)
-  nb = math.max(nb, tonumber(string.sub(held, 1, sep - 1)))
-  x = math.max(x, tonumber(string.sub(held, sep + 1)))
-end
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%d:%d', nb, x))
-local seq = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[4], cjson.encode({seq, 'add', ARGV[1], nb, x, tonumber(ARGV[5]), ARGV[6]}))
-return seq`
-
-// KEYS: entries, seq. ARGV: field, channel, sentAt, origin.
-const REMOVE = `
-redis.call('HDEL', KEYS[1], ARGV[1])
-local seq = redis.call('INCR', KEYS[2])
-redis.call('PUBLISH', ARGV[2], cjson.encode({seq, 'del', ARGV[1], 0, 0, tonumber(ARGV[3]), ARGV[4]}))
-return seq`
-
-// Drops expired entries and returns {epoch, seq, field, value, …}. The epoch is set once per
-// Redis data set: a new one means Redis lost its data. KEYS: entries, seq, epoch. ARGV: now, new epoch.
-const SNAPSHOT = `
-redis.call('SET', KEYS[3], ARGV[2], 'NX')
-local all = redis.call('HGETALL', KEYS[1])
-local out = {redis.call('GET', KEYS[3]), redis.call('GET', KEYS[2]) or '0'}
-local now = tonumber(ARGV[1])
-for i = 1, #all, 2 do
-  local sep = string.find(all[i + 1], ':', 1, true)
-  if tonumber(string.sub(all[i + 1], sep + 1)) <= now then
-    redis.call('HDEL', KEYS[1], all[i])
-  else
-    out[#out + 1] = all[i]
-    out[#out + 1] = all[i + 1]
-  end
-end
-return out`
-
-const CLAIM = `return redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1])`
-
-const KINDS = new Set<unknown>(['jti', 'sid', 'sub', 'clientId', 'all'])
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
 /** After a failed resynchronization, the next attempt waits this long (or the resync interval, if shorter). */
 const RETRY_MS = 250
-
-type Message = [
-  seq: number,
-  op: 'add' | 'del',
-  field: string,
-  nb: number,
-  x: number,
-  sentAt: number,
-  origin: string,
-]
-
-function entryOf(field: string, notBefore: number, expiresAt: number): RevocationEntry | undefined {
-  try {
-    const [issuer, kind, value] = JSON.parse(field) as [string, RevocationEntry['kind'], string]
-    if (typeof issuer !== 'string' || typeof value !== 'string') return undefined
-    if (!KINDS.has(kind)) return undefined
-    if (!Number.isFinite(notBefore) || !Number.isFinite(expiresAt)) return undefined
-    return { issuer, kind, value, notBefore, expiresAt }
-  } catch {
-    return undefined
-  }
-}
-
-function parseMessage(text: string): Message | undefined {
-  try {
-    const message = JSON.parse(text) as unknown
-    if (!Array.isArray(message) || message.length !== 7) return undefined
-    const [seq, op, field] = message as unknown[]
-    if (typeof seq !== 'number' || (op !== 'add' && op !== 'del') || typeof field !== 'string') {
-      return undefined
-    }
-    return message as Message
-  } catch {
-    return undefined
-  }
-}
 
 /** Starts synchronizing `list` through `client`; the subscriber is a `duplicate()` of it. */
 export function createRedisSync(
