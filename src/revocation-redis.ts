@@ -29,6 +29,7 @@ interface Subscriber {
   readonly status: string
   on(event: string, listener: (...args: unknown[]) => void): unknown
   subscribe(channel: string): Promise<unknown>
+  connect(): Promise<unknown>
   disconnect(): void
 }
 
@@ -243,6 +244,8 @@ export function createRedisSync(
   subscriber.on('message', onMessage)
   subscriber.on('ready', () => void runResync())
   subscriber.on('close', () => setSynced(false))
+  // A duplicate of a `lazyConnect` client waits for a command that would never come.
+  if (subscriber.status === 'wait') subscriber.connect().catch(storeError)
   const periodic = setInterval(() => void runResync(), options.resyncIntervalMs)
   periodic.unref()
 

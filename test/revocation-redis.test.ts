@@ -4,16 +4,17 @@
  * clients stand for several gateway instances.
  */
 import { performance } from 'node:perf_hooks'
-
+import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-
 import type { TollgateError } from '../src/errors.js'
 import type { GateEvent } from '../src/events.js'
 import { createGate, type Gate } from '../src/gate.js'
 import { keycloak } from '../src/issuers.js'
 import type { RevocationOptions } from '../src/revocation-options.js'
 import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
+
 import {
+  failFast,
   type RedisCluster,
   type RedisServer,
   startRedisCluster,
@@ -172,6 +173,21 @@ describe('revocation shared through Redis', () => {
     expect(await decided(b.gate, carol)).toBe('admitted')
     await a.gate.revoke({ sub: 'someone-else' })
     await until('B resynchronizes', async () => (await decided(b.gate, carol)) === 'revoked')
+  })
+
+  it('synchronizes through a client created with lazyConnect', async () => {
+    prefixCounter += 1
+    const lazy = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true, ...failFast })
+    lazy.on('error', () => {})
+    try {
+      const a = await instance(await server.client(), `rv${prefixCounter}`)
+      const b = await instance(lazy, `rv${prefixCounter}`)
+      const token = await issuedBefore({ sub: 'ivan' })
+      await a.gate.revoke({ sub: 'ivan' })
+      await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
+    } finally {
+      lazy.disconnect()
+    }
   })
 
   it('shares the replay memory of logout tokens between instances', async () => {
