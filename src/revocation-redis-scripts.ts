@@ -16,8 +16,12 @@ local x = tonumber(ARGV[3])
 local held = redis.call('HGET', KEYS[1], ARGV[1])
 if held then
   local sep = string.find(held, ':', 1, true)
-  nb = math.max(nb, tonumber(string.sub(held, 1, sep - 1)))
-  x = math.max(x, tonumber(string.sub(held, sep + 1)))
+  local heldNb = sep and tonumber(string.sub(held, 1, sep - 1))
+  local heldX = sep and tonumber(string.sub(held, sep + 1))
+  if heldNb and heldX then
+    nb = math.max(nb, heldNb)
+    x = math.max(x, heldX)
+  end
 end
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%d:%d', nb, x))
 local seq = redis.call('INCR', KEYS[2])
@@ -31,8 +35,9 @@ local seq = redis.call('INCR', KEYS[2])
 redis.call('PUBLISH', ARGV[2], cjson.encode({seq, 'del', ARGV[1], 0, 0, tonumber(ARGV[3]), ARGV[4]}))
 return seq`
 
-// Drops expired entries and returns {epoch, seq, field, value, …}. The epoch is set once per
-// Redis data set: a new one means Redis lost its data. KEYS: entries, seq, epoch. ARGV: now, new epoch.
+// Drops expired (and unreadable) entries and returns {epoch, seq, field, value, …}. The epoch is
+// set once per Redis data set: a new one means Redis lost its data. KEYS: entries, seq, epoch.
+// ARGV: now, new epoch.
 export const SNAPSHOT = `
 redis.call('SET', KEYS[3], ARGV[2], 'NX')
 local all = redis.call('HGETALL', KEYS[1])
@@ -40,7 +45,8 @@ local out = {redis.call('GET', KEYS[3]), redis.call('GET', KEYS[2]) or '0'}
 local now = tonumber(ARGV[1])
 for i = 1, #all, 2 do
   local sep = string.find(all[i + 1], ':', 1, true)
-  if tonumber(string.sub(all[i + 1], sep + 1)) <= now then
+  local x = sep and tonumber(string.sub(all[i + 1], sep + 1))
+  if not x or x <= now then
     redis.call('HDEL', KEYS[1], all[i])
   else
     out[#out + 1] = all[i]

@@ -187,7 +187,7 @@ export function createRedisSync(
         }
       }
       epoch = storeEpoch
-      lastSeq = Number(seqText)
+      lastSeq = Number(seqText) || 0
       list.replace(entries.values())
       const late = buffered
       buffered = undefined

@@ -175,6 +175,34 @@ describe('revocation shared through Redis', () => {
     await until('B resynchronizes', async () => (await decided(b.gate, carol)) === 'revoked')
   })
 
+  it('ignores malformed messages and entries from a foreign writer on its keys', async () => {
+    const [a, b] = await pair()
+    const admin = await server.client()
+    const prefix = `rv${prefixCounter}`
+    for (const message of [
+      'garbage',
+      '[]',
+      '{"seq":1}',
+      JSON.stringify([1, 'drop', 'x', 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', 'not json', 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', JSON.stringify(['i', 'email', 'v']), 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', JSON.stringify([1, 'sub', 'v']), 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', JSON.stringify(['i', 'sub', 'v']), 'nb', null, 0, 'o']),
+    ]) {
+      await admin.publish(`${prefix}:events`, message)
+    }
+    await admin.hset(`{${prefix}}:entries`, 'not json', '1:99999999999999')
+    await admin.hset(`{${prefix}}:entries`, JSON.stringify(['i', 'sub', 'x']), 'no-colon')
+    const token = await issuedBefore({ sub: 'judy' })
+    await a.gate.revoke({ sub: 'judy' })
+    await until(
+      'B still learns genuine revocations',
+      async () => (await decided(b.gate, token)) === 'revoked',
+    )
+    const late = await instance(await server.client(), prefix)
+    expect(await decided(late.gate, token)).toBe('revoked')
+  })
+
   it('synchronizes through a client created with lazyConnect', async () => {
     prefixCounter += 1
     const lazy = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true, ...failFast })
