@@ -61,4 +61,38 @@ describe('createOtelListener and revocation', () => {
     expect(JSON.stringify(resourceMetrics)).not.toContain('alice')
     await gate.close()
   })
+
+  it('records propagation lag, store errors and fallbacks', async () => {
+    const reader = new TestReader()
+    const listener = createOtelListener({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+    })
+    const issuerName = issuer.issuer('acme')
+    listener({
+      type: 'revocation_received',
+      issuer: issuerName,
+      by: 'sid',
+      removed: false,
+      lagMs: 3,
+    })
+    listener({
+      type: 'revocation_received',
+      issuer: issuerName,
+      by: 'sid',
+      removed: false,
+      lagMs: 40,
+    })
+    listener({ type: 'revocation_store_error', error: new Error('ECONNREFUSED') })
+    listener({ type: 'revocation_fallback', engaged: true, policy: 'deny' })
+    const { resourceMetrics } = await reader.collect()
+    const [histogram] = points(resourceMetrics, 'tollgate.revocation.propagation')
+    expect(histogram?.attributes).toEqual({ by: 'sid' })
+    expect(histogram?.value).toMatchObject({ count: 2, min: 0.003, max: 0.04 })
+    expect(points(resourceMetrics, 'tollgate.revocation.store_errors')).toEqual([
+      { attributes: {}, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.revocation.fallbacks')).toEqual([
+      { attributes: { policy: 'deny', engaged: true }, value: 1 },
+    ])
+  })
 })
