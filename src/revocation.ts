@@ -90,13 +90,21 @@ export function createRevocation(
   let denying = false
   let denyTimer: NodeJS.Timeout | undefined
   let everSynced = false
+  /** Whether a `revocation_fallback` with `engaged: true` was the last one emitted. */
+  let engaged = false
+
+  function engage(): void {
+    if (engaged) return
+    engaged = true
+    emit?.({ type: 'revocation_fallback', engaged: true, policy: options.onStoreError })
+  }
 
   function startDenyTimer(): void {
     if (options.onStoreError !== 'deny' || denyTimer !== undefined || denying) return
     denyTimer = setTimeout(() => {
       denyTimer = undefined
       denying = true
-      emit?.({ type: 'revocation_fallback', engaged: true, policy: 'deny' })
+      engage()
     }, options.denyAfterMs)
     denyTimer.unref()
   }
@@ -106,16 +114,14 @@ export function createRevocation(
       everSynced = true
       clearTimeout(denyTimer)
       denyTimer = undefined
-      const engaged = denying || options.onStoreError === 'enforce-known'
       denying = false
-      if (engaged)
+      if (engaged) {
+        engaged = false
         emit?.({ type: 'revocation_fallback', engaged: false, policy: options.onStoreError })
-      return
-    }
-    if (options.onStoreError === 'enforce-known') {
-      if (everSynced)
-        emit?.({ type: 'revocation_fallback', engaged: true, policy: 'enforce-known' })
-    } else startDenyTimer()
+      }
+    } else if (options.onStoreError === 'deny') startDenyTimer()
+    // Before the first synchronization there is nothing known to fall back on, and nothing to say.
+    else if (everSynced) engage()
   }
 
   const sync: RevocationSync | undefined =
