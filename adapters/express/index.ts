@@ -26,7 +26,7 @@ export interface TollgateMiddleware
   extends RequestHandler,
     GuardMiddlewareFactories<RequestHandler>,
     CallbackEndpoints<RequestHandler> {
-  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
 }
 

@@ -23,7 +23,7 @@ export interface TollgateMiddleware
   extends Middleware<TollgateState>,
     GuardMiddlewareFactories<Middleware<TollgateState>>,
     CallbackEndpoints<Middleware<TollgateState>> {
-  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
 }
 
