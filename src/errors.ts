@@ -23,6 +23,7 @@ export type TollgateErrorCode =
   | 'ERR_RATE_LIMITED'
   | 'ERR_JWKS_UNAVAILABLE'
   | 'ERR_LIMITER_UNAVAILABLE'
+  | 'ERR_REVOCATION_UNAVAILABLE'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
 export type ErrorBodyCode =
@@ -101,6 +102,7 @@ export type RefusalReason =
   | 'rate_limited'
   | 'jwks_unavailable'
   | 'limiter_unavailable'
+  | 'revocation_unavailable'
 
 /** What every error constructor accepts. */
 export interface ErrorOptions {
@@ -310,11 +312,18 @@ export class RateLimitedError extends TollgateError<'ERR_RATE_LIMITED'> {
 }
 
 /** Codes of a 503. */
-export type UnavailableCode = 'ERR_JWKS_UNAVAILABLE' | 'ERR_LIMITER_UNAVAILABLE'
+export type UnavailableCode =
+  | 'ERR_JWKS_UNAVAILABLE'
+  | 'ERR_LIMITER_UNAVAILABLE'
+  | 'ERR_REVOCATION_UNAVAILABLE'
 
 const UNAVAILABLE = {
   ERR_JWKS_UNAVAILABLE: { message: 'signing keys unavailable', reason: 'jwks_unavailable' },
   ERR_LIMITER_UNAVAILABLE: { message: 'rate limiter unavailable', reason: 'limiter_unavailable' },
+  ERR_REVOCATION_UNAVAILABLE: {
+    message: 'revocation list unavailable',
+    reason: 'revocation_unavailable',
+  },
 } as const satisfies Record<UnavailableCode, { message: string; reason: RefusalReason }>
 
 /**
@@ -379,6 +388,7 @@ export type AnyTollgateError =
   | RateLimitedError
   | ServiceUnavailableError<'ERR_JWKS_UNAVAILABLE'>
   | ServiceUnavailableError<'ERR_LIMITER_UNAVAILABLE'>
+  | ServiceUnavailableError<'ERR_REVOCATION_UNAVAILABLE'>
 
 const CODES = new Set<string>([
   'ERR_TOKEN_MISSING',
@@ -392,6 +402,7 @@ const CODES = new Set<string>([
   'ERR_RATE_LIMITED',
   'ERR_JWKS_UNAVAILABLE',
   'ERR_LIMITER_UNAVAILABLE',
+  'ERR_REVOCATION_UNAVAILABLE',
 ] satisfies TollgateErrorCode[])
 
 /**

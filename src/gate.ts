@@ -23,6 +23,7 @@ import type { Guard } from './guards.js'
 import { IssuerKeys, type IssuerKeysStatus } from './jwks.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
+import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
 import type { ResolvedTenant } from './tenant.js'
 import { createTenantResolver } from './tenant.js'
 import type { Admission, CheckResult, RequestLike } from './types.js'
@@ -35,7 +36,7 @@ export interface ReadyReport {
 }
 
 /** A configured gate. Create one per service (and per set of options), at start-up. */
-export interface Gate {
+export interface Gate extends RevocationHandles {
   /**
    * Decides on one request. Resolves when it may proceed; rejects with a `TollgateError` otherwise
    * (400, 401, 403, 429 or 503, with the headers to send, this gate's challenge included).
@@ -61,8 +62,9 @@ export interface Gate {
    */
   refresh(issuer?: string): Promise<ReadyReport>
   /**
-   * Aborts key fetches under way and starts no new ones, so nothing the gate holds keeps the
-   * process alive. Requests are still decided with the keys already held. Idempotent.
+   * Aborts key fetches under way and starts no new ones, and closes the revocation subscriber, so
+   * nothing the gate holds keeps the process alive. Requests are still decided with the keys and
+   * revocations already held. Idempotent.
    */
   close(): Promise<void>
   /** How the adapters handle refusals (see `GateOptions.errorHandling`). */
@@ -127,6 +129,8 @@ export function createGate(options: GateOptions): Gate {
   })
   const resolveTenant = normalized.tenant && createTenantResolver(normalized.tenant)
   const limiter = normalized.rateLimit && createTenantLimiter(normalized.rateLimit, { emit })
+  const revocation = createGateRevocation(normalized, issuers, emit)
+  const revoked = revocation.step
   const pass = Promise.resolve(PASS)
 
   /** Request facts for events, read only when someone listens. */
@@ -216,6 +220,11 @@ export function createGate(options: GateOptions): Gate {
     let tenant: ResolvedTenant | undefined
     try {
       const verdict = cached ?? (await verifier.verify(token))
+      const revocationRefusal = revoked?.refusal(verdict.admission)
+      if (revocationRefusal !== undefined) {
+        issuer = verdict.admission.issuer
+        throw revocationRefusal
+      }
       if (resolveTenant === undefined) return await accept(request, verdict, startedAt)
       issuer = verdict.admission.issuer
       tenant = await resolveTenant(verdict.verified)
@@ -255,7 +264,12 @@ export function createGate(options: GateOptions): Gate {
         : pass
     }
     const cached = verifier.cached(token, Date.now())
-    if (cached !== undefined && resolveTenant === undefined) {
+    // A revoked cached token goes on to admit(), which refuses it with its facts.
+    if (
+      cached !== undefined &&
+      resolveTenant === undefined &&
+      (revoked === undefined || revoked.refusal(cached.admission) === undefined)
+    ) {
       return accept(request, cached, startedAt)
     }
     return admit(request, token, cached, startedAt)
@@ -303,7 +317,9 @@ export function createGate(options: GateOptions): Gate {
     },
     async close(): Promise<void> {
       for (const keys of allKeys) keys.close()
+      revocation.close()
     },
+    ...revocation.handles,
     errorHandling: normalized.errorHandling,
     realm,
     challenge: bearerChallenge(realm),

@@ -38,6 +38,7 @@ export { requireAnyScope, requireClientRoles, requireRealmRoles, requireScopes }
 export type { IssuerOptions, KeycloakOptions } from './issuers.js'
 export { keycloak } from './issuers.js'
 export type { IssuerKeysStatus } from './jwks.js'
+export type { LogoutRefusalReason } from './logout-token.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './options.js'
 export type {
   LimiterStoreErrorCode,
@@ -49,6 +50,25 @@ export type {
   StoreFailurePolicy,
 } from './rate-limit.js'
 export { LimiterStoreError } from './rate-limit.js'
+export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation.js'
+export type {
+  CallbackEndpoints,
+  CallbackRequest,
+  CallbackResponse,
+} from './revocation-callbacks.js'
+export type {
+  RevocationEvent,
+  RevocationSource,
+  RevocationStorage,
+} from './revocation-events.js'
+export type { RevocationHandles } from './revocation-handles.js'
+export type { RevocationKind } from './revocation-list.js'
+export type {
+  RevocationCallbackOptions,
+  RevocationOptions,
+  RevocationRedisClient,
+  RevocationStoreFailurePolicy,
+} from './revocation-options.js'
 export type {
   ResolvedTenant,
   TenantDecision,

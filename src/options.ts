@@ -16,6 +16,11 @@ import {
   type RateLimitOptions,
 } from './rate-limit-options.js'
 import {
+  type NormalizedRevocationOptions,
+  normalizeRevocationOptions,
+  type RevocationOptions,
+} from './revocation-options.js'
+import {
   type NormalizedTenantOptions,
   normalizeTenantOptions,
   type TenantOptions,
@@ -109,6 +114,8 @@ export interface GateOptions {
   readonly tenant?: TenantOptions
   /** Per-tenant rate limits (needs `tenant`). */
   readonly rateLimit?: RateLimitOptions
+  /** Revocation before `exp`, shared by every instance through Redis (see `RevocationOptions`). */
+  readonly revocation?: RevocationOptions
   /** Receives audit and metrics events. Exceptions it throws are ignored. */
   readonly onEvent?: GateEventListener
 }
@@ -135,6 +142,7 @@ export interface NormalizedOptions {
   readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
   readonly tenant: NormalizedTenantOptions | undefined
   readonly rateLimit: NormalizedRateLimitOptions | undefined
+  readonly revocation: NormalizedRevocationOptions | undefined
 }
 
 const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
@@ -169,6 +177,7 @@ const KNOWN_OPTIONS = new Set([
   'cache',
   'tenant',
   'rateLimit',
+  'revocation',
   'onEvent',
 ])
 
@@ -303,7 +312,16 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     fail('rateLimit', 'needs "tenant": limits are per tenant')
   }
   const maxAgeSeconds = input.maxTokenAgeSeconds
-  const maxLifetimeSeconds = input.maxTokenLifetimeSeconds
+  // Revocation entries expire once no token they match can still be valid: with revocation on,
+  // every token needs a bounded lifetime, a day unless set.
+  const maxTokenLifetimeSeconds =
+    input.maxTokenLifetimeSeconds === undefined && input.revocation === undefined
+      ? undefined
+      : integer(input.maxTokenLifetimeSeconds, 'maxTokenLifetimeSeconds', {
+          fallback: 86_400,
+          min: 1,
+          max: 31_536_000,
+        })
   const cooldownMs = integer(jwks.cooldownMs, 'jwks.cooldownMs', {
     fallback: 30_000,
     min: 0,
@@ -332,14 +350,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         maxAgeSeconds === undefined
           ? undefined
           : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
-      maxTokenLifetimeSeconds:
-        maxLifetimeSeconds === undefined
-          ? undefined
-          : integer(maxLifetimeSeconds, 'maxTokenLifetimeSeconds', {
-              fallback: 0,
-              min: 1,
-              max: 31_536_000,
-            }),
+      maxTokenLifetimeSeconds,
       requiredClaims: Object.freeze(
         input.requiredClaims === undefined
           ? []
@@ -399,5 +410,9 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     tenant: input.tenant === undefined ? undefined : normalizeTenantOptions(input.tenant),
     rateLimit:
       input.rateLimit === undefined ? undefined : normalizeRateLimitOptions(input.rateLimit),
+    revocation:
+      input.revocation === undefined
+        ? undefined
+        : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
   })
 }

@@ -9,6 +9,7 @@ import { renderError } from '../../src/errors.js'
 import { createGate, type Gate } from '../../src/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
 import type { Admission, RequestLike } from '../../src/types.js'
 
 declare global {
@@ -23,8 +24,9 @@ declare global {
 /** The middleware, with the gate behind it and route guards that answer exactly as it does. */
 export interface TollgateMiddleware
   extends RequestHandler,
-    GuardMiddlewareFactories<RequestHandler> {
-  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+    GuardMiddlewareFactories<RequestHandler>,
+    CallbackEndpoints<RequestHandler> {
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
 }
 
@@ -78,7 +80,18 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         next()
       },
   )
-  return Object.assign(tollgateMiddleware, guards, { gate })
+  const endpoints = callbackEndpoints(
+    gate,
+    (handle): RequestHandler =>
+      function tollgateCallback(req, res, next) {
+        const { headers, method, body } = req
+        handle({ headers, method, body, stream: req }).then(
+          (answer) => res.status(answer.status).set(answer.headers).end(answer.body),
+          next,
+        )
+      },
+  )
+  return Object.assign(tollgateMiddleware, guards, endpoints, { gate })
 }
 
 export * from '../../src/index.js'

@@ -9,6 +9,7 @@ import { renderError } from '../../src/errors.js'
 import { createGate, type Gate } from '../../src/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 /** What tollgate adds to `ctx.state`. */
@@ -20,8 +21,9 @@ export interface TollgateState {
 /** The middleware, with the gate behind it and route guards that answer exactly as it does. */
 export interface TollgateMiddleware
   extends Middleware<TollgateState>,
-    GuardMiddlewareFactories<Middleware<TollgateState>> {
-  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+    GuardMiddlewareFactories<Middleware<TollgateState>>,
+    CallbackEndpoints<Middleware<TollgateState>> {
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
 }
 
@@ -80,7 +82,24 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         await next()
       },
   )
-  return Object.assign(tollgateMiddleware, guards, { gate })
+  const endpoints = callbackEndpoints(
+    gate,
+    (handle): Middleware<TollgateState> =>
+      async function tollgateCallback(ctx) {
+        const body = (ctx.request as { body?: unknown }).body
+        const answer = await handle({
+          headers: ctx.headers,
+          method: ctx.method,
+          body,
+          stream: ctx.req,
+        })
+        ctx.set(answer.headers)
+        // An explicit null, then the status: Koa would type an empty string as text/plain.
+        ctx.body = answer.body === '' ? null : answer.body
+        ctx.status = answer.status
+      },
+  )
+  return Object.assign(tollgateMiddleware, guards, endpoints, { gate })
 }
 
 export * from '../../src/index.js'

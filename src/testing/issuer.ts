@@ -48,6 +48,8 @@ export interface MintOptions {
 }
 
 const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds']
+const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
+const LOGOUT_TOKEN_SECONDS = 120
 
 /**
  * Option names of JWT libraries (jsonwebtoken, jose) and of `mint()` itself, and the claim each
@@ -139,6 +141,18 @@ export interface TestIssuer {
    * @throws Error for an unknown realm or kid, or an algorithm the realm has no key for.
    */
   mint(claims?: Readonly<Record<string, unknown>>, options?: MintOptions): Promise<string>
+  /**
+   * Mints an OpenID Connect Back-Channel Logout token, as a provider POSTs it to the gateway's
+   * `backchannelLogout()` endpoint. Default claims: `iss`, `aud` (the `audience` option: the
+   * gateway's client id), `sub: 'user-1'`, `iat` now, `exp` now + 120 s, a random `jti`,
+   * `events: { 'http://schemas.openid.net/event/backchannel-logout': {} }`, and Keycloak's
+   * `typ: 'Logout'`; no `sid` unless given. Header: `alg`, `typ: 'logout+jwt'`, `kid`. Claims and
+   * options work as in {@link TestIssuer.mint} (`expiresInSeconds` default 120).
+   */
+  mintLogoutToken(
+    claims?: Readonly<Record<string, unknown>>,
+    options?: MintOptions,
+  ): Promise<string>
   /**
    * Signs exactly `header` and `payload` (an object, or a raw string), adding nothing: the header
    * may lack `alg` or `kid`, or contradict the key. Signs with the key of `options.kid`, else the
@@ -294,6 +308,22 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     return signCompactJWS(key, header, payload)
   }
 
+  const mintLogoutToken: TestIssuer['mintLogoutToken'] = (claims = {}, mintOptions = {}) =>
+    mint(
+      {
+        azp: undefined,
+        scope: undefined,
+        typ: 'Logout',
+        events: { [LOGOUT_EVENT]: {} },
+        ...claims,
+      },
+      {
+        ...mintOptions,
+        expiresInSeconds: mintOptions.expiresInSeconds ?? LOGOUT_TOKEN_SECONDS,
+        header: { typ: 'logout+jwt', ...mintOptions.header },
+      },
+    )
+
   const server = await listenOnLoopback(
     createRequestHandler({
       realms,
@@ -324,6 +354,7 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     issuer,
     jwksUri: (realm?: string) => jwksUriOf(issuer(realm)),
     mint,
+    mintLogoutToken,
     async sign(header, payload, signOptions = {}) {
       const realm = realmOf(signOptions.realm)
       const key =
