@@ -13,6 +13,8 @@ export interface ClaimRules {
   readonly maxTokenAgeSeconds: number | undefined
   readonly requiredClaims: readonly string[]
   readonly tokenProfile: 'access' | 'rfc9068'
+  /** `true` when the gate's DPoP step judges `cnf` (DPoP on); otherwise a `cnf` refuses the token. */
+  readonly confirmationChecked?: boolean
 }
 
 const ACCESS_TOKEN_MEDIA_TYPES = new Set(['at+jwt', 'application/at+jwt'])
@@ -65,7 +67,7 @@ export function checkClaims(
       expected: [...rules.audiences],
     })
   }
-  const typeProblem = accessTokenProblem(header, claims, rules.tokenProfile)
+  const typeProblem = accessTokenProblem(header, claims, rules)
   if (typeProblem !== undefined) throw refuse(typeProblem)
   if (claims.sub !== undefined && typeof claims.sub !== 'string') {
     throw refuse('malformed_claim', { claim: 'sub' })
@@ -120,8 +122,9 @@ function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
 function accessTokenProblem(
   header: TokenHeader,
   claims: Record<string, unknown>,
-  profile: ClaimRules['tokenProfile'],
+  rules: ClaimRules,
 ): RefusalReason | undefined {
+  const profile = rules.tokenProfile
   const headerType = header.typ
   if (headerType !== undefined && typeof headerType !== 'string') return 'token_type'
   const mediaType = headerType?.toLowerCase()
@@ -143,7 +146,7 @@ function accessTokenProblem(
   }
   // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) presented as a plain bearer token:
   // tollgate cannot check the binding, and accepting it would make a stolen bound token usable.
-  if (claims.cnf !== undefined) return 'sender_constrained'
+  if (claims.cnf !== undefined && rules.confirmationChecked !== true) return 'sender_constrained'
   const events = claims.events
   if (typeof events === 'object' && events !== null && Object.hasOwn(events, LOGOUT_EVENT)) {
     return 'token_type'
