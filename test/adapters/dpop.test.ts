@@ -262,7 +262,7 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
   })
 
   it('refuses cnf-bound tokens and ignores the DPoP scheme when DPoP is off (the default)', async () => {
-    const app = createApp({ ...options, dpop: undefined })
+    const app = createApp({ ...options, dpop: { mode: 'off' } })
     const token = await issuer.mint({}, { dpop: key })
     expect((await send(app, { Authorization: `Bearer ${token}` })).status).toBe(401)
     const res = await send(app, await key.headers(token, { method: 'GET', url: URL_OF_ROUTE }))
@@ -353,7 +353,7 @@ describe('DPoP replay across instances sharing Redis', () => {
     const instances = APPS.map(([, createApp]) => createApp(shared))
     const token = await issuer.mint({}, { dpop: key })
     const headers = await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
-    const [first, ...others] = instances as [Server, ...Server[]]
+    const [first, ...others] = instances as unknown as [Server, ...Server[]]
     expect((await send(first, headers)).status).toBe(200)
     for (const other of others) expectAnswer(await send(other, headers), PROOF_REFUSED)
     const fresh = await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
@@ -362,7 +362,7 @@ describe('DPoP replay across instances sharing Redis', () => {
   })
 
   it('accepts the replay on a second instance that keeps proofs in its own memory', async () => {
-    const [first, second] = [APPS[0], APPS[2]].map((entry) => entry?.[1](options)) as [
+    const [first, second] = [APPS[0], APPS[2]].map((entry) => entry?.[1](options)) as unknown as [
       Server,
       Server,
     ]
