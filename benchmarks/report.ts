@@ -124,6 +124,7 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.verify),
     ...microTables(suites.cache),
     ...microTables(suites.rateLimit),
+    ...microTables(suites.dpop),
   )
   parts.push(...httpTables(suites.http), ...memoryTable(suites.memory))
   const skipped = all.flatMap((s) => s.skipped.map((k) => `- ${k.what}: not measured (${k.why})`))

@@ -19,6 +19,7 @@ export interface Suites {
   verify?: SuiteResult<MicroRow>
   cache?: SuiteResult<MicroRow>
   rateLimit?: SuiteResult<MicroRow>
+  dpop?: SuiteResult<MicroRow>
   memory?: SuiteResult<MemoryRow>
   http?: SuiteResult<HttpRow>
 }
