@@ -117,7 +117,8 @@ function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
  * Refuses ID, refresh and logout tokens presented as access tokens (RFC 8725 §3.11): Keycloak marks
  * them in the payload `typ` (`ID`, `Refresh`, `Logout`; access tokens say `Bearer`), others in the
  * header `typ` (`logout+jwt`, `id_token+jwt`…). The `rfc9068` profile requires `at+jwt` and the
- * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too.
+ * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too, unless
+ * the gate's DPoP step checks their binding (`confirmationChecked`).
  */
 function accessTokenProblem(
   header: TokenHeader,

@@ -1,7 +1,7 @@
 /**
  * `createGate(options)`: validates everything once, wires the steps, and returns the gate the
  * adapters call on every request (bearer extraction → verification (cache, JWS, keys, signature,
- * claims) → tenant → rate limit), plus the handles an operator needs (readiness, key refresh,
+ * claims) → DPoP proof, when on → tenant → rate limit), plus the handles an operator needs (readiness, key refresh,
  * shutdown). The steps throw coded errors that know nothing of HTTP settings; {@link Gate} has one
  * refusal point that adds this gate's challenge and reports the refusal.
  *
