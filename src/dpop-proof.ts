@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { createHash, verify as verifySignature } from 'node:crypto'
+import { hash, verify as verifySignature } from 'node:crypto'
 
 import { LRUCache } from 'lru-cache'
 
@@ -31,6 +31,12 @@ export interface ProofExpectations {
   readonly jkt: string
 }
 
+/** A proof key: its thumbprint, and the key itself unless it may not verify (short RSA…). */
+interface Signer {
+  readonly jkt: string
+  readonly key: PreparedKey | undefined
+}
+
 /** The settings of proof checks, and the keys already imported, for one gate. */
 export interface ProofChecker {
   check(proof: string, expected: ProofExpectations, nowMs: number): CheckedProof
@@ -46,7 +52,7 @@ const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k']
 /** Larger proofs are refused unparsed: an RSA 4096 key in the header stays well below. */
 export const MAX_PROOF_BYTES = 8192
 const MAX_JTI_LENGTH = 256
-/** Keys of recent clients, by thumbprint: a client signs many proofs with one key. */
+/** Keys of recent clients: a client signs many proofs with one key, under one header. */
 const MAX_CACHED_KEYS = 1000
 const UNRESERVED = /[A-Za-z0-9\-._~]/
 
@@ -62,14 +68,13 @@ export function jwkThumbprint(jwk: Readonly<Record<string, unknown>>): string | 
     if (typeof value !== 'string' || value === '') return undefined
     parts.push(`${JSON.stringify(member)}:${JSON.stringify(value)}`)
   }
-  return createHash('sha256')
-    .update(`{${parts.join(',')}}`)
-    .digest('base64url')
+  return hash('sha256', `{${parts.join(',')}}`, 'base64url')
 }
 
 /** base64url(SHA-256(token)): the `ath` of a proof for `token` (RFC 9449 §4.2). */
 export function accessTokenHash(token: string): string {
-  return createHash('sha256').update(token, 'ascii').digest('base64url')
+  // Tokens are ASCII (b64token), so UTF-8, what hash() encodes strings with, is ASCII here.
+  return hash('sha256', token, 'base64url')
 }
 
 /**
@@ -110,21 +115,25 @@ export function createProofChecker(settings: {
   readonly clockToleranceSeconds: number
 }): ProofChecker {
   const algorithms = new Set<string>(settings.algorithms)
-  const keys = new LRUCache<string, PreparedKey>({ max: MAX_CACHED_KEYS })
+  // By the proof's encoded header: its `jwk` decides everything cached here, and a client sends
+  // the same header with every proof, so the key is judged, hashed and imported once.
+  const signers = new LRUCache<string, Signer>({ max: MAX_CACHED_KEYS })
   const maxAge = settings.maxProofAgeSeconds
   const tolerance = settings.clockToleranceSeconds
 
-  /** The key of `jwk`, imported once per thumbprint from its required members only. */
-  function keyOf(jwk: Record<string, unknown>, jkt: string): PreparedKey | undefined {
-    const cached = keys.get(jkt)
-    if (cached !== undefined) return cached
+  /** The proof key of `jwk`, imported from its required members only. */
+  function signerOf(jwk: unknown): Signer {
+    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw invalid('jwk')
+    const record = jwk as Record<string, unknown>
+    // RFC 9449 §4.3 step 7: a private key in the header means the client leaked it.
+    if (PRIVATE_MEMBERS.some((member) => record[member] !== undefined)) throw invalid('private_key')
+    const jkt = jwkThumbprint(record)
+    if (jkt === undefined) throw invalid('jwk')
     const publicOnly: Record<string, unknown> = {}
-    for (const member of THUMBPRINT_MEMBERS[jwk.kty as string] ?? []) {
-      publicOnly[member] = jwk[member]
+    for (const member of THUMBPRINT_MEMBERS[record.kty as string] ?? []) {
+      publicOnly[member] = record[member]
     }
-    const key = prepareKey(publicOnly, settings.algorithms)
-    if (key !== undefined) keys.set(jkt, key)
-    return key
+    return { jkt, key: prepareKey(publicOnly, settings.algorithms) }
   }
 
   function check(proof: string, expected: ProofExpectations, nowMs: number): CheckedProof {
@@ -140,16 +149,15 @@ export function createProofChecker(settings: {
     const alg = header.alg
     if (typeof alg !== 'string' || !algorithms.has(alg)) throw invalid('alg')
     if (header.crit !== undefined || header.b64 !== undefined) throw invalid('header')
-    const jwk = header.jwk
-    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw invalid('jwk')
-    const record = jwk as Record<string, unknown>
-    // RFC 9449 §4.3 step 7: a private key in the header means the client leaked it.
-    if (PRIVATE_MEMBERS.some((member) => record[member] !== undefined)) throw invalid('private_key')
-    const thumbprint = jwkThumbprint(record)
-    if (thumbprint === undefined) throw invalid('jwk')
+    const encodedHeader = proof.slice(0, proof.indexOf('.'))
+    let signer = signers.get(encodedHeader)
+    if (signer === undefined) {
+      signer = signerOf(header.jwk)
+      signers.set(encodedHeader, signer)
+    }
     // RFC 9449 §6.1: the proof key must be the key the token was bound to.
-    if (thumbprint !== expected.jkt) throw new InvalidTokenError({ reason: 'dpop_binding' })
-    const verifier = keyOf(record, thumbprint)?.verifiers[alg as JWSAlgorithm]
+    if (signer.jkt !== expected.jkt) throw new InvalidTokenError({ reason: 'dpop_binding' })
+    const verifier = signer.key?.verifiers[alg as JWSAlgorithm]
     if (verifier === undefined) throw invalid('jwk')
     if (!signatureMatches(Buffer.from(parsed.signingInput, 'latin1'), parsed.signature, verifier)) {
       throw invalid('signature')

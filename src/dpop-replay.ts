@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { DpopRedisClientLike } from './dpop-options.js'
 import { InvalidDpopProofError, ServiceUnavailableError } from './errors.js'
 
@@ -32,7 +32,7 @@ const unavailable = (cause?: unknown) =>
 // `jti` is the client's text, of any length: the stored key is a fixed-size hash, per key so that
 // one client cannot spend another's jti values.
 function entryKey(jkt: string, jti: string): string {
-  return createHash('sha256').update(`${jkt}.${jti}`).digest('base64url')
+  return hash('sha256', `${jkt}.${jti}`, 'base64url')
 }
 
 /**
