@@ -1,9 +1,12 @@
 import type { Server } from 'node:http'
 
+import { createServer } from 'node:http'
 import express from 'express'
+import Koa from 'koa'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { tollgate } from '../../adapters/express/index.js'
+import { tollgate as koaTollgate } from '../../adapters/koa/index.js'
 import { keycloak } from '../../src/issuers.js'
 import type { GateOptions } from '../../src/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
@@ -208,5 +211,34 @@ describe('an MCP server on Express protected by tollgate', () => {
     const res = await request(app).post('/mcp').set('Authorization', `Bearer ${token}`).send({})
     expect(res.status).toBe(401)
     expect(res.headers['www-authenticate']).toContain('resource_metadata=')
+  })
+})
+
+describe('the resourceMetadata middleware alone', () => {
+  it('serves the document on Koa and passes every other request on', async () => {
+    const auth = koaTollgate(options)
+    const app = new Koa()
+    app.use(auth.resourceMetadata)
+    app.use((ctx) => {
+      ctx.body = 'next'
+    })
+    const server = createServer(app.callback())
+    const served = await request(server).get(METADATA_PATH)
+    expect(served.status).toBe(200)
+    expect(served.body.resource).toBe(RESOURCE)
+    expect((await request(server).get(ROUTE)).text).toBe('next')
+    server.close()
+  })
+
+  it('passes every request on when no metadata is configured', async () => {
+    const { resourceMetadata: _unused, ...withoutMetadata } = options
+    const auth = tollgate(withoutMetadata)
+    const app = express()
+    app.use(auth.resourceMetadata)
+    app.use((_req, res) => {
+      res.send('next')
+    })
+    expect((await request(app).get(METADATA_PATH)).text).toBe('next')
+    expect(auth.gate.resourceMetadataUrl).toBeUndefined()
   })
 })
