@@ -59,8 +59,9 @@ function boundKeyOf(verified: VerifiedToken): string | undefined {
 /** The one `DPoP` field of the request (RFC 9449 §4.3 step 1). */
 function proofOf(request: RequestLike): string {
   const value = request.headers.dpop
-  if (value === undefined || value === '')
+  if (value === undefined || value === '') {
     throw new InvalidDpopProofError({ detail: { check: 'missing' } })
+  }
   // Node joins repeated fields with ", ", which no compact JWS contains; the raw list tells too.
   if (typeof value !== 'string' || value.includes(',') || repeats(request.rawHeaders, 'dpop')) {
     throw new InvalidDpopProofError({ detail: { check: 'repeated' } })
@@ -99,7 +100,7 @@ function targetOf(request: RequestLike, source: TargetSource): string | undefine
   if (source.kind === 'base') return normalizeHtu(`${source.origin}${source.pathPrefix}${path}`)
   const forwarded = source.kind === 'forwarded'
   const proto =
-    (forwarded ? firstValue(request.headers['x-forwarded-proto']) : undefined) ??
+    (forwarded ? firstValue(request.headers['x-forwarded-proto'])?.toLowerCase() : undefined) ??
     (request.secure ? 'https' : 'http')
   const host =
     (forwarded ? firstValue(request.headers['x-forwarded-host']) : undefined) ??
