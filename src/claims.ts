@@ -67,7 +67,12 @@ export function checkClaims(
       expected: [...rules.audiences],
     })
   }
-  const typeProblem = accessTokenProblem(header, claims, rules)
+  const typeProblem = accessTokenProblem(
+    header,
+    claims,
+    rules.tokenProfile,
+    rules.confirmationChecked === true,
+  )
   if (typeProblem !== undefined) throw refuse(typeProblem)
   if (claims.sub !== undefined && typeof claims.sub !== 'string') {
     throw refuse('malformed_claim', { claim: 'sub' })
@@ -117,15 +122,15 @@ function hasAudience(aud: unknown, accepted: ReadonlySet<string>): boolean {
  * Refuses ID, refresh and logout tokens presented as access tokens (RFC 8725 §3.11): Keycloak marks
  * them in the payload `typ` (`ID`, `Refresh`, `Logout`; access tokens say `Bearer`), others in the
  * header `typ` (`logout+jwt`, `id_token+jwt`…). The `rfc9068` profile requires `at+jwt` and the
- * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too, unless
- * the gate's DPoP step checks their binding (`confirmationChecked`).
+ * claims RFC 9068 §2.2 makes mandatory. Sender-constrained tokens (`cnf`) are refused too.
  */
 function accessTokenProblem(
   header: TokenHeader,
   claims: Record<string, unknown>,
-  rules: ClaimRules,
+  profile: ClaimRules['tokenProfile'],
+  // With DPoP on, the gate's DPoP step judges `cnf` on every request instead.
+  confirmationChecked: boolean,
 ): RefusalReason | undefined {
-  const profile = rules.tokenProfile
   const headerType = header.typ
   if (headerType !== undefined && typeof headerType !== 'string') return 'token_type'
   const mediaType = headerType?.toLowerCase()
@@ -147,7 +152,7 @@ function accessTokenProblem(
   }
   // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) presented as a plain bearer token:
   // tollgate cannot check the binding, and accepting it would make a stolen bound token usable.
-  if (claims.cnf !== undefined && rules.confirmationChecked !== true) return 'sender_constrained'
+  if (claims.cnf !== undefined && !confirmationChecked) return 'sender_constrained'
   const events = claims.events
   if (typeof events === 'object' && events !== null && Object.hasOwn(events, LOGOUT_EVENT)) {
     return 'token_type'
