@@ -306,6 +306,21 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
     app.close()
   })
 
+  it('hands DPoP refusals, challenge and nonce included, to the framework with errorHandling: framework', async () => {
+    const app = createApp({
+      ...options,
+      errorHandling: 'framework',
+      dpop: { mode: 'allowed', publicBaseUrl: BASE, nonce: true },
+    })
+    const token = await issuer.mint({}, { dpop: key })
+    const res = await send(app, await key.headers(token, { method: 'GET', url: URL_OF_ROUTE }))
+    expect(res.status).toBe(401)
+    expect(res.body).toEqual({ handledBy: 'app', code: 'ERR_DPOP_NONCE_REQUIRED' })
+    expect(res.headers['www-authenticate']).toContain('error="use_dpop_nonce"')
+    expect(res.headers['dpop-nonce']).toMatch(/^[A-Za-z0-9_-]{32}$/)
+    app.close()
+  })
+
   it('compares htu with the Host header and the connection when no public base URL is set', async () => {
     const app = createApp({ ...options, dpop: { mode: 'allowed' } })
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve))
