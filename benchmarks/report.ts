@@ -126,6 +126,7 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.tokenSource),
     ...microTables(suites.rateLimit),
     ...microTables(suites.revocation),
+    ...microTables(suites.dpop),
   )
   parts.push(...httpTables(suites.http), ...memoryTable(suites.memory))
   const skipped = all.flatMap((s) => s.skipped.map((k) => `- ${k.what}: not measured (${k.why})`))

@@ -4,8 +4,8 @@
  */
 import { settings } from './config.ts'
 import { TOLLGATE_HIT } from './micro/cache.bench.ts'
-import { TOKEN_SOURCE_WARM } from './micro/token-source.bench.ts'
 import { REVOCATION_FULL, REVOCATION_OFF } from './micro/revocation.bench.ts'
+import { TOKEN_SOURCE_WARM } from './micro/token-source.bench.ts'
 import { TOLLGATE } from './micro/verify.bench.ts'
 import type { HttpMode, HttpRow, MemoryRow, MicroRow, SuiteResult } from './results.ts'
 
@@ -23,6 +23,7 @@ export interface Suites {
   rateLimit?: SuiteResult<MicroRow>
   tokenSource?: SuiteResult<MicroRow>
   revocation?: SuiteResult<MicroRow>
+  dpop?: SuiteResult<MicroRow>
   memory?: SuiteResult<MemoryRow>
   http?: SuiteResult<HttpRow>
 }

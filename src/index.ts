@@ -6,8 +6,17 @@
  * @module
  */
 export type { JWSAlgorithm } from './algorithms.js'
+export type { CredentialScheme } from './challenge.js'
+export type {
+  DpopMode,
+  DpopNonceOptions,
+  DpopOptions,
+  DpopRedisClientLike,
+  DpopReplayOptions,
+} from './dpop-options.js'
 export type {
   AnyTollgateError,
+  DpopErrorCode,
   ErrorBodyCode,
   ErrorOptions,
   ErrorResponse,
@@ -18,7 +27,9 @@ export type {
 } from './errors.js'
 export {
   bearerChallenge,
+  DpopNonceError,
   InsufficientScopeError,
+  InvalidDpopProofError,
   InvalidRequestError,
   InvalidTokenError,
   isTollgateError,
@@ -50,6 +61,7 @@ export type {
   StoreFailurePolicy,
 } from './rate-limit.js'
 export { LimiterStoreError } from './rate-limit.js'
+export type { ResourceMetadataOptions } from './resource-metadata.js'
 export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation.js'
 export type {
   CallbackEndpoints,

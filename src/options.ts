@@ -7,6 +7,11 @@
  */
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from './algorithms.js'
 import type { ClaimRules } from './claims.js'
+import {
+  type DpopOptions,
+  type NormalizedDpopOptions,
+  normalizeDpopOptions,
+} from './dpop-options.js'
 import type { GateEventListener } from './events.js'
 import { type IssuerOptions, keyUrlProblem, realmOf } from './issuers.js'
 import type { NormalizedJWKSOptions } from './jwks.js'
@@ -15,6 +20,11 @@ import {
   normalizeRateLimitOptions,
   type RateLimitOptions,
 } from './rate-limit-options.js'
+import {
+  type NormalizedResourceMetadataOptions,
+  normalizeResourceMetadataOptions,
+  type ResourceMetadataOptions,
+} from './resource-metadata.js'
 import {
   type NormalizedRevocationOptions,
   normalizeRevocationOptions,
@@ -118,6 +128,10 @@ export interface GateOptions {
   readonly revocation?: RevocationOptions
   /** Receives audit and metrics events. Exceptions it throws are ignored. */
   readonly onEvent?: GateEventListener
+  /** DPoP-bound tokens (RFC 9449). Default mode `off`: `cnf`-bound tokens are refused. */
+  readonly dpop?: DpopOptions
+  /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
+  readonly resourceMetadata?: ResourceMetadataOptions
 }
 
 export interface NormalizedIssuer {
@@ -143,6 +157,9 @@ export interface NormalizedOptions {
   readonly tenant: NormalizedTenantOptions | undefined
   readonly rateLimit: NormalizedRateLimitOptions | undefined
   readonly revocation: NormalizedRevocationOptions | undefined
+  /** `undefined` when DPoP is off. */
+  readonly dpop: NormalizedDpopOptions | undefined
+  readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
 }
 
 const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
@@ -179,6 +196,8 @@ const KNOWN_OPTIONS = new Set([
   'rateLimit',
   'revocation',
   'onEvent',
+  'dpop',
+  'resourceMetadata',
 ])
 
 let insecureHttpWarned = false
@@ -414,5 +433,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
       input.revocation === undefined
         ? undefined
         : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
+    dpop: normalizeDpopOptions(input.dpop),
+    resourceMetadata: normalizeResourceMetadataOptions(input.resourceMetadata),
   })
 }

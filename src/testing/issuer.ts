@@ -45,9 +45,14 @@ export interface MintOptions {
   readonly header?: Readonly<Record<string, unknown>> | undefined
   /** `exp` − `iat`, in seconds. Default 300. A `claims.exp` wins over it. */
   readonly expiresInSeconds?: number | undefined
+  /**
+   * Bind the token to this DPoP key (`createDpopKey()`): adds `cnf: { jkt }` (RFC 9449 §6.1).
+   * A `claims.cnf` wins over it.
+   */
+  readonly dpop?: { readonly jkt: string } | undefined
 }
 
-const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds']
+const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds', 'dpop']
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
 const LOGOUT_TOKEN_SECONDS = 120
 
@@ -297,6 +302,7 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
       iat: now,
       exp: now + (mintOptions.expiresInSeconds ?? ACCESS_TOKEN_SECONDS),
       jti: randomUUID(),
+      cnf: mintOptions.dpop === undefined ? undefined : { jkt: mintOptions.dpop.jkt },
       ...claims,
     })
     const header = withoutUndefined({
