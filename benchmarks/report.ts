@@ -125,6 +125,8 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.cache),
     ...microTables(suites.tokenSource),
     ...microTables(suites.rateLimit),
+    ...microTables(suites.revocation),
+    ...microTables(suites.dpop),
   )
   parts.push(...httpTables(suites.http), ...memoryTable(suites.memory))
   const skipped = all.flatMap((s) => s.skipped.map((k) => `- ${k.what}: not measured (${k.why})`))

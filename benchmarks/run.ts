@@ -13,7 +13,9 @@ import { runSuite as runHttp } from './http/run-http.ts'
 import { stopAll } from './http/spawn.ts'
 import { runSuite as runMemory } from './memory.bench.ts'
 import { runSuite as runCache } from './micro/cache.bench.ts'
+import { runSuite as runDpop } from './micro/dpop.bench.ts'
 import { runSuite as runRateLimit } from './micro/rate-limit.bench.ts'
+import { runSuite as runRevocation } from './micro/revocation.bench.ts'
 import { runSuite as runTokenSource } from './micro/token-source.bench.ts'
 import { runSuite as runVerify } from './micro/verify.bench.ts'
 import { renderReport } from './report.ts'
@@ -46,6 +48,8 @@ async function main(): Promise<void> {
     suites.cache = keep(await runCache())
     suites.rateLimit = keep(await runRateLimit())
     suites.tokenSource = keep(await runTokenSource())
+    suites.revocation = keep(await runRevocation())
+    suites.dpop = keep(await runDpop())
   }
   if (wanted('memory')) suites.memory = keep(await runMemory())
   if (wanted('http')) suites.http = keep(await runHttp())

@@ -4,6 +4,7 @@
  */
 import { settings } from './config.ts'
 import { TOLLGATE_HIT } from './micro/cache.bench.ts'
+import { REVOCATION_FULL, REVOCATION_OFF } from './micro/revocation.bench.ts'
 import { TOKEN_SOURCE_WARM } from './micro/token-source.bench.ts'
 import { TOLLGATE } from './micro/verify.bench.ts'
 import type { HttpMode, HttpRow, MemoryRow, MicroRow, SuiteResult } from './results.ts'
@@ -21,6 +22,8 @@ export interface Suites {
   cache?: SuiteResult<MicroRow>
   rateLimit?: SuiteResult<MicroRow>
   tokenSource?: SuiteResult<MicroRow>
+  revocation?: SuiteResult<MicroRow>
+  dpop?: SuiteResult<MicroRow>
   memory?: SuiteResult<MemoryRow>
   http?: SuiteResult<HttpRow>
 }
@@ -92,6 +95,19 @@ export function evaluateTargets(suites: Suites): Target[] {
           pass: warm.nsPerOp < 1000,
         }
       : notMeasured('Token source get(), warm cache', '< 1 µs'),
+  )
+  const revocationRows = suites.revocation?.rows ?? []
+  const revocationOff = revocationRows.find((r) => r.contender === REVOCATION_OFF)
+  const revocationFull = revocationRows.find((r) => r.contender === REVOCATION_FULL)
+  targets.push(
+    revocationOff && revocationFull
+      ? {
+          label: 'Revocation check added to a cache hit (10,000 entries)',
+          goal: '≤ 0.2 µs',
+          measured: `${((revocationFull.nsPerOp - revocationOff.nsPerOp) / 1000).toFixed(2)} µs`,
+          pass: revocationFull.nsPerOp - revocationOff.nsPerOp <= 200,
+        }
+      : notMeasured('Revocation check added to a cache hit (10,000 entries)', '≤ 0.2 µs'),
   )
 
   for (const framework of ['express', 'koa'] as const) {

@@ -1,5 +1,5 @@
 /**
- * RFC 6750 §2.1 Authorization header parsing, and nothing else.
+ * Authorization header parsing: RFC 6750 §2.1 `Bearer` and RFC 9449 §7.1 `DPoP`, and nothing else.
  *
  * @module
  */
@@ -29,18 +29,53 @@ export function isB64Token(candidate: string): boolean {
  * a repeated Authorization field, or a token sent in the query or body as well.
  */
 export function readBearerCredentials(request: RequestLike): string | undefined {
+  const value = authorizationOf(request)
+  return value === undefined ? undefined : credentialsAfter(request, value, 'bearer')
+}
+
+/** The scheme a request authenticated with, and its token. */
+export interface Credentials {
+  readonly scheme: 'Bearer' | 'DPoP'
+  readonly token: string
+}
+
+/**
+ * Like {@link readBearerCredentials}, for a gate that also accepts the RFC 9449 §7.1 `DPoP`
+ * scheme, whose credentials have the same syntax (`token68`, checked like a b64token) and the
+ * same rules on repetition and tokens sent twice.
+ */
+export function readCredentials(request: RequestLike): Credentials | undefined {
+  const value = authorizationOf(request)
+  if (value === undefined) return undefined
+  const bearer = credentialsAfter(request, value, 'bearer')
+  if (bearer !== undefined) return { scheme: 'Bearer', token: bearer }
+  const dpop = credentialsAfter(request, value, 'dpop')
+  return dpop === undefined ? undefined : { scheme: 'DPoP', token: dpop }
+}
+
+function authorizationOf(request: RequestLike): string | undefined {
   const value = request.headers.authorization
   if (value === undefined) return undefined
   // Before the empty check: an empty field must not hide a second, non-empty one.
   if (typeof value !== 'string' || repeatsAuthorization(request.rawHeaders)) {
     throw new InvalidRequestError({ reason: 'repeated_authorization' })
   }
-  // A scheme other than Bearer, including a longer one such as "Bearerx": no credentials for us.
-  if (value.length < 6 || value.slice(0, 6).toLowerCase() !== 'bearer') return undefined
-  if (value.length > 6 && TCHAR.test(value.charAt(6))) return undefined
-  let start = 6
+  return value
+}
+
+/** The credentials after `scheme` (lower case), or `undefined` when `value` uses another scheme. */
+function credentialsAfter(
+  request: RequestLike,
+  value: string,
+  scheme: 'bearer' | 'dpop',
+): string | undefined {
+  const length = scheme.length
+  // Another scheme, including a longer one such as "Bearerx": no credentials for us.
+  if (value.length < length || value.slice(0, length).toLowerCase() !== scheme) return undefined
+  if (value.length > length && TCHAR.test(value.charAt(length))) return undefined
+  let start = length
   while (value.charCodeAt(start) === SPACE) start++
-  if (start === 6 || start === value.length) throw malformed()
+  if (start === length || start === value.length) throw malformed()
   const credentials = value.slice(start)
   if (tokenInQuery(request.url) || tokenInBody(request.body)) {
     if (!isB64Token(credentials)) throw malformed()

@@ -15,6 +15,8 @@ export interface ClaimRules {
   readonly requiredClaims: readonly string[]
   readonly tokenProfile: 'access' | 'keycloak' | 'rfc9068'
   readonly allowedClientIds: ReadonlySet<string> | undefined
+  /** `true` when the gate's DPoP step judges `cnf` (DPoP on); otherwise a `cnf` refuses the token. */
+  readonly confirmationChecked?: boolean
 }
 
 const ACCESS_TOKEN_MEDIA_TYPES = new Set(['at+jwt', 'application/at+jwt'])
@@ -88,7 +90,12 @@ export function checkClaims(
   if (claims.scope !== undefined && typeof claims.scope !== 'string') {
     throw refuse('malformed_claim', { claim: 'scope' })
   }
-  const typeProblem = accessTokenProblem(header, claims, rules.tokenProfile)
+  const typeProblem = accessTokenProblem(
+    header,
+    claims,
+    rules.tokenProfile,
+    rules.confirmationChecked === true,
+  )
   if (typeProblem !== undefined) throw refuse(typeProblem)
   for (const name of rules.requiredClaims) {
     if (isMissing(claims[name])) throw refuse('missing_claim', { claim: name })
@@ -157,6 +164,8 @@ function accessTokenProblem(
   header: TokenHeader,
   claims: Record<string, unknown>,
   profile: ClaimRules['tokenProfile'],
+  // With DPoP on, the gate's DPoP step judges `cnf` on every request instead.
+  confirmationChecked: boolean,
 ): RefusalReason | undefined {
   const headerType = header.typ
   if (headerType !== undefined && typeof headerType !== 'string') return 'token_type'
@@ -184,7 +193,7 @@ function accessTokenProblem(
   }
   // A sender-constrained token (DPoP, RFC 9449; mTLS, RFC 8705) presented as a plain bearer token:
   // tollgate cannot check the binding, and accepting it would make a stolen bound token usable.
-  if (claims.cnf !== undefined) return 'sender_constrained'
+  if (claims.cnf !== undefined && !confirmationChecked) return 'sender_constrained'
   const events = claims.events
   if (typeof events === 'object' && events !== null && Object.hasOwn(events, LOGOUT_EVENT)) {
     return 'token_type'

@@ -23,6 +23,10 @@ export type TollgateErrorCode =
   | 'ERR_RATE_LIMITED'
   | 'ERR_JWKS_UNAVAILABLE'
   | 'ERR_LIMITER_UNAVAILABLE'
+  | 'ERR_REVOCATION_UNAVAILABLE'
+  | 'ERR_DPOP_PROOF_INVALID'
+  | 'ERR_DPOP_NONCE_REQUIRED'
+  | 'ERR_DPOP_REPLAY_UNAVAILABLE'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
 export type ErrorBodyCode =
@@ -33,13 +37,22 @@ export type ErrorBodyCode =
   | 'access_denied'
   | 'rate_limited'
   | 'temporarily_unavailable'
+  | 'invalid_dpop_proof'
+  | 'use_dpop_nonce'
 
 type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope'
+/** RFC 9449 §7.1, §9: the error codes only the `DPoP` scheme challenges with. */
+export type DpopErrorCode = 'invalid_dpop_proof' | 'use_dpop_nonce'
 
 // RFC 6750 §3 (through RFC 6749 §5.2): quoted values may only use %x20-21 / %x23-5B / %x5D-7E.
 // Applied to realm and scope too: they come from configuration, but a quote or backslash in them
 // would let one header value be read as two parameters.
 const OUTSIDE_CHALLENGE_CHARSET = /[^\x20\x21\x23-\x5B\x5D-\x7E]/g
+
+/** `value` with the characters RFC 6750 §3 forbids inside a quoted challenge value removed. */
+export function challengeValue(value: string): string {
+  return value.replace(OUTSIDE_CHALLENGE_CHARSET, '')
+}
 
 /**
  * Builds an RFC 6750 §3 `WWW-Authenticate` value. Characters outside the charset RFC 6750 allows
@@ -91,6 +104,13 @@ export type RefusalReason =
   | 'client'
   | 'sender_constrained'
   | 'revoked'
+  // DPoP (RFC 9449): the proof, its binding to the token, replay and nonces
+  | 'dpop_proof'
+  | 'dpop_binding'
+  | 'dpop_required'
+  | 'dpop_replayed'
+  | 'dpop_nonce'
+  | 'dpop_replay_unavailable'
   // The tenant
   | 'tenant_missing'
   | 'tenant_malformed'
@@ -101,6 +121,7 @@ export type RefusalReason =
   | 'rate_limited'
   | 'jwks_unavailable'
   | 'limiter_unavailable'
+  | 'revocation_unavailable'
 
 /** What every error constructor accepts. */
 export interface ErrorOptions {
@@ -116,7 +137,7 @@ export interface ErrorOptions {
 }
 
 /** How the gate challenges for an error: `null` for a bare challenge, `undefined` for none. */
-type Challenge = BearerErrorCode | null | undefined
+export type Challenge = BearerErrorCode | DpopErrorCode | null | undefined
 
 interface TollgateErrorInit<Code extends TollgateErrorCode> extends ErrorOptions {
   readonly code: Code
@@ -152,7 +173,10 @@ export class TollgateError<Code extends TollgateErrorCode = TollgateErrorCode> e
   readonly reason: RefusalReason
   /** Context for operators (for example the token's `aud`); never rendered. */
   readonly detail: Readonly<Record<string, unknown>> | undefined
-  /** The RFC 6750 error code of the challenge, `null` for a bare one, `undefined` for none. */
+  /**
+   * The RFC 6750 (or RFC 9449 `DPoP`) error code of the challenge, `null` for a bare one,
+   * `undefined` for none.
+   */
   readonly challenge: Challenge
 
   constructor(init: TollgateErrorInit<Code>) {
@@ -310,11 +334,23 @@ export class RateLimitedError extends TollgateError<'ERR_RATE_LIMITED'> {
 }
 
 /** Codes of a 503. */
-export type UnavailableCode = 'ERR_JWKS_UNAVAILABLE' | 'ERR_LIMITER_UNAVAILABLE'
+export type UnavailableCode =
+  | 'ERR_JWKS_UNAVAILABLE'
+  | 'ERR_LIMITER_UNAVAILABLE'
+  | 'ERR_REVOCATION_UNAVAILABLE'
+  | 'ERR_DPOP_REPLAY_UNAVAILABLE'
 
 const UNAVAILABLE = {
   ERR_JWKS_UNAVAILABLE: { message: 'signing keys unavailable', reason: 'jwks_unavailable' },
   ERR_LIMITER_UNAVAILABLE: { message: 'rate limiter unavailable', reason: 'limiter_unavailable' },
+  ERR_REVOCATION_UNAVAILABLE: {
+    message: 'revocation list unavailable',
+    reason: 'revocation_unavailable',
+  },
+  ERR_DPOP_REPLAY_UNAVAILABLE: {
+    message: 'replay cache unavailable',
+    reason: 'dpop_replay_unavailable',
+  },
 } as const satisfies Record<UnavailableCode, { message: string; reason: RefusalReason }>
 
 /**
@@ -359,11 +395,48 @@ export function withChallenge<E extends TollgateError>(error: E, realm: string):
       ? bearerChallenge(realm)
       : bearerChallenge(
           realm,
-          challenge,
+          // DPoP codes only come from a gate with DPoP on, whose challenges `challenge.ts` builds.
+          challenge === 'invalid_dpop_proof' || challenge === 'use_dpop_nonce'
+            ? 'invalid_token'
+            : challenge,
           error.message,
           error instanceof InsufficientScopeError ? error.requiredScope : undefined,
         )
   return error
+}
+
+/** 401 `invalid_dpop_proof` (RFC 9449 §7.1): the `DPoP` proof is missing, malformed, replayed or does not fit the request. */
+export class InvalidDpopProofError extends TollgateError<'ERR_DPOP_PROOF_INVALID'> {
+  constructor(options: ErrorOptions = {}) {
+    super({
+      reason: 'dpop_proof',
+      ...options,
+      code: 'ERR_DPOP_PROOF_INVALID',
+      status: 401,
+      error: 'invalid_dpop_proof',
+      message: 'invalid DPoP proof',
+      challenge: 'invalid_dpop_proof',
+    })
+  }
+}
+
+/**
+ * 401 `use_dpop_nonce` (RFC 9449 §9): the proof lacks the nonce this resource requires, or carries
+ * one that is no longer current. `DPoP-Nonce` holds the nonce to use.
+ */
+export class DpopNonceError extends TollgateError<'ERR_DPOP_NONCE_REQUIRED'> {
+  constructor(options: ErrorOptions & { readonly nonce: string }) {
+    super({
+      reason: 'dpop_nonce',
+      ...options,
+      code: 'ERR_DPOP_NONCE_REQUIRED',
+      status: 401,
+      error: 'use_dpop_nonce',
+      message: 'DPoP nonce required',
+      challenge: 'use_dpop_nonce',
+      headers: { 'DPoP-Nonce': options.nonce },
+    })
+  }
 }
 
 /** Every concrete error class, as a union discriminated by `code`. */
@@ -379,6 +452,10 @@ export type AnyTollgateError =
   | RateLimitedError
   | ServiceUnavailableError<'ERR_JWKS_UNAVAILABLE'>
   | ServiceUnavailableError<'ERR_LIMITER_UNAVAILABLE'>
+  | ServiceUnavailableError<'ERR_REVOCATION_UNAVAILABLE'>
+  | ServiceUnavailableError<'ERR_DPOP_REPLAY_UNAVAILABLE'>
+  | InvalidDpopProofError
+  | DpopNonceError
 
 const CODES = new Set<string>([
   'ERR_TOKEN_MISSING',
@@ -392,6 +469,10 @@ const CODES = new Set<string>([
   'ERR_RATE_LIMITED',
   'ERR_JWKS_UNAVAILABLE',
   'ERR_LIMITER_UNAVAILABLE',
+  'ERR_REVOCATION_UNAVAILABLE',
+  'ERR_DPOP_PROOF_INVALID',
+  'ERR_DPOP_NONCE_REQUIRED',
+  'ERR_DPOP_REPLAY_UNAVAILABLE',
 ] satisfies TollgateErrorCode[])
 
 /**

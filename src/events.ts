@@ -5,6 +5,7 @@
  * @module
  */
 import type { RefusalReason, TollgateErrorCode } from './errors.js'
+import type { RevocationEvent } from './revocation-events.js'
 
 /** Why a JWKS refresh failed. */
 export type JWKSFailureReason =
@@ -70,6 +71,7 @@ export type GateEvent =
       readonly engaged: boolean
       readonly policy: 'memory' | 'allow' | 'deny'
     }
+  | RevocationEvent
 
 /** What an access log needs to join a decision to its request line. */
 export interface DecisionFacts {

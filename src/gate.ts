@@ -1,7 +1,7 @@
 /**
  * `createGate(options)`: validates everything once, wires the steps, and returns the gate the
  * adapters call on every request (bearer extraction → verification (cache, JWS, keys, signature,
- * claims) → tenant → rate limit), plus the handles an operator needs (readiness, key refresh,
+ * claims) → DPoP proof, when on → tenant → rate limit), plus the handles an operator needs (readiness, key refresh,
  * shutdown). The steps throw coded errors that know nothing of HTTP settings; {@link Gate} has one
  * refusal point that adds this gate's challenge and reports the refusal.
  *
@@ -9,20 +9,23 @@
  */
 import { performance } from 'node:perf_hooks'
 
-import { isB64Token, readBearerCredentials } from './bearer.js'
+import { isB64Token, readBearerCredentials, readCredentials } from './bearer.js'
+import { type CredentialScheme, createChallenger } from './challenge.js'
+import { createDpopStep } from './dpop.js'
 import {
-  bearerChallenge,
+  type ErrorResponse,
   InvalidRequestError,
   InvalidTokenError,
   isTollgateError,
   TokenMissingError,
-  withChallenge,
 } from './errors.js'
 import { createEmit, type DecisionFacts } from './events.js'
 import type { Guard } from './guards.js'
 import { IssuerKeys, type IssuerKeysStatus } from './jwks.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
+import { createResourceMetadata } from './resource-metadata.js'
+import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
 import type { ResolvedTenant } from './tenant.js'
 import { createTenantResolver } from './tenant.js'
 import type { Admission, CheckResult, RequestLike } from './types.js'
@@ -35,7 +38,7 @@ export interface ReadyReport {
 }
 
 /** A configured gate. Create one per service (and per set of options), at start-up. */
-export interface Gate {
+export interface Gate extends RevocationHandles {
   /**
    * Decides on one request. Resolves when it may proceed; rejects with a `TollgateError` otherwise
    * (400, 401, 403, 429 or 503, with the headers to send, this gate's challenge included).
@@ -61,8 +64,9 @@ export interface Gate {
    */
   refresh(issuer?: string): Promise<ReadyReport>
   /**
-   * Aborts key fetches under way and starts no new ones, so nothing the gate holds keeps the
-   * process alive. Requests are still decided with the keys already held. Idempotent.
+   * Aborts key fetches under way and starts no new ones, and closes the revocation subscriber, so
+   * nothing the gate holds keeps the process alive. Requests are still decided with the keys and
+   * revocations already held. Idempotent.
    */
   close(): Promise<void>
   /** How the adapters handle refusals (see `GateOptions.errorHandling`). */
@@ -71,6 +75,14 @@ export interface Gate {
   readonly realm: string
   /** The challenge a client without credentials receives. */
   readonly challenge: string
+  /**
+   * The RFC 9728 metadata document's answer (200, JSON) when `request` is a GET or HEAD of this
+   * gate's well-known metadata path; `undefined` otherwise, and always without `resourceMetadata`.
+   * The adapters send it before authenticating: the document is public.
+   */
+  resourceMetadata(request: RequestLike): ErrorResponse | undefined
+  /** Where the RFC 9728 metadata is served (also in every 401 challenge), when configured. */
+  readonly resourceMetadataUrl: string | undefined
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
@@ -82,6 +94,8 @@ interface RefusalFacts {
   readonly tenant: string | undefined
   readonly plan: string | undefined
   readonly startedAt: number
+  /** The scheme of the request's credentials, which decides the challenge when DPoP is on. */
+  readonly scheme?: CredentialScheme | undefined
 }
 
 const BEFORE_VERIFICATION: Omit<RefusalFacts, 'startedAt'> = Object.freeze({
@@ -89,6 +103,7 @@ const BEFORE_VERIFICATION: Omit<RefusalFacts, 'startedAt'> = Object.freeze({
   tenant: undefined,
   plan: undefined,
 })
+const NO_METADATA = () => undefined
 
 /**
  * Creates a gate.
@@ -108,6 +123,24 @@ export function createGate(options: GateOptions): Gate {
   const { realm, credentialsRequired, skip } = normalized
   const emit = createEmit(options.onEvent)
   const caches = createVerdictCaches(normalized.cache)
+  const dpopOptions = normalized.dpop
+  const dpop =
+    dpopOptions &&
+    createDpopStep(dpopOptions, { clockToleranceSeconds: normalized.claims.clockToleranceSeconds })
+  const metadata =
+    normalized.resourceMetadata &&
+    createResourceMetadata(normalized.resourceMetadata, {
+      authorizationServers: normalized.issuers.map((issuer) => issuer.issuer),
+      dpop: dpopOptions && {
+        algorithms: dpopOptions.algorithms,
+        required: dpopOptions.mode === 'required',
+      },
+    })
+  const challenge = createChallenger({
+    realm,
+    resourceMetadataUrl: metadata?.url,
+    dpop: dpopOptions && { mode: dpopOptions.mode, algorithms: dpopOptions.algorithms },
+  })
   const hooks = { emit, onKeysRetired: caches?.purgeRetired }
   const issuers = new Map(
     normalized.issuers.map((issuer) => [
@@ -121,12 +154,16 @@ export function createGate(options: GateOptions): Gate {
   const verifier = createVerifier({
     keys: issuers,
     algorithms: new Set(normalized.algorithms),
-    rules: normalized.claims,
+    // With DPoP on, `cnf` is judged by the DPoP step on every request, cache hits included.
+    rules:
+      dpop === undefined ? normalized.claims : { ...normalized.claims, confirmationChecked: true },
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
   })
   const resolveTenant = normalized.tenant && createTenantResolver(normalized.tenant)
   const limiter = normalized.rateLimit && createTenantLimiter(normalized.rateLimit, { emit })
+  const revocation = createGateRevocation(normalized, issuers, emit)
+  const revoked = revocation.step
   const pass = Promise.resolve(PASS)
 
   /** Request facts for events, read only when someone listens. */
@@ -149,7 +186,7 @@ export function createGate(options: GateOptions): Gate {
    */
   function refusal(error: unknown, request: RequestLike | undefined, facts: RefusalFacts): unknown {
     if (!isTollgateError(error)) return error
-    withChallenge(error, realm)
+    challenge(error, facts.scheme)
     emit?.({
       type: 'rejected',
       code: error.code,
@@ -209,6 +246,7 @@ export function createGate(options: GateOptions): Gate {
   async function admit(
     request: RequestLike,
     token: string,
+    scheme: CredentialScheme,
     cached: Verdict | undefined,
     startedAt: number,
   ): Promise<CheckResult> {
@@ -216,13 +254,28 @@ export function createGate(options: GateOptions): Gate {
     let tenant: ResolvedTenant | undefined
     try {
       const verdict = cached ?? (await verifier.verify(token))
-      if (resolveTenant === undefined) return await accept(request, verdict, startedAt)
+      const revocationRefusal = revoked?.refusal(verdict.admission)
+      if (revocationRefusal !== undefined) {
+        issuer = verdict.admission.issuer
+        throw revocationRefusal
+      }
+      let proofHeaders = NO_HEADERS
+      if (dpop !== undefined) {
+        issuer = verdict.admission.issuer
+        proofHeaders = await dpop.confirm(request, scheme, token, verdict.verified)
+      }
+      if (resolveTenant === undefined) {
+        if (proofHeaders === NO_HEADERS) return await accept(request, verdict, startedAt)
+        if (emit !== undefined) reportAccepted(request, verdict.admission, startedAt)
+        return { auth: verdict.admission, headers: proofHeaders }
+      }
       issuer = verdict.admission.issuer
       tenant = await resolveTenant(verdict.verified)
-      const headers =
+      const limits =
         limiter === undefined
           ? NO_HEADERS
           : await limiter.consume(tenant, request, verdict.verified)
+      const headers = proofHeaders === NO_HEADERS ? limits : { ...proofHeaders, ...limits }
       const auth = withTenant(verdict, tenant)
       if (emit !== undefined) reportAccepted(request, auth, startedAt)
       return { auth, headers }
@@ -234,7 +287,7 @@ export function createGate(options: GateOptions): Gate {
       return refuse(
         malformed ? new InvalidRequestError({ reason: 'malformed_credentials' }) : error,
         request,
-        { issuer, tenant: tenant?.id, plan: tenant?.plan, startedAt },
+        { issuer, tenant: tenant?.id, plan: tenant?.plan, startedAt, scheme },
       )
     }
   }
@@ -243,9 +296,16 @@ export function createGate(options: GateOptions): Gate {
   function check(request: RequestLike): Promise<CheckResult> {
     const startedAt = emit === undefined ? 0 : performance.now()
     let token: string | undefined
+    let scheme: CredentialScheme = 'Bearer'
     try {
       if (skip?.(request)) return pass
-      token = readBearerCredentials(request)
+      if (dpop === undefined) {
+        token = readBearerCredentials(request)
+      } else {
+        const credentials = readCredentials(request)
+        token = credentials?.token
+        if (credentials !== undefined) scheme = credentials.scheme
+      }
     } catch (error) {
       return refuse(error, request, { ...BEFORE_VERIFICATION, startedAt })
     }
@@ -255,10 +315,17 @@ export function createGate(options: GateOptions): Gate {
         : pass
     }
     const cached = verifier.cached(token, Date.now())
-    if (cached !== undefined && resolveTenant === undefined) {
+    // A revoked cached token goes on to admit(), which refuses it with its facts; with DPoP on,
+    // a cached verdict still goes through the proof check, in admit().
+    if (
+      cached !== undefined &&
+      resolveTenant === undefined &&
+      dpop === undefined &&
+      (revoked === undefined || revoked.refusal(cached.admission) === undefined)
+    ) {
       return accept(request, cached, startedAt)
     }
-    return admit(request, token, cached, startedAt)
+    return admit(request, token, scheme, cached, startedAt)
   }
 
   function authorize(guard: Guard, auth: Admission | undefined, request?: RequestLike): void {
@@ -271,6 +338,8 @@ export function createGate(options: GateOptions): Gate {
         tenant: auth?.tenant,
         plan: auth?.plan,
         startedAt,
+        // Only a DPoP request gets a bound token admitted.
+        scheme: auth?.claims.cnf === undefined ? 'Bearer' : 'DPoP',
       })
     }
   }
@@ -303,9 +372,13 @@ export function createGate(options: GateOptions): Gate {
     },
     async close(): Promise<void> {
       for (const keys of allKeys) keys.close()
+      revocation.close()
     },
+    ...revocation.handles,
     errorHandling: normalized.errorHandling,
     realm,
-    challenge: bearerChallenge(realm),
+    challenge: challenge(new TokenMissingError(), undefined).headers['WWW-Authenticate'] as string,
+    resourceMetadata: metadata === undefined ? NO_METADATA : metadata.respond,
+    resourceMetadataUrl: metadata?.url,
   })
 }

@@ -6,8 +6,17 @@
  * @module
  */
 export type { JWSAlgorithm } from './algorithms.js'
+export type { CredentialScheme } from './challenge.js'
+export type {
+  DpopMode,
+  DpopNonceOptions,
+  DpopOptions,
+  DpopRedisClientLike,
+  DpopReplayOptions,
+} from './dpop-options.js'
 export type {
   AnyTollgateError,
+  DpopErrorCode,
   ErrorBodyCode,
   ErrorOptions,
   ErrorResponse,
@@ -18,7 +27,9 @@ export type {
 } from './errors.js'
 export {
   bearerChallenge,
+  DpopNonceError,
   InsufficientScopeError,
+  InvalidDpopProofError,
   InvalidRequestError,
   InvalidTokenError,
   isTollgateError,
@@ -38,6 +49,7 @@ export { requireAnyScope, requireClientRoles, requireRealmRoles, requireScopes }
 export type { IssuerOptions, KeycloakOptions } from './issuers.js'
 export { keycloak } from './issuers.js'
 export type { IssuerKeysStatus } from './jwks.js'
+export type { LogoutRefusalReason } from './logout-token.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './options.js'
 export type {
   LimiterStoreErrorCode,
@@ -49,6 +61,26 @@ export type {
   StoreFailurePolicy,
 } from './rate-limit.js'
 export { LimiterStoreError } from './rate-limit.js'
+export type { ResourceMetadataOptions } from './resource-metadata.js'
+export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation.js'
+export type {
+  CallbackEndpoints,
+  CallbackRequest,
+  CallbackResponse,
+} from './revocation-callbacks.js'
+export type {
+  RevocationEvent,
+  RevocationSource,
+  RevocationStorage,
+} from './revocation-events.js'
+export type { RevocationHandles } from './revocation-handles.js'
+export type { RevocationKind } from './revocation-list.js'
+export type {
+  RevocationCallbackOptions,
+  RevocationOptions,
+  RevocationRedisClient,
+  RevocationStoreFailurePolicy,
+} from './revocation-options.js'
 export type {
   ResolvedTenant,
   TenantDecision,

@@ -7,6 +7,11 @@
  */
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from './algorithms.js'
 import type { ClaimRules } from './claims.js'
+import {
+  type DpopOptions,
+  type NormalizedDpopOptions,
+  normalizeDpopOptions,
+} from './dpop-options.js'
 import type { GateEventListener } from './events.js'
 import { type IssuerOptions, keyUrlProblem, realmOf } from './issuers.js'
 import type { NormalizedJWKSOptions } from './jwks.js'
@@ -15,6 +20,16 @@ import {
   normalizeRateLimitOptions,
   type RateLimitOptions,
 } from './rate-limit-options.js'
+import {
+  type NormalizedResourceMetadataOptions,
+  normalizeResourceMetadataOptions,
+  type ResourceMetadataOptions,
+} from './resource-metadata.js'
+import {
+  type NormalizedRevocationOptions,
+  normalizeRevocationOptions,
+  type RevocationOptions,
+} from './revocation-options.js'
 import {
   type NormalizedTenantOptions,
   normalizeTenantOptions,
@@ -109,8 +124,14 @@ export interface GateOptions {
   readonly tenant?: TenantOptions
   /** Per-tenant rate limits (needs `tenant`). */
   readonly rateLimit?: RateLimitOptions
+  /** Revocation before `exp`, shared by every instance through Redis (see `RevocationOptions`). */
+  readonly revocation?: RevocationOptions
   /** Receives audit and metrics events. Exceptions it throws are ignored. */
   readonly onEvent?: GateEventListener
+  /** DPoP-bound tokens (RFC 9449). Default mode `off`: `cnf`-bound tokens are refused. */
+  readonly dpop?: DpopOptions
+  /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
+  readonly resourceMetadata?: ResourceMetadataOptions
 }
 
 export interface NormalizedIssuer {
@@ -135,6 +156,10 @@ export interface NormalizedOptions {
   readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
   readonly tenant: NormalizedTenantOptions | undefined
   readonly rateLimit: NormalizedRateLimitOptions | undefined
+  readonly revocation: NormalizedRevocationOptions | undefined
+  /** `undefined` when DPoP is off. */
+  readonly dpop: NormalizedDpopOptions | undefined
+  readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
 }
 
 const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
@@ -169,7 +194,10 @@ const KNOWN_OPTIONS = new Set([
   'cache',
   'tenant',
   'rateLimit',
+  'revocation',
   'onEvent',
+  'dpop',
+  'resourceMetadata',
 ])
 
 let insecureHttpWarned = false
@@ -303,7 +331,16 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     fail('rateLimit', 'needs "tenant": limits are per tenant')
   }
   const maxAgeSeconds = input.maxTokenAgeSeconds
-  const maxLifetimeSeconds = input.maxTokenLifetimeSeconds
+  // Revocation entries expire once no token they match can still be valid: with revocation on,
+  // every token needs a bounded lifetime, a day unless set.
+  const maxTokenLifetimeSeconds =
+    input.maxTokenLifetimeSeconds === undefined && input.revocation === undefined
+      ? undefined
+      : integer(input.maxTokenLifetimeSeconds, 'maxTokenLifetimeSeconds', {
+          fallback: 86_400,
+          min: 1,
+          max: 31_536_000,
+        })
   const cooldownMs = integer(jwks.cooldownMs, 'jwks.cooldownMs', {
     fallback: 30_000,
     min: 0,
@@ -332,14 +369,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         maxAgeSeconds === undefined
           ? undefined
           : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
-      maxTokenLifetimeSeconds:
-        maxLifetimeSeconds === undefined
-          ? undefined
-          : integer(maxLifetimeSeconds, 'maxTokenLifetimeSeconds', {
-              fallback: 0,
-              min: 1,
-              max: 31_536_000,
-            }),
+      maxTokenLifetimeSeconds,
       requiredClaims: Object.freeze(
         input.requiredClaims === undefined
           ? []
@@ -399,5 +429,11 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
     tenant: input.tenant === undefined ? undefined : normalizeTenantOptions(input.tenant),
     rateLimit:
       input.rateLimit === undefined ? undefined : normalizeRateLimitOptions(input.rateLimit),
+    revocation:
+      input.revocation === undefined
+        ? undefined
+        : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
+    dpop: normalizeDpopOptions(input.dpop),
+    resourceMetadata: normalizeResourceMetadataOptions(input.resourceMetadata),
   })
 }

@@ -19,6 +19,7 @@ import {
 
 import type { TokenSourceEvent, TokenSourceEventListener } from './client/events.js'
 import type { GateEvent, GateEventListener } from './events.js'
+import { createRevocationInstruments } from './revocation-otel.js'
 
 /** Options of {@link createOtelListener}. */
 export interface OtelOptions {
@@ -53,6 +54,12 @@ const DURATION_BUCKETS_SECONDS = [
  * | `tollgate.limiter.store_errors` | counter | none |
  * | `tollgate.limiter.fallbacks` | counter | `policy`, `engaged` |
  * | `tollgate.rate_limited` | counter | `policy` |
+ * | `tollgate.revocations` | counter | `by`, `source`, `stored`, `removed` |
+ * | `tollgate.revocation.propagation` | histogram, seconds | `by` |
+ * | `tollgate.revocation.refused` | counter | `issuer` |
+ * | `tollgate.revocation.store_errors` | counter | none |
+ * | `tollgate.revocation.fallbacks` | counter | `policy`, `engaged` |
+ * | `tollgate.revocation.callbacks_refused` | counter | `endpoint`, `reason` |
  *
  * and, when a tracer is active, a `tollgate.decision` span per decision (its start set back by
  * the decision's duration), with status `ERROR` for refusals of 500 and above only: a 401 is an
@@ -84,8 +91,10 @@ export function createOtelListener(options: OtelOptions = {}): GateEventListener
   const storeErrors = counter('tollgate.limiter.store_errors', 'Rate-limit store failures')
   const fallbacks = counter('tollgate.limiter.fallbacks', 'Rate-limit failure policy changes')
   const rateLimited = counter('tollgate.rate_limited', 'Requests refused by a rate limit')
+  const revocation = createRevocationInstruments(meter)
 
   function decision(event: Extract<GateEvent, { type: 'accepted' | 'rejected' }>): void {
+    if (event.type === 'rejected' && event.reason === 'revoked') revocation(event)
     const attributes: Attributes = { outcome: event.type }
     if (event.issuer !== undefined) attributes.issuer = event.issuer
     if (event.plan !== undefined) attributes.plan = event.plan
@@ -145,6 +154,8 @@ export function createOtelListener(options: OtelOptions = {}): GateEventListener
       case 'limiter_fallback':
         fallbacks.add(1, { policy: event.policy, engaged: event.engaged })
         break
+      default:
+        revocation(event)
     }
   }
 

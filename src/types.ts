@@ -17,6 +17,8 @@ export interface RequestLike {
    */
   readonly rawHeaders?: readonly string[] | undefined
   readonly method?: string | undefined
+  /** Whether the connection is TLS: the scheme of a DPoP proof's `htu` when no public base URL is set. */
+  readonly secure?: boolean | undefined
   /** Path and query as received (`req.originalUrl`, `ctx.originalUrl`). */
   readonly url?: string | undefined
   /**

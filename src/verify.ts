@@ -155,7 +155,8 @@ export function createVerifier(context: VerifierContext): Verifier {
   }
 }
 
-function findSigner(
+/** The first candidate key whose signature over the token verifies (also used for logout tokens). */
+export function findSigner(
   parsed: ParsedJWS,
   candidates: readonly PreparedKey[],
   alg: JWSAlgorithm,

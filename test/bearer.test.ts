@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 
-import { isB64Token, readBearerCredentials } from '../src/bearer.js'
+import { isB64Token, readBearerCredentials, readCredentials } from '../src/bearer.js'
 import { InvalidRequestError } from '../src/errors.js'
 import { createGate } from '../src/gate.js'
 import type { RequestLike } from '../src/types.js'
@@ -155,5 +155,44 @@ describe('readBearerCredentials', () => {
         headers: {},
       })
     }
+  })
+})
+
+describe('readCredentials (a gate with DPoP on)', () => {
+  it.each([
+    [`Bearer ${TOKEN}`, { scheme: 'Bearer', token: TOKEN }],
+    [`DPoP ${TOKEN}`, { scheme: 'DPoP', token: TOKEN }],
+    [`dpop  ${TOKEN}`, { scheme: 'DPoP', token: TOKEN }],
+  ])('reads %s with its scheme (RFC 9449 §7.1)', (value, expected) => {
+    expect(readCredentials(request(value))).toEqual(expected)
+  })
+
+  it.each(['DPoPx abc', 'DPoP-Bound abc', 'Basic abc', 'Digest x'])(
+    'treats %s as another scheme: no credentials',
+    (value) => {
+      expect(readCredentials(request(value))).toBeUndefined()
+    },
+  )
+
+  it.each(['DPoP', 'DPoP ', 'dpop   '])(
+    'throws invalid_request for %j without a token',
+    (value) => {
+      expect(() => readCredentials(request(value))).toThrow(InvalidRequestError)
+    },
+  )
+
+  it('applies the Bearer rules to DPoP: a repeated field or a token also in the query is refused', () => {
+    expect(() =>
+      readCredentials(
+        request(`DPoP ${TOKEN}`, { rawHeaders: ['Authorization', 'x', 'authorization', 'y'] }),
+      ),
+    ).toThrow(InvalidRequestError)
+    expect(() =>
+      readCredentials(request(`DPoP ${TOKEN}`, { url: '/api?access_token=abc' })),
+    ).toThrow(InvalidRequestError)
+  })
+
+  it('leaves the DPoP scheme alone for gates without DPoP', () => {
+    expect(readBearerCredentials(request(`DPoP ${TOKEN}`))).toBeUndefined()
   })
 })

@@ -5,10 +5,11 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
-import { renderError } from '../../src/errors.js'
+import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { createGate, type Gate } from '../../src/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
 import type { Admission, RequestLike } from '../../src/types.js'
 
 declare global {
@@ -23,14 +24,25 @@ declare global {
 /** The middleware, with the gate behind it and route guards that answer exactly as it does. */
 export interface TollgateMiddleware
   extends RequestHandler,
-    GuardMiddlewareFactories<RequestHandler> {
-  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+    GuardMiddlewareFactories<RequestHandler>,
+    CallbackEndpoints<RequestHandler> {
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
+  /**
+   * Serves the RFC 9728 metadata document (`resourceMetadata` option) and passes every other
+   * request on: mount it at the app level when the gate itself only guards a sub-path.
+   */
+  readonly resourceMetadata: RequestHandler
 }
 
 function requestOf(req: Request): RequestLike {
   const { headers, rawHeaders, method, originalUrl: url, body } = req
-  return { headers, rawHeaders, method, url, body }
+  const secure = (req.socket as { encrypted?: boolean }).encrypted === true
+  return { headers, rawHeaders, method, url, body, secure }
+}
+
+function send(res: Response, { status, headers, body }: ErrorResponse): void {
+  res.status(status).set(headers).end(body)
 }
 
 /**
@@ -51,13 +63,15 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const gate = createGate(options)
   const refuse = (error: unknown, res: Response, next: NextFunction): void => {
     if (gate.errorHandling === 'framework') return void next(error)
-    const { status, headers, body } = renderError(error)
-    res.status(status).set(headers).end(body)
+    send(res, renderError(error))
   }
 
   function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
+    const request = requestOf(req)
+    const metadata = gate.resourceMetadata(request)
+    if (metadata !== undefined) return void send(res, metadata)
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
-    gate.check(requestOf(req)).then(
+    gate.check(request).then(
       (result) => {
         if (result.auth !== undefined) req.auth = result.auth
         for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
@@ -78,7 +92,23 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         next()
       },
   )
-  return Object.assign(tollgateMiddleware, guards, { gate })
+  const endpoints = callbackEndpoints(
+    gate,
+    (handle): RequestHandler =>
+      function tollgateCallback(req, res, next) {
+        const { headers, method, body } = req
+        handle({ headers, method, body, stream: req }).then(
+          (answer) => res.status(answer.status).set(answer.headers).end(answer.body),
+          next,
+        )
+      },
+  )
+  const resourceMetadata: RequestHandler = function tollgateResourceMetadata(req, res, next) {
+    const metadata = gate.resourceMetadata(requestOf(req))
+    if (metadata === undefined) return next()
+    send(res, metadata)
+  }
+  return Object.assign(tollgateMiddleware, guards, endpoints, { gate, resourceMetadata })
 }
 
 export * from '../../src/index.js'

@@ -5,10 +5,11 @@
  */
 import type { Context, Middleware } from 'koa'
 
-import { renderError } from '../../src/errors.js'
+import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { createGate, type Gate } from '../../src/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 /** What tollgate adds to `ctx.state`. */
@@ -20,15 +21,28 @@ export interface TollgateState {
 /** The middleware, with the gate behind it and route guards that answer exactly as it does. */
 export interface TollgateMiddleware
   extends Middleware<TollgateState>,
-    GuardMiddlewareFactories<Middleware<TollgateState>> {
-  /** The gate: `ready()`, `refresh()`, `close()` for operations. */
+    GuardMiddlewareFactories<Middleware<TollgateState>>,
+    CallbackEndpoints<Middleware<TollgateState>> {
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
+  /**
+   * Serves the RFC 9728 metadata document (`resourceMetadata` option) and passes every other
+   * request on: mount it at the app level when the gate itself only guards some routes.
+   */
+  readonly resourceMetadata: Middleware
 }
 
 function requestOf(ctx: Context): RequestLike {
   const { headers, method, originalUrl: url } = ctx
   const body = (ctx.request as { body?: unknown }).body
-  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body }
+  const secure = (ctx.req.socket as { encrypted?: boolean }).encrypted === true
+  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body, secure }
+}
+
+function send(ctx: Context, { status, headers, body }: ErrorResponse): void {
+  ctx.status = status
+  ctx.set(headers)
+  ctx.body = body
 }
 
 /**
@@ -48,19 +62,19 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const gate = createGate(options)
   const refuse = (error: unknown, ctx: Context): void => {
     if (gate.errorHandling === 'framework') throw error
-    const { status, headers, body } = renderError(error)
-    ctx.status = status
-    ctx.set(headers)
-    ctx.body = body
+    send(ctx, renderError(error))
   }
 
   const tollgateMiddleware: Middleware<TollgateState> = async function tollgateMiddleware(
     ctx,
     next,
   ) {
+    const request = requestOf(ctx)
+    const metadata = gate.resourceMetadata(request)
+    if (metadata !== undefined) return send(ctx, metadata)
     let result: CheckResult
     try {
-      result = await gate.check(requestOf(ctx))
+      result = await gate.check(request)
     } catch (error) {
       return refuse(error, ctx)
     }
@@ -80,7 +94,29 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         await next()
       },
   )
-  return Object.assign(tollgateMiddleware, guards, { gate })
+  const endpoints = callbackEndpoints(
+    gate,
+    (handle): Middleware<TollgateState> =>
+      async function tollgateCallback(ctx) {
+        const body = (ctx.request as { body?: unknown }).body
+        const answer = await handle({
+          headers: ctx.headers,
+          method: ctx.method,
+          body,
+          stream: ctx.req,
+        })
+        ctx.set(answer.headers)
+        // An explicit null, then the status: Koa would type an empty string as text/plain.
+        ctx.body = answer.body === '' ? null : answer.body
+        ctx.status = answer.status
+      },
+  )
+  const resourceMetadata: Middleware = async function tollgateResourceMetadata(ctx, next) {
+    const metadata = gate.resourceMetadata(requestOf(ctx))
+    if (metadata === undefined) return next()
+    send(ctx, metadata)
+  }
+  return Object.assign(tollgateMiddleware, guards, endpoints, { gate, resourceMetadata })
 }
 
 export * from '../../src/index.js'

@@ -3,6 +3,8 @@
  *
  * @module
  */
+export type { DpopProofOptions, TestDpopKey } from './dpop.js'
+export { createDpopKey } from './dpop.js'
 export type { TestIssuerFault } from './faults.js'
 export type { MintOptions, SetFaultOptions, TestIssuer, TestPrivateKey } from './issuer.js'
 export { createTestIssuer } from './issuer.js'

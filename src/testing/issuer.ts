@@ -45,9 +45,16 @@ export interface MintOptions {
   readonly header?: Readonly<Record<string, unknown>> | undefined
   /** `exp` − `iat`, in seconds. Default 300. A `claims.exp` wins over it. */
   readonly expiresInSeconds?: number | undefined
+  /**
+   * Bind the token to this DPoP key (`createDpopKey()`): adds `cnf: { jkt }` (RFC 9449 §6.1).
+   * A `claims.cnf` wins over it.
+   */
+  readonly dpop?: { readonly jkt: string } | undefined
 }
 
-const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds']
+const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds', 'dpop']
+const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
+const LOGOUT_TOKEN_SECONDS = 120
 
 /**
  * Option names of JWT libraries (jsonwebtoken, jose) and of `mint()` itself, and the claim each
@@ -139,6 +146,18 @@ export interface TestIssuer {
    * @throws Error for an unknown realm or kid, or an algorithm the realm has no key for.
    */
   mint(claims?: Readonly<Record<string, unknown>>, options?: MintOptions): Promise<string>
+  /**
+   * Mints an OpenID Connect Back-Channel Logout token, as a provider POSTs it to the gateway's
+   * `backchannelLogout()` endpoint. Default claims: `iss`, `aud` (the `audience` option: the
+   * gateway's client id), `sub: 'user-1'`, `iat` now, `exp` now + 120 s, a random `jti`,
+   * `events: { 'http://schemas.openid.net/event/backchannel-logout': {} }`, and Keycloak's
+   * `typ: 'Logout'`; no `sid` unless given. Header: `alg`, `typ: 'logout+jwt'`, `kid`. Claims and
+   * options work as in {@link TestIssuer.mint} (`expiresInSeconds` default 120).
+   */
+  mintLogoutToken(
+    claims?: Readonly<Record<string, unknown>>,
+    options?: MintOptions,
+  ): Promise<string>
   /**
    * Signs exactly `header` and `payload` (an object, or a raw string), adding nothing: the header
    * may lack `alg` or `kid`, or contradict the key. Signs with the key of `options.kid`, else the
@@ -283,6 +302,7 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
       iat: now,
       exp: now + (mintOptions.expiresInSeconds ?? ACCESS_TOKEN_SECONDS),
       jti: randomUUID(),
+      cnf: mintOptions.dpop === undefined ? undefined : { jkt: mintOptions.dpop.jkt },
       ...claims,
     })
     const header = withoutUndefined({
@@ -293,6 +313,22 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     })
     return signCompactJWS(key, header, payload)
   }
+
+  const mintLogoutToken: TestIssuer['mintLogoutToken'] = (claims = {}, mintOptions = {}) =>
+    mint(
+      {
+        azp: undefined,
+        scope: undefined,
+        typ: 'Logout',
+        events: { [LOGOUT_EVENT]: {} },
+        ...claims,
+      },
+      {
+        ...mintOptions,
+        expiresInSeconds: mintOptions.expiresInSeconds ?? LOGOUT_TOKEN_SECONDS,
+        header: { typ: 'logout+jwt', ...mintOptions.header },
+      },
+    )
 
   const server = await listenOnLoopback(
     createRequestHandler({
@@ -324,6 +360,7 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     issuer,
     jwksUri: (realm?: string) => jwksUriOf(issuer(realm)),
     mint,
+    mintLogoutToken,
     async sign(header, payload, signOptions = {}) {
       const realm = realmOf(signOptions.realm)
       const key =

@@ -16,6 +16,11 @@ import type { Gate } from '../../src/gate.js'
 import type { GateOptions } from '../../src/options.js'
 import type { Admission } from '../../src/types.js'
 
+/** Where the apps mount the back-channel logout endpoint, when the options have `revocation.callbacks`. */
+export const LOGOUT_PATH = '/backchannel-logout'
+/** Where the apps mount Keycloak's push not-before endpoint (`{adminUrl}/k_push_not_before`). */
+export const PUSH_PATH = '/keycloak/k_push_not_before'
+
 /** A protected app's server, with the gate behind its middleware for operations tests. */
 export type ProtectedServer = Server & { readonly gate: Gate }
 export type AppFactory = (options: GateOptions) => ProtectedServer
@@ -40,6 +45,11 @@ function expressApp(express: typeof express5): AppFactory {
     // A body parser before the gate, as applications have: lets the gate see a token in the body.
     app.use(express.urlencoded({ extended: false }))
     const auth = expressAdapter.tollgate(options)
+    // Provider callbacks come before the gate: the provider sends no bearer token.
+    if (options.revocation?.callbacks !== undefined) {
+      app.post(LOGOUT_PATH, auth.backchannelLogout())
+      app.post(PUSH_PATH, auth.keycloakPushNotBefore())
+    }
     app.use(auth)
     app.get('/api/v1/billing/subscriptions', (req, res) => {
       res.json(describeAuth(req.auth))
@@ -112,6 +122,16 @@ function koaApp(Koa: typeof Koa3): AppFactory {
     })
     app.use(formBody(Koa))
     const auth = koaAdapter.tollgate(options)
+    if (options.revocation?.callbacks !== undefined) {
+      const callbacks: Record<string, Koa3.Middleware> = {
+        [LOGOUT_PATH]: auth.backchannelLogout(),
+        [PUSH_PATH]: auth.keycloakPushNotBefore(),
+      }
+      app.use((ctx, next) => {
+        const callback = ctx.method === 'POST' ? callbacks[ctx.path] : undefined
+        return callback === undefined ? next() : callback(ctx, next)
+      })
+    }
     app.use(auth)
     const routes: Record<string, Koa3.Middleware<koaAdapter.TollgateState>[]> = {
       'GET /api/v1/billing/subscriptions': [],

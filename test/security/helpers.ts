@@ -192,6 +192,10 @@ export function send(server: Server, probe: Probe): Promise<Answer> {
 function secretsOf(probe: Probe): string[] {
   const values = typeof probe.authorization === 'string' ? [probe.authorization] : []
   if (Array.isArray(probe.authorization)) values.push(...probe.authorization)
+  // A DPoP proof is a credential too (RFC 9449): it must not come back either.
+  for (const [name, value] of probe.headers ?? []) {
+    if (name.toLowerCase() === 'dpop') values.push(value)
+  }
   const pieces = new Set<string>()
   for (const value of values) {
     for (const piece of value.split(/[\s.,]+/)) if (piece.length >= 16) pieces.add(piece)

@@ -1,0 +1,84 @@
+/**
+ * The `WWW-Authenticate` value of a gate's refusals: the RFC 6750 `Bearer` challenge, with the
+ * RFC 9728 §5.1 `resource_metadata` parameter when the gate serves its metadata, and the RFC 9449
+ * §7.1 `DPoP` challenge (with `algs`) when DPoP is on. Built by the gate's one refusal point; the
+ * steps only say which error code the challenge carries.
+ *
+ * @module
+ */
+import {
+  type Challenge,
+  challengeValue,
+  InsufficientScopeError,
+  type TollgateError,
+  withChallenge,
+} from './errors.js'
+
+/** The authorization scheme a request used. */
+export type CredentialScheme = 'Bearer' | 'DPoP'
+
+/** What a gate's challenges depend on, fixed at construction. */
+export interface ChallengeSettings {
+  readonly realm: string
+  /** The RFC 9728 metadata URL, when the gate serves its metadata. */
+  readonly resourceMetadataUrl: string | undefined
+  /** DPoP mode and the proof algorithms accepted, when DPoP is on. */
+  readonly dpop:
+    | { readonly mode: 'allowed' | 'required'; readonly algorithms: readonly string[] }
+    | undefined
+}
+
+/** Adds the challenge to an error that calls for one, and returns it. */
+export type Challenger = <E extends TollgateError>(
+  error: E,
+  scheme: CredentialScheme | undefined,
+) => E
+
+function errorParameters(error: TollgateError, code: Exclude<Challenge, null | undefined>): string {
+  let value = `, error="${code}", error_description="${challengeValue(error.message)}"`
+  if (error instanceof InsufficientScopeError && error.requiredScope) {
+    value += `, scope="${challengeValue(error.requiredScope)}"`
+  }
+  return value
+}
+
+/**
+ * Builds the challenger of one gate. Without metadata or DPoP it is exactly `withChallenge`.
+ * With DPoP `allowed`, both schemes are offered (RFC 9449 §7.2) and the error goes to the one
+ * the request used, or to `DPoP` for proof and nonce errors; with `required`, only `DPoP`.
+ */
+export function createChallenger(settings: ChallengeSettings): Challenger {
+  const { realm, resourceMetadataUrl, dpop } = settings
+  if (resourceMetadataUrl === undefined && dpop === undefined) {
+    return (error) => withChallenge(error, realm)
+  }
+  const realmParameter = `realm="${challengeValue(realm)}"`
+  const metadataParameter =
+    resourceMetadataUrl === undefined
+      ? ''
+      : `, resource_metadata="${challengeValue(resourceMetadataUrl)}"`
+  const algsParameter =
+    dpop === undefined ? '' : `, algs="${challengeValue(dpop.algorithms.join(' '))}"`
+
+  const bearer = (errorPart: string) => `Bearer ${realmParameter}${errorPart}${metadataParameter}`
+  const dpopChallenge = (errorPart: string) =>
+    `DPoP ${realmParameter}${errorPart}${algsParameter}${metadataParameter}`
+
+  function render(error: TollgateError, scheme: CredentialScheme | undefined): string | undefined {
+    const code = error.challenge
+    if (code === undefined) return undefined
+    const errorPart = code === null ? '' : errorParameters(error, code)
+    if (dpop === undefined) return bearer(errorPart)
+    if (dpop.mode === 'required') return dpopChallenge(errorPart)
+    const toDpop = code === 'invalid_dpop_proof' || code === 'use_dpop_nonce' || scheme === 'DPoP'
+    return toDpop
+      ? `${bearer('')}, ${dpopChallenge(errorPart)}`
+      : `${bearer(errorPart)}, ${dpopChallenge('')}`
+  }
+
+  return (error, scheme) => {
+    const value = render(error, scheme)
+    if (value !== undefined) error.headers['WWW-Authenticate'] = value
+    return error
+  }
+}
