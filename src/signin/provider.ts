@@ -41,6 +41,8 @@ export interface SignInProvider {
   ): Promise<ProviderTokens>
   /** @throws TokenSourceError from the token endpoint (`oauthError: 'invalid_grant'` when refused). */
   refresh(refreshToken: string, product: NormalizedParameters | undefined): Promise<ProviderTokens>
+  /** The provider's JWKS URI (back-channel logout tokens are verified with its keys). */
+  jwksUri(): Promise<string | undefined>
   /** The end-session URL, or `undefined` when the provider has no end-session endpoint. */
   endSessionUrl(parameters: Record<string, string>): Promise<URL | undefined>
 }
@@ -188,6 +190,13 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
         )
       } catch (error) {
         throw toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+      }
+    },
+    async jwksUri() {
+      try {
+        return (await serverMetadata()).jwks_uri
+      } catch (error) {
+        throw asSignInError(error)
       }
     },
     async endSessionUrl(parameters) {

@@ -15,6 +15,7 @@ import { isTokenSourceError } from '../client/errors.js'
 import { resolveSecret } from '../client/secrets.js'
 import { createEmit } from '../events.js'
 import type { HeadersLike } from '../types.js'
+import { createBackChannelLogout } from './backchannel.js'
 import { readCookie, serializeCookie } from './cookies.js'
 import { isSignInError, SignInError, type SignInRefusalReason } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
@@ -155,13 +156,11 @@ export interface SignInInternals {
  * ```
  * @throws TypeError at creation when `options` are invalid (naming the option, never a secret).
  */
-export function createSignIn(
-  options: SignInOptions,
-  backChannel?: (internals: SignInInternals, request: SignInRequest) => Promise<SignInResponse>,
-): SignIn {
+export function createSignIn(options: SignInOptions): SignIn {
   const settings = normalizeSignInOptions(options)
   const { client, store, now, routes } = settings
   const provider = createSignInProvider(client)
+  const backChannel = createBackChannelLogout(() => provider.jwksUri())
   const issuer = provider.issuer
   const emit = createEmit<SignInEvent>(settings.onEvent)
   const owner = randomUUID()
@@ -621,10 +620,7 @@ export function createSignIn(
           case routes.logout:
             return { response: await logout(request) }
           case routes.backChannelLogout:
-            if (backChannel !== undefined) {
-              return { response: await backChannel({ sessions, settings, emit }, request) }
-            }
-            break
+            return { response: await backChannel({ sessions, settings, emit }, request) }
         }
         return await load(request)
       } catch (error) {

@@ -94,6 +94,10 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       sessions.delete(key)
     },
     async lock(key, owner, ttlMs) {
+      if (locks.size >= maxSessions) {
+        // Locks outlive nothing: expired ones (finished refreshes, old logout jtis) go first.
+        for (const [name, lock] of locks) if (now() >= lock.until) locks.delete(name)
+      }
       const held = locks.get(key)
       if (held !== undefined && now() < held.until) return false
       locks.set(key, { owner, until: now() + ttlMs })

@@ -16,6 +16,8 @@ import { generateKeyPairSync, type JsonWebKey } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
+import { importJWK, type JWK, SignJWT } from 'jose'
+
 import Provider, {
   type ClientMetadata,
   type Configuration,
@@ -83,6 +85,18 @@ export interface RunningProvider {
    * browser back to (the redirect URI with `code`, `state` and `iss`, or with `error`).
    */
   followAuthorization(authorizationUrl: string, redirectUri: string, user?: string): Promise<URL>
+  /**
+   * Signs `user` out at the provider (RP-initiated logout with the provider session the last
+   * `followAuthorization()` for that user opened, confirmed as on the page): with back-channel
+   * logout on, the provider then POSTs logout tokens to the clients of that session.
+   */
+  endProviderSession(user?: string, realm?: string): Promise<void>
+  /** Signs a JWT with the realm's own key, as the provider would (logout tokens in tests). */
+  sign(
+    claims: Record<string, unknown>,
+    header?: Record<string, unknown>,
+    realm?: string,
+  ): Promise<string>
   /** Closes the port: new connections are refused, open ones dropped. */
   stop(): Promise<void>
   /** Listens again on the same port. */
@@ -144,17 +158,25 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
   const accessTokenSeconds = options.accessTokenSeconds ?? 300
   const grants: GrantRecord[] = []
   const providers = new Map<string, Provider>()
+  const realmKeys = new Map<string, JsonWebKey>()
+  const jars = new Map<string, Map<string, string>>()
   const handlers = new Map<string, ReturnType<Provider['callback']>>()
 
   const server = createServer((req, res) => route(req, res))
   const port = await listen(server, 0)
   const url = `http://127.0.0.1:${port}`
 
+  const realmKey = (realm: string) => {
+    const key = signingKey()
+    realmKeys.set(realm, key)
+    return key
+  }
+
   for (const realm of realms) {
     const issuer = `${url}/realms/${realm}`
     const configuration: Configuration = {
       clients: options.clients.map((client) => ({ ...client })),
-      jwks: { keys: [signingKey()] },
+      jwks: { keys: [realmKey(realm)] },
       routes: KEYCLOAK_ROUTES,
       scopes: ['openid', 'offline_access', 'profile', 'email', ...resourceScopes.split(' ')],
       features: {
@@ -348,6 +370,7 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     const target = new URL(authorizationUrl)
     target.searchParams.set('login_hint', user)
     const cookies = new Map<string, string>()
+    jars.set(user, cookies)
     let next = target.href
     for (let hop = 0; hop < 10; hop++) {
       const response = await fetch(next, {
@@ -396,6 +419,33 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       return code
     },
     followAuthorization,
+    async endProviderSession(user = 'user-1', realm) {
+      const cookies = jars.get(user)
+      if (cookies === undefined) throw new Error(`endProviderSession: ${user} never signed in`)
+      const cookie = () => [...cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+      const endpoint = `${issuerOf(realm)}${KEYCLOAK_ROUTES.end_session}`
+      const page = await fetch(endpoint, { headers: { cookie: cookie() } })
+      const html = await page.text()
+      const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1]
+      const action = /action="([^"]+)"/.exec(html)?.[1]
+      if (xsrf === undefined || action === undefined) throw new Error('endProviderSession: no form')
+      const confirmed = await fetch(new URL(action, endpoint), {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ xsrf, logout: 'yes' }).toString(),
+      })
+      await confirmed.body?.cancel()
+      if (confirmed.status !== 303 && confirmed.status !== 302) {
+        throw new Error(`endProviderSession: ${confirmed.status}`)
+      }
+    },
+    async sign(claims, header = {}, realm = realms[0] as string) {
+      const key = await importJWK(realmKeys.get(realm) as JWK, 'RS256')
+      return new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: 'rs-1', ...header })
+        .sign(key)
+    },
     stop,
     start: async () => {
       if (!server.listening) await listen(server, port)

@@ -195,19 +195,20 @@ export function cookieHeader(cookies: Map<string, string>): string {
 }
 
 /** The start of a sign-in: the login route's redirect and its transaction cookie. */
-export async function startSignIn(app: Server, returnTo = '/me') {
+export async function startSignIn(app: Server | string, returnTo = '/me') {
   const login = await request(app).get(`/auth/login?returnTo=${encodeURIComponent(returnTo)}`)
   return { login, location: login.headers['location'] as string, cookies: cookiesOf(login) }
 }
 
 /** A whole sign-in, as a browser: returns the session cookie header and the callback's response. */
-export async function signInWith(app: Server, provider: RunningProvider, user = 'user-1') {
+export async function signInWith(
+  app: Server | string,
+  provider: RunningProvider,
+  user = 'user-1',
+  origin = APP_ORIGIN,
+) {
   const started = await startSignIn(app)
-  const back = await provider.followAuthorization(
-    started.location,
-    `${APP_ORIGIN}/auth/callback`,
-    user,
-  )
+  const back = await provider.followAuthorization(started.location, `${origin}/auth/callback`, user)
   const callback = await request(app)
     .get(`${back.pathname}${back.search}`)
     .set('Cookie', cookieHeader(started.cookies))

@@ -1,0 +1,102 @@
+/**
+ * OpenID Connect Back-Channel Logout 1.0 for sign-in: the provider POSTs a logout token when a
+ * user signs out elsewhere (or an administrator ends their session), and the sessions it names end
+ * here too: by `sid` (that provider session), or by `sub` (every session of the user) (§2.7).
+ * The token is verified by the gate's verifier (`logout-token.ts`: the issuer's keys through
+ * tollgate's key sets, algorithm allow-list, `events`, no `nonce`, `iat` window, `sid`/`sub`);
+ * its `jti` is accepted once, through the session store's lock (§2.6 step 7).
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto'
+
+import { DEFAULT_ALGORITHMS } from '../algorithms.js'
+import { logoutTokenOf } from '../callback-body.js'
+import { IssuerKeys } from '../jwks.js'
+import { LogoutRefusal, type LogoutTokenRules, verifyLogoutToken } from '../logout-token.js'
+import { SignInError } from './errors.js'
+import type { SignInInternals, SignInRequest, SignInResponse } from './signin.js'
+
+/** How far back a logout token's `iat` may lie, in seconds (§2.6 step 5's "acceptable range"). */
+const MAX_AGE_SECONDS = 120
+const CLOCK_TOLERANCE_SECONDS = 5
+const MAX_TOKEN_BYTES = 8192
+
+const OK: SignInResponse = { status: 200, headers: { 'Cache-Control': 'no-store' }, body: '' }
+
+/** The back-channel logout route of one sign-in; `jwksUri` is read from the provider once. */
+export function createBackChannelLogout(jwksUri: () => Promise<string | undefined>) {
+  let rules: Promise<LogoutTokenRules> | undefined
+
+  function rulesOf(internals: SignInInternals): Promise<LogoutTokenRules> {
+    rules ??= (async () => {
+      const { client } = internals.settings
+      const issuer = client.server.issuer
+      const keys = new IssuerKeys(
+        { issuer, jwksUri: await jwksUri(), discovery: false },
+        DEFAULT_ALGORITHMS,
+        {
+          timeoutMs: client.timeoutMs,
+          cooldownMs: 30_000,
+          minCooldownMs: 500,
+          maxAgeMs: 600_000,
+          staleIfErrorMs: 3_600_000,
+          maxBodyBytes: 262_144,
+          allowInsecureHttp: client.allowInsecureHttp,
+          fetch: client.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
+        },
+        { emit: undefined, onKeysRetired: undefined },
+      )
+      return {
+        keys: new Map([[issuer, { keys }]]),
+        algorithms: new Set<string>(DEFAULT_ALGORITHMS),
+        maxTokenBytes: MAX_TOKEN_BYTES,
+        clockToleranceSeconds: CLOCK_TOLERANCE_SECONDS,
+        // §2.6 step 3: the token is for this client.
+        audiences: new Set([client.clientId]),
+        maxAgeSeconds: MAX_AGE_SECONDS,
+      }
+    })().catch((error: unknown) => {
+      rules = undefined
+      throw error
+    })
+    return rules
+  }
+
+  return async function backChannelLogout(
+    internals: SignInInternals,
+    request: SignInRequest,
+  ): Promise<SignInResponse> {
+    const { settings, sessions } = internals
+    if (request.method !== 'POST') {
+      throw new SignInError('ERR_SIGNIN_BAD_REQUEST', 'method')
+    }
+    const token = await logoutTokenOf(request)
+    if (token === undefined) throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', 'logout_token')
+    const now = settings.now()
+    let target: { issuer: string; sid: string | undefined; sub: string | undefined }
+    try {
+      const logout = await verifyLogoutToken(token, await rulesOf(internals), now)
+      // §2.6 step 7: each jti once while its iat window lasts; the store's lock is a claim-once.
+      const windowEnd = (logout.iat + MAX_AGE_SECONDS + CLOCK_TOLERANCE_SECONDS) * 1000
+      const id = createHash('sha256').update(`${logout.issuer}\0${logout.jti}`).digest('base64url')
+      const fresh = await settings.store.lock(
+        `logout-jti.${id}`,
+        'seen',
+        Math.max(1000, windowEnd - now),
+      )
+      if (!fresh) throw new LogoutRefusal('replayed', logout.issuer)
+      target = { issuer: logout.issuer, sid: logout.sid, sub: logout.sub }
+    } catch (error) {
+      if (error instanceof LogoutRefusal) {
+        throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', 'logout_token', error)
+      }
+      throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
+    }
+    await sessions.endSessions(
+      target.issuer,
+      target.sid !== undefined ? { sid: target.sid } : { sub: target.sub },
+    )
+    return OK
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Back-channel logout (OpenID Connect Back-Channel Logout 1.0) through both adapters: the real
+ * provider POSTs a logout token to a listening application when the user signs out there, and the
+ * session ends; forged, replayed or misdirected logout tokens are refused with 400.
+ */
+
+import { randomUUID } from 'node:crypto'
+import type { Server } from 'node:http'
+
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import type { SignInEvent } from '../../src/signin/index.js'
+import type { RunningProvider } from '../helpers/oidc-provider.js'
+import { freePort } from '../helpers/redis.js'
+import {
+  SIGNIN_APPS,
+  SIGNIN_CLIENT,
+  signInOptions,
+  signInWith,
+  startSignInProvider,
+} from '../helpers/signin.js'
+
+const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
+
+describe.each(SIGNIN_APPS)('%s back-channel logout', (_name, createApp) => {
+  let provider: RunningProvider
+  let server: Server
+  let origin: string
+  const events: SignInEvent[] = []
+  beforeAll(async () => {
+    const port = await freePort()
+    origin = `http://127.0.0.1:${port}`
+    provider = await startSignInProvider({ origin, backchannel: true })
+    server = createApp(
+      signInOptions(provider, { baseUrl: origin, onEvent: (event) => events.push(event) }),
+    )
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  })
+  afterAll(async () => {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+    await provider.close()
+  })
+
+  const logoutToken = (
+    claims: Record<string, unknown> = {},
+    header: Record<string, unknown> = {},
+  ) => {
+    const now = Math.floor(Date.now() / 1000)
+    return provider.sign(
+      {
+        iss: provider.issuer(),
+        aud: SIGNIN_CLIENT,
+        iat: now,
+        exp: now + 120,
+        jti: randomUUID(),
+        events: { [LOGOUT_EVENT]: {} },
+        ...claims,
+      },
+      { typ: 'logout+jwt', ...header },
+    )
+  }
+  const post = (token: string) =>
+    request(origin).post('/auth/backchannel-logout').type('form').send({ logout_token: token })
+  const signedIn = async (cookie: string) =>
+    (await request(origin).get('/public').set('Cookie', cookie)).body.signedIn as boolean
+
+  it('ends the session when the user signs out at the provider (the provider’s own logout token)', async () => {
+    const { cookie } = await signInWith(origin, provider, 'carol', origin)
+    expect(await signedIn(cookie)).toBe(true)
+    events.length = 0
+    await provider.endProviderSession('carol')
+    expect(await signedIn(cookie)).toBe(false)
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'session_ended', reason: 'back_channel_logout' }),
+    )
+  })
+
+  it('ends every session of the subject for a logout token without sid', async () => {
+    const first = await signInWith(origin, provider, 'dave', origin)
+    const second = await signInWith(origin, provider, 'dave', origin)
+    const other = await signInWith(origin, provider, 'erin', origin)
+    const res = await post(await logoutToken({ sub: 'dave' }))
+    expect(res.status).toBe(200)
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect(await signedIn(first.cookie)).toBe(false)
+    expect(await signedIn(second.cookie)).toBe(false)
+    expect(await signedIn(other.cookie)).toBe(true)
+  })
+
+  it('refuses a replayed logout token (same jti)', async () => {
+    const token = await logoutToken({ sub: 'nobody' })
+    expect((await post(token)).status).toBe(200)
+    const replay = await post(token)
+    expect(replay.status).toBe(400)
+    expect(replay.body).toEqual({
+      error: 'invalid_request',
+      error_description: 'invalid logout token',
+    })
+  })
+
+  it.each([
+    ['a nonce (an ID token passing for a logout token)', { sub: 'frank', nonce: 'n' }, {}],
+    ['no events claim', { sub: 'frank', events: undefined }, {}],
+    ['another audience', { sub: 'frank', aud: 'another-client' }, {}],
+    ['neither sid nor sub', {}, {}],
+    ['an iat far in the past', { sub: 'frank', iat: Math.floor(Date.now() / 1000) - 3600 }, {}],
+    ['another issuer', { sub: 'frank', iss: 'http://127.0.0.1:1/realms/evil' }, {}],
+    ['an access token type', { sub: 'frank' }, { typ: 'at+jwt' }],
+  ])('refuses a logout token with %s, keeping the session', async (_case, claims, header) => {
+    const { cookie } = await signInWith(origin, provider, 'frank', origin)
+    const res = await post(await logoutToken(claims, header))
+    expect(res.status).toBe(400)
+    expect(await signedIn(cookie)).toBe(true)
+  })
+
+  it('refuses a logout token whose signature does not verify', async () => {
+    const token = await logoutToken({ sub: 'frank' })
+    const [header, payload] = token.split('.')
+    const res = await post(`${header}.${payload}.${'A'.repeat(342)}`)
+    expect(res.status).toBe(400)
+  })
+
+  it('refuses a request without exactly one logout_token', async () => {
+    const res = await request(origin).post('/auth/backchannel-logout').type('form').send('a=b')
+    expect(res.status).toBe(400)
+  })
+})
