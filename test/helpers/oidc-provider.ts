@@ -233,6 +233,12 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
       rotateRefreshToken: true,
       pkce: { required: () => false },
+      // oidc-provider refuses outgoing requests to special-use addresses (SSRF protection); this
+      // provider only ever calls applications on loopback (back-channel logout), so it goes direct.
+      fetch: (url: string, init: RequestInit & { dispatcher?: unknown }) => {
+        const { dispatcher: _dispatcher, ...direct } = init
+        return fetch(url, direct)
+      },
       ttl: {
         AccessToken: accessTokenSeconds,
         ClientCredentials: accessTokenSeconds,
