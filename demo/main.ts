@@ -1,10 +1,12 @@
 /**
  * `npm start`: the demo platform on loopback with ready-to-paste curl lines. Ports default to
- * 7400 (identity provider), 7401 (gateway) and 7402 (office); set DEMO_ISSUER_PORT,
- * DEMO_GATEWAY_PORT or DEMO_OFFICE_PORT to change them (0: any free port). A taken port stops the
+ * 7400 (identity provider), 7401 (gateway), 7402 (office) and 7403 (sign-in provider); set
+ * DEMO_ISSUER_PORT, DEMO_GATEWAY_PORT, DEMO_OFFICE_PORT or DEMO_SIGNIN_PORT to change them (0: any
+ * free port). A taken port stops the
  * demo with one line naming the variable that moves it.
  */
 import {
+  DEMO_PASSWORD,
   type Demo,
   type DemoPorts,
   PortInUseError,
@@ -17,6 +19,7 @@ const PORT_VARIABLES: Record<keyof DemoPorts, string> = {
   issuer: 'DEMO_ISSUER_PORT',
   gateway: 'DEMO_GATEWAY_PORT',
   office: 'DEMO_OFFICE_PORT',
+  signIn: 'DEMO_SIGNIN_PORT',
 }
 
 function port(name: string, fallback: number): number {
@@ -38,6 +41,7 @@ try {
     issuer: port(PORT_VARIABLES.issuer, 7400),
     gateway: port(PORT_VARIABLES.gateway, 7401),
     office: port(PORT_VARIABLES.office, 7402),
+    signIn: port(PORT_VARIABLES.signIn, 7403),
   })
 } catch (error) {
   if (!(error instanceof PortInUseError)) throw error
@@ -47,7 +51,7 @@ try {
   )
   process.exit(1)
 }
-const { issuer, gatewayUrl, officeUrl } = demo
+const { issuer, gatewayUrl, officeUrl, signInProvider } = demo
 const lifetime = 3600
 const gatewayToken = await issuer.mint(
   { tenant: 'acme', scope: 'openid billing:read' },
@@ -68,6 +72,10 @@ console.log(`tollgate demo (tokens valid for ${lifetime / 60} minutes)
   identity provider  ${issuer.issuer(REALM)}  (JWKS: ${issuer.jwksUri(REALM)})
   gateway (Express)  ${gatewayUrl}   audience "gateway", tenant from the "tenant" claim, free plan 5 req/min
   office (Koa)       ${officeUrl}   audience "office"
+  sign-in provider   ${signInProvider.issuer(REALM)}  (oidc-provider, Keycloak paths, a login form)
+
+In a browser: ${officeUrl}/  → Sign in (any user name, password "${DEMO_PASSWORD}") → your office
+data, fetched with your office token, and the gateway's billing answer, with your gateway token.
 
 200, gateway token at the gateway (tenant acme; the 6th call within a minute answers 429):
   curl -i ${billing} -H 'Accept: application/json' -H 'Authorization: Bearer ${gatewayToken}'

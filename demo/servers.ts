@@ -3,7 +3,8 @@
  * platform gateway (Express, audience `gateway`, per-tenant limits) and the office product (Koa,
  * audience `office`). Used by `npm start`, by the walkthrough and by the smoke test.
  */
-import { createServer, type Server } from 'node:http'
+import { randomBytes } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 import express from 'express'
@@ -18,7 +19,29 @@ import {
 } from 'tollgate/client'
 import * as gatewayAuth from 'tollgate/express'
 import * as officeAuth from 'tollgate/koa'
+import { createMemorySessionStore, type SignInContext } from 'tollgate/signin'
 import { createTestIssuer, type TestIssuer } from 'tollgate/testing'
+
+// The sign-in provider: a real OpenID provider (panva's oidc-provider, a dev dependency) with
+// Keycloak's paths and a login form, the one the tests use too. Loaded by startDemo(), quietly.
+import type { RunningProvider } from '../test/helpers/oidc-provider.js'
+
+/**
+ * Runs `start` without oidc-provider's development warnings (in-memory storage, Node 20): a demo
+ * expects both, and `npm start` prints one line when it fails.
+ */
+async function quietly<T>(start: () => Promise<T>): Promise<T> {
+  const warn = console.warn
+  console.warn = (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && args[0].includes('oidc-provider WARNING')) return
+    warn(...args)
+  }
+  try {
+    return await start()
+  } finally {
+    console.warn = warn
+  }
+}
 
 export const REALM = 'platform'
 /** A backend integration registered for the Client Credentials flow (a demo secret, not a real one). */
@@ -28,6 +51,14 @@ export const GATEWAY_CLIENT = {
   clientId: 'gateway-office',
   clientSecret: 'demo-only-gateway-secret',
 }
+
+/** The office web front's client at the sign-in provider (a demo secret, not a real one). */
+export const OFFICE_WEB_CLIENT = {
+  clientId: 'office-web',
+  clientSecret: 'demo-only-office-web-secret',
+}
+/** What a demo user types into the sign-in provider's form (any user name of a-z, 0-9, . and -). */
+export const DEMO_PASSWORD = 'demo'
 
 /**
  * The time the gateway's token source sees: the real time, moved forward by the walkthrough to
@@ -52,10 +83,13 @@ export interface DemoPorts {
   readonly issuer: number
   readonly gateway: number
   readonly office: number
+  readonly signIn: number
 }
 
 export interface Demo {
   readonly issuer: TestIssuer
+  /** The provider users sign in at (oidc-provider, Keycloak-shaped, with a login form). */
+  readonly signInProvider: RunningProvider
   readonly gatewayUrl: string
   readonly officeUrl: string
   /** The gateway's office token source, its events (never a token) and its clock. */
@@ -101,14 +135,18 @@ function listen(server: Server, port: number): Promise<string> {
   })
 }
 
-function gatewayApp(authUrl: string, officeUrl: () => string, officeTokens: TokenSource): Server {
+function gatewayApp(
+  authUrls: readonly string[],
+  officeUrl: () => string,
+  officeTokens: TokenSource,
+): Server {
   // A backend call: the gateway asks the office product with its own token, for audience office.
   const officeFetch = createAuthorizedFetch(officeTokens)
   const app = express()
   app.disable('x-powered-by')
   app.use(
     gatewayAuth.tollgate({
-      issuers: keycloak({ authUrl, realms: [REALM] }),
+      issuers: authUrls.flatMap((authUrl) => keycloak({ authUrl, realms: [REALM] })),
       audience: 'gateway',
       realm: 'gateway',
       tenant: { claim: 'tenant' },
@@ -144,15 +182,96 @@ function gatewayApp(authUrl: string, officeUrl: () => string, officeTokens: Toke
   return createServer(app)
 }
 
-function officeApp(authUrl: string): Server {
-  const app = new Koa<officeAuth.TollgateState>()
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`)
+
+/** The office web page: sign-in state, the user's office data and the gateway's billing answer. */
+async function officePage(
+  signin: SignInContext | undefined,
+  officeUrl: string,
+  gatewayUrl: string,
+): Promise<string> {
+  const user = signin?.user
+  if (signin === undefined || user === undefined) {
+    return page(
+      '<p>You are not signed in.</p><p><a id="sign-in" href="/auth/login?returnTo=%2F">Sign in</a></p>',
+    )
+  }
+  // The user's own tokens, one per product, each refreshed by tollgate/signin when due.
+  const call = async (url: string, product: string) => {
+    const response = await fetch(url, {
+      headers: {
+        Accept: 'application/json',
+        Authorization: `Bearer ${await signin.accessToken(product)}`,
+      },
+    })
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> }
+  }
+  const office = await call(`${officeUrl}/api/namespaces`, 'office')
+  const billing = await call(`${gatewayUrl}/api/v1/billing/subscriptions`, 'gateway')
+  const namespaces = (office.body['namespaces'] as { name: string }[] | undefined) ?? []
+  const name = String(user.claims['name'] ?? user.subject)
+  return page(`<p>Signed in as <strong id="user">${escapeHtml(name)}</strong></p>
+<h2>Namespaces (office API, your office token: ${office.status})</h2>
+<ul id="namespaces">${namespaces.map((item) => `<li>${escapeHtml(item.name)}</li>`).join('')}</ul>
+<h2>Billing (gateway, your gateway token: ${billing.status})</h2>
+<pre id="billing">${escapeHtml(JSON.stringify(billing.body, null, 2))}</pre>
+<form method="post" action="/auth/logout"><button id="sign-out" type="submit">Sign out</button></form>`)
+}
+
+function page(body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Office</title>
+<style>body{font:16px system-ui,sans-serif;margin:2rem auto;max-width:40rem}pre{background:#f4f4f4;padding:1rem}</style>
+</head><body><h1>Office</h1>
+${body}
+</body></html>`
+}
+
+interface OfficeSetup {
+  readonly authUrls: readonly string[]
+  readonly officeUrl: string
+  readonly gatewayUrl: string
+  readonly signInProvider: RunningProvider
+}
+
+function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
+  const app = new Koa<officeAuth.TollgateState & officeAuth.SignInState>()
   app.silent = true
   const auth = officeAuth.tollgate({
-    issuers: keycloak({ authUrl, realms: [REALM] }),
+    issuers: setup.authUrls.flatMap((authUrl) => keycloak({ authUrl, realms: [REALM] })),
     audience: 'office',
     realm: 'office',
   })
-  app.use(auth)
+  // The web front: sign-in (Authorization Code + PKCE) with sessions in this process's memory.
+  const signIn = officeAuth.signIn({
+    issuer: keycloak({ authUrl: setup.signInProvider.url, realm: REALM }),
+    discovery: true,
+    clientId: OFFICE_WEB_CLIENT.clientId,
+    // In production: fromEnv('OFFICE_WEB_SECRET') and keys: fromEnv('SIGNIN_KEYS').
+    clientSecret: OFFICE_WEB_CLIENT.clientSecret,
+    keys: [{ id: 'demo', secret: randomBytes(32) }],
+    baseUrl: setup.officeUrl,
+    scope: 'openid profile email',
+    products: {
+      office: { resource: 'urn:platform:office' },
+      gateway: { resource: 'urn:platform:gateway' },
+    },
+    store: createMemorySessionStore(),
+    // Plain http on loopback: the browser would drop a Secure cookie on http://127.0.0.1.
+    session: { secureCookie: false },
+  })
+  app.use(signIn)
+  app.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path === '/') {
+      ctx.type = 'html'
+      ctx.body = await officePage(ctx.state.signin, setup.officeUrl, setup.gatewayUrl)
+      return
+    }
+    await next()
+  })
+  // The API: bearer tokens only, audience office.
+  app.use((ctx, next) => (ctx.path.startsWith('/api/') ? auth(ctx, next) : next()))
   const writeRecords = auth.requireScopes('office:records:write')
   app.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/api/namespaces') {
@@ -168,10 +287,24 @@ function officeApp(authUrl: string): Server {
     }
     await next()
   })
-  return createServer(app.callback())
+  return app.callback()
 }
 
-/** Starts the three servers; ports default to free ones. */
+/** The office web front's registration at the sign-in provider. */
+function officeWebClient(officeUrl: string) {
+  return {
+    client_id: OFFICE_WEB_CLIENT.clientId,
+    client_secret: OFFICE_WEB_CLIENT.clientSecret,
+    grant_types: ['authorization_code', 'refresh_token'],
+    redirect_uris: [`${officeUrl}/auth/callback`],
+    post_logout_redirect_uris: [`${officeUrl}/`],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_basic',
+    scope: 'openid profile email offline_access billing:read office:records:read',
+  }
+}
+
+/** Starts the servers; ports default to free ones. */
 export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   const issuer = await onPort('issuer', ports.issuer ?? 0, () =>
     createTestIssuer({
@@ -197,30 +330,56 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
     onEvent: (event) => events.push(event),
   })
   let officeUrl = ''
-  const gateway = gatewayApp(issuer.url, () => officeUrl, officeTokens)
-  const office = officeApp(issuer.url)
+  let gatewayUrl = ''
+  let signInProvider: RunningProvider | undefined
+  let gateway: Server | undefined
+  // The office listens first (its URL is the sign-in client's redirect URI); it answers once built.
+  let officeHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.writeHead(503).end()
+  }
+  const office = createServer((req, res) => officeHandler(req, res))
+  const closeServer = (server: Server | undefined) =>
+    new Promise((resolve) => {
+      server?.closeAllConnections()
+      return server?.listening ? server.close(resolve) : resolve(undefined)
+    })
   const close = async () => {
     officeTokens.close()
-    gateway.closeAllConnections()
-    office.closeAllConnections()
     await Promise.all([
-      new Promise((resolve) => (gateway.listening ? gateway.close(resolve) : resolve(undefined))),
-      new Promise((resolve) => (office.listening ? office.close(resolve) : resolve(undefined))),
+      closeServer(gateway),
+      closeServer(office),
       issuer.close(),
+      signInProvider?.close(),
     ])
   }
-  let gatewayUrl: string
   try {
-    gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
-      listen(gateway, ports.gateway ?? 0),
-    )
     officeUrl = await onPort('office', ports.office ?? 0, () => listen(office, ports.office ?? 0))
+    const { startProvider } = await quietly(() => import('../test/helpers/oidc-provider.js'))
+    signInProvider = await onPort('signIn', ports.signIn ?? 0, () =>
+      quietly(() =>
+        startProvider({
+          realms: [REALM],
+          clients: [officeWebClient(officeUrl)],
+          interactiveLogin: true,
+          // The platform's tenant claim, which the gateway's limits key on (globex: the pro plan).
+          extraTokenClaims: { tenant: 'globex' },
+          ...(ports.signIn === undefined ? {} : { port: ports.signIn }),
+        }),
+      ),
+    )
+    const authUrls = [issuer.url, signInProvider.url]
+    gateway = gatewayApp(authUrls, () => officeUrl, officeTokens)
+    gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
+      listen(gateway as Server, ports.gateway ?? 0),
+    )
+    officeHandler = officeApp({ authUrls, officeUrl, gatewayUrl, signInProvider })
   } catch (error) {
     await close()
     throw error
   }
   return {
     issuer,
+    signInProvider,
     gatewayUrl,
     officeUrl,
     officeTokens: { source: officeTokens, events, clock },

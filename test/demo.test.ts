@@ -48,6 +48,7 @@ describe('npm start', () => {
       DEMO_ISSUER_PORT: '0',
       DEMO_GATEWAY_PORT: '0',
       DEMO_OFFICE_PORT: '0',
+      DEMO_SIGNIN_PORT: '0',
     }
     env[variable] = String(port)
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'demo/main.ts'], {

@@ -62,6 +62,10 @@ export interface StartProviderOptions {
   readonly interactiveLogin?: boolean
   /** OpenID Connect Back-Channel Logout 1.0: logout tokens to clients' `backchannel_logout_uri`. */
   readonly backchannelLogout?: boolean
+  /** Claims added to every JWT access token (the demo's `tenant`). */
+  readonly extraTokenClaims?: Readonly<Record<string, unknown>>
+  /** Port on 127.0.0.1. Default 0 (a free one). */
+  readonly port?: number
 }
 
 export interface RunningProvider {
@@ -163,7 +167,7 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
   const handlers = new Map<string, ReturnType<Provider['callback']>>()
 
   const server = createServer((req, res) => route(req, res))
-  const port = await listen(server, 0)
+  const port = await listen(server, options.port ?? 0)
   const url = `http://127.0.0.1:${port}`
 
   const realmKey = (realm: string) => {
@@ -233,6 +237,9 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
       rotateRefreshToken: true,
       pkce: { required: () => false },
+      ...(options.extraTokenClaims === undefined
+        ? {}
+        : { extraTokenClaims: async () => ({ ...options.extraTokenClaims }) }),
       // oidc-provider refuses outgoing requests to special-use addresses (SSRF protection); this
       // provider only ever calls applications on loopback (back-channel logout), so it goes direct.
       fetch: (url: string, init: RequestInit & { dispatcher?: unknown }) => {
