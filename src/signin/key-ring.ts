@@ -75,7 +75,9 @@ export function parseKeyRingText(text: string): SignInKey[] {
   const keys: SignInKey[] = []
   for (const entry of text.split(/[\s,]+/).filter(Boolean)) {
     const equals = entry.indexOf('=')
-    if (equals <= 0) throw new KeyRingError('each key must be written id=secret')
+    if (equals <= 0 || equals === entry.length - 1) {
+      throw new KeyRingError('each key must be written id=secret')
+    }
     keys.push({ id: entry.slice(0, equals), secret: entry.slice(equals + 1) })
   }
   return keys

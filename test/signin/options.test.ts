@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest'
+
+import { createSignIn, fromEnv, keycloak, type SignInOptions } from '../../src/signin/index.js'
+
+const SECRET = 'options-secret-Kp3sW9-must-never-be-printed'
+const base: SignInOptions = {
+  issuer: keycloak({ authUrl: 'https://sso.example.com', realm: 'acme' }),
+  clientId: 'office-web',
+  clientSecret: SECRET,
+  baseUrl: 'https://office.example.com',
+  keys: fromEnv('SIGNIN_KEYS'),
+}
+
+function messageOf(options: unknown): string {
+  try {
+    createSignIn(options as SignInOptions)
+  } catch (error) {
+    expect(error).toBeInstanceOf(TypeError)
+    return (error as Error).message
+  }
+  throw new Error('accepted')
+}
+
+describe('createSignIn options', () => {
+  it('accepts the minimum: provider, client, baseUrl and a key ring from the environment', () => {
+    expect(createSignIn(base).redirectUri).toBe('https://office.example.com/auth/callback')
+  })
+
+  it.each([
+    ['an unknown option', { ...base, cookie: {} }, '"cookie" is not an option'],
+    ['no clientId', { ...base, clientId: undefined }, '"clientId" must be a non-empty string'],
+    [
+      'no client secret',
+      { ...base, clientSecret: undefined },
+      '"clientSecret" or "privateKey" is required',
+    ],
+    [
+      'a baseUrl with a path',
+      { ...base, baseUrl: 'https://office.example.com/app' },
+      '"baseUrl" must be an origin',
+    ],
+    [
+      'a baseUrl over plain http',
+      { ...base, baseUrl: 'http://office.example.com' },
+      '"baseUrl" must be https',
+    ],
+    [
+      'a key ring written in code',
+      { ...base, keys: 'k1=c2VjcmV0' },
+      '"keys" must not be written in code',
+    ],
+    ['no key ring', { ...base, keys: undefined }, '"keys" must be'],
+    ['a scope without openid', { ...base, scope: 'profile email' }, '"scope" must include openid'],
+    [
+      'a route with a query',
+      { ...base, routes: { login: '/login?x=1' } },
+      '"routes.login" must be a path',
+    ],
+    [
+      'two routes on one path',
+      { ...base, routes: { login: '/auth', logout: '/auth' } },
+      '"routes" must be four different paths',
+    ],
+    [
+      'a product resource that is not a URI',
+      { ...base, products: { office: { resource: 'office' } } },
+      '"products.office.resource"',
+    ],
+    [
+      'an idle timeout of 10 s',
+      { ...base, session: { idleTimeoutSeconds: 10 } },
+      '"session.idleTimeoutSeconds" must be a whole number from 60',
+    ],
+    [
+      'an absolute timeout below the idle one',
+      { ...base, session: { idleTimeoutSeconds: 3600, absoluteTimeoutSeconds: 600 } },
+      '"session.absoluteTimeoutSeconds" must not be below',
+    ],
+    [
+      'a cookie name with a space',
+      { ...base, session: { cookieName: 'my sid' } },
+      '"session.cookieName"',
+    ],
+    [
+      'a non-Secure cookie off loopback',
+      { ...base, session: { secureCookie: false } },
+      '"session.secureCookie" may be false only',
+    ],
+    ['a store that is not one', { ...base, store: {} }, '"store" must be a session store'],
+    [
+      'an unknown refresh option',
+      { ...base, refresh: { early: true } },
+      '"refresh.early" is not an option',
+    ],
+  ])('refuses %s, naming the option', (_case, options, expected) => {
+    const message = messageOf(options)
+    expect(message.startsWith('createSignIn(options): ')).toBe(true)
+    expect(message).toContain(expected)
+    expect(message).not.toContain(SECRET)
+  })
+
+  it('allows a non-Secure cookie for a baseUrl of http on loopback (local development)', () => {
+    expect(() =>
+      createSignIn({ ...base, baseUrl: 'http://127.0.0.1:3000', session: { secureCookie: false } }),
+    ).not.toThrow()
+  })
+
+  it('never repeats a secret given by mistake in another option', () => {
+    expect(messageOf({ ...base, clientId: 42, privateKeyId: SECRET })).not.toContain(SECRET)
+    expect(messageOf({ ...base, baseUrl: SECRET })).not.toContain(SECRET)
+  })
+})

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest'
+
+import { safeReturnTo } from '../../src/signin/return-to.js'
+
+describe('returnTo', () => {
+  it.each([
+    ['/', '/'],
+    ['/records', '/records'],
+    ['/records?filter=open&page=2', '/records?filter=open&page=2'],
+    ['/a/b#section', '/a/b#section'],
+    ['/a/../b', '/b'],
+    ['/caf%C3%A9', '/caf%C3%A9'],
+  ])('keeps the same-origin path %j', (value, expected) => {
+    expect(safeReturnTo(value)).toBe(expected)
+  })
+
+  it.each([
+    '//evil.example',
+    '///evil.example',
+    '/\\evil.example',
+    '\\\\evil.example',
+    '/\\/evil.example',
+    'https://evil.example/',
+    'http:evil.example',
+    'javascript:alert(1)',
+    'data:text/html,x',
+    'evil.example',
+    '/%2F%2Fevil.example',
+    '/%2f/evil.example',
+    '/%5Cevil.example',
+    '/%09/evil.example',
+    '/\t/evil.example',
+    '/\n/evil.example',
+    '/%E0%A4%A',
+    '',
+    `/${'a'.repeat(2048)}`,
+    undefined,
+    null,
+    42,
+    ['/'],
+  ])('refuses %j', (value) => {
+    expect(safeReturnTo(value)).toBeUndefined()
+  })
+})
