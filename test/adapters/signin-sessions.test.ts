@@ -4,10 +4,12 @@
  * session (the user is sent to sign in, never a 500), and tokens are refreshed before they
  * expire, a spent refresh token ending the session cleanly.
  */
+import { inspect } from 'node:util'
+
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import type { SignInEvent, SignInKey } from '../../src/signin/index.js'
+import { fromEnv, type SignInEvent, type SignInKey } from '../../src/signin/index.js'
 import { createKeyRing } from '../../src/signin/key-ring.js'
 import { manualClock } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
@@ -196,5 +198,44 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     clock.advance(1_801_000)
     const res = await request(app).get('/public').set('Cookie', cookie)
     expect(res.body).toEqual({ signedIn: false })
+  })
+
+  it('reads the key ring from the environment when first needed, and answers 503 while it is unset', async () => {
+    const variable = `TOLLGATE_TEST_KEYS_${_name.toUpperCase()}`
+    delete process.env[variable]
+    const app = createApp(signInOptions(provider, { keys: fromEnv(variable) }))
+    const unset = await request(app).get('/auth/login')
+    expect(unset.status).toBe(503)
+    expect(unset.headers['retry-after']).toBe('5')
+    const [newest, older] = testKeys()
+    process.env[variable] =
+      `${newest?.id}=${Buffer.from(newest?.secret as Uint8Array).toString('base64url')},${older?.id}=${older?.secret}`
+    try {
+      const { cookie } = await signInWith(app, provider)
+      expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+        signedIn: true,
+      })
+    } finally {
+      delete process.env[variable]
+    }
+  })
+
+  it('reports events that carry no token, code, cookie or session id', async () => {
+    const { app, clock, events, recorder } = setup()
+    const { cookie, back } = await signInWith(app, provider)
+    clock.advance(290_000)
+    await request(app).get('/token/gateway').set('Cookie', cookie)
+    await request(app).get(`${back.pathname}${back.search}`)
+    await request(app).post('/auth/logout').set('Cookie', cookie)
+    const types = new Set(events.map((event) => event.type))
+    expect(types).toEqual(
+      new Set(['signed_in', 'session_refreshed', 'signin_refused', 'session_ended']),
+    )
+    const reported = events
+      .map((event) => `${JSON.stringify(event)} ${inspect(event, { depth: 8 })}`)
+      .join('\n')
+    for (const token of recorder.tokens) expect(reported).not.toContain(token)
+    expect(reported).not.toContain(back.searchParams.get('code') as string)
+    expect(reported).not.toContain(cookie.split('=')[1]?.split('.')[0] as string)
   })
 })
