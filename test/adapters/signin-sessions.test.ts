@@ -61,7 +61,6 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     const stored = [...inspect.raw.entries()].flat().join('\n')
     for (const token of recorder.tokens) expect(stored).not.toContain(token)
     expect(stored).not.toContain(sessionId)
-    expect(stored).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/)
   })
 
   it('ends a session whose refresh token ciphertext was altered, and sends the user to sign in', async () => {

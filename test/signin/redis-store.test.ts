@@ -117,7 +117,6 @@ describe('Redis session store', () => {
     expect(recorder.tokens.size).toBeGreaterThanOrEqual(4)
     for (const token of recorder.tokens) expect(stored).not.toContain(token)
     expect(stored).not.toContain(cookie.split('=')[1]?.split('.')[0] as string)
-    expect(stored).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/)
   })
 
   it('lets a sign-out on one instance end the session on the other', async () => {
