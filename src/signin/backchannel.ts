@@ -69,7 +69,16 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
   ): Promise<SignInResponse> {
     const { settings, sessions } = internals
     if (request.method !== 'POST') {
-      throw new SignInError('ERR_SIGNIN_BAD_REQUEST', 'method')
+      const refusal = new SignInError('ERR_SIGNIN_BAD_REQUEST', 'method')
+      return {
+        status: refusal.status,
+        headers: {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Cache-Control': 'no-store',
+          Allow: 'POST',
+        },
+        body: JSON.stringify({ error: refusal.error, error_description: refusal.message }),
+      }
     }
     const token = await logoutTokenOf(request)
     if (token === undefined) throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', 'logout_token')

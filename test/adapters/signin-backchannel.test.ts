@@ -126,4 +126,10 @@ describe.each(SIGNIN_APPS)('%s back-channel logout', (_name, createApp) => {
     const res = await request(origin).post('/auth/backchannel-logout').type('form').send('a=b')
     expect(res.status).toBe(400)
   })
+
+  it('answers 405 with Allow: POST to any other method', async () => {
+    const res = await request(origin).get('/auth/backchannel-logout')
+    expect(res.status).toBe(405)
+    expect(res.headers['allow']).toBe('POST')
+  })
 })
