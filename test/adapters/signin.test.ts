@@ -8,9 +8,9 @@ import type { SignInEvent } from '../../src/signin/index.js'
 import { createKeyRing } from '../../src/signin/key-ring.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
 import {
+  ALL_SIGNIN_APPS,
   APP_ORIGIN,
   cookiesOf,
-  SIGNIN_APPS,
   signInOptions,
   signInWith,
   startSignIn,
@@ -26,7 +26,7 @@ afterAll(async () => {
   await provider.close()
 })
 
-describe.each(SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
+describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
   it('signs a user in through the provider and returns them to the page they asked for', async () => {
     const app = createApp(signInOptions(provider))
     const { callback, cookie } = await signInWith(app, provider, 'alice')

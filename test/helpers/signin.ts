@@ -7,8 +7,10 @@ import { randomBytes } from 'node:crypto'
 import type { Server } from 'node:http'
 import { createServer } from 'node:http'
 
-import express from 'express'
-import Koa from 'koa'
+import express5 from 'express'
+import express4 from 'express4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
 import request from 'supertest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
@@ -98,81 +100,95 @@ function describeToken(token: string) {
 export type SignInAppFactory = (options: SignInOptions) => Server
 
 /** Express with `signIn()`: `/me` (guarded), `/public`, `/token/:product`. */
-export const expressSignInApp: SignInAppFactory = (options) => {
-  const app = express()
-  const auth = expressAdapter.signIn(options)
-  app.use(auth)
-  app.get('/public', (req, res) => {
-    res.json({ signedIn: req.signin?.user !== undefined })
-  })
-  app.get('/me', auth.requireSignIn(), (req, res) => {
-    res.json({ subject: req.signin?.user?.subject, claims: req.signin?.user?.claims })
-  })
-  app.get('/token/:product', async (req, res, next) => {
-    try {
-      const token = await (req.signin as SignInContext).accessToken(req.params['product'])
-      res.json(describeToken(token))
-    } catch (error) {
-      next(error)
-    }
-  })
-  // Express's own error rendering: a SignInError carries its status.
-  app.use(
-    (
-      error: { status?: number; code?: string },
-      _req: express.Request,
-      res: express.Response,
-      _next: express.NextFunction,
-    ) => {
-      res.status(error.status ?? 500).json({ code: error.code ?? 'internal' })
-    },
-  )
-  return createServer(app)
-}
+const expressApp =
+  (express: typeof express5): SignInAppFactory =>
+  (options) => {
+    const app = express()
+    const auth = expressAdapter.signIn(options)
+    app.use(auth)
+    app.get('/public', (req, res) => {
+      res.json({ signedIn: req.signin?.user !== undefined })
+    })
+    app.get('/me', auth.requireSignIn(), (req, res) => {
+      res.json({ subject: req.signin?.user?.subject, claims: req.signin?.user?.claims })
+    })
+    app.get('/token/:product', async (req, res, next) => {
+      try {
+        const token = await (req.signin as SignInContext).accessToken(req.params['product'])
+        res.json(describeToken(token))
+      } catch (error) {
+        next(error)
+      }
+    })
+    // Express's own error rendering: a SignInError carries its status.
+    app.use(
+      (
+        error: { status?: number; code?: string },
+        _req: express5.Request,
+        res: express5.Response,
+        _next: express5.NextFunction,
+      ) => {
+        res.status(error.status ?? 500).json({ code: error.code ?? 'internal' })
+      },
+    )
+    return createServer(app)
+  }
 
 /** Koa with `signIn()`: the same routes. */
-export const koaSignInApp: SignInAppFactory = (options) => {
-  const app = new Koa<koaAdapter.SignInState>()
-  app.silent = true
-  const auth = koaAdapter.signIn(options)
-  app.use(async (ctx, next) => {
-    try {
+const koaApp =
+  (Koa: typeof Koa3): SignInAppFactory =>
+  (options) => {
+    const app = new Koa<koaAdapter.SignInState>()
+    app.silent = true
+    const auth = koaAdapter.signIn(options)
+    app.use(async (ctx, next) => {
+      try {
+        await next()
+      } catch (error) {
+        const { status, code } = error as { status?: number; code?: string }
+        ctx.status = status ?? 500
+        ctx.body = { code: code ?? 'internal' }
+      }
+    })
+    app.use(auth)
+    const guard = auth.requireSignIn()
+    app.use(async (ctx, next) => {
+      if (ctx.path === '/public') {
+        ctx.body = { signedIn: ctx.state.signin?.user !== undefined }
+        return
+      }
+      if (ctx.path === '/me') {
+        return guard(ctx, async () => {
+          ctx.body = {
+            subject: ctx.state.signin?.user?.subject,
+            claims: ctx.state.signin?.user?.claims,
+          }
+        })
+      }
+      const match = /^\/token\/([^/]+)$/.exec(ctx.path)
+      if (match !== null) {
+        const token = await (ctx.state.signin as SignInContext).accessToken(match[1])
+        ctx.body = describeToken(token)
+        return
+      }
       await next()
-    } catch (error) {
-      const { status, code } = error as { status?: number; code?: string }
-      ctx.status = status ?? 500
-      ctx.body = { code: code ?? 'internal' }
-    }
-  })
-  app.use(auth)
-  const guard = auth.requireSignIn()
-  app.use(async (ctx, next) => {
-    if (ctx.path === '/public') {
-      ctx.body = { signedIn: ctx.state.signin?.user !== undefined }
-      return
-    }
-    if (ctx.path === '/me') {
-      return guard(ctx, async () => {
-        ctx.body = {
-          subject: ctx.state.signin?.user?.subject,
-          claims: ctx.state.signin?.user?.claims,
-        }
-      })
-    }
-    const match = /^\/token\/([^/]+)$/.exec(ctx.path)
-    if (match !== null) {
-      const token = await (ctx.state.signin as SignInContext).accessToken(match[1])
-      ctx.body = describeToken(token)
-      return
-    }
-    await next()
-  })
-  return createServer(app.callback())
-}
+    })
+    return createServer(app.callback())
+  }
+
+export const expressSignInApp = expressApp(express5)
+export const koaSignInApp = koaApp(Koa3)
 
 export const SIGNIN_APPS: ReadonlyArray<[string, SignInAppFactory]> = [
   ['express', expressSignInApp],
   ['koa', koaSignInApp],
+]
+
+/** Every framework version the adapters support, for the flow and its refusals. */
+export const ALL_SIGNIN_APPS: ReadonlyArray<[string, SignInAppFactory]> = [
+  ...SIGNIN_APPS,
+  ['express 4', expressApp(express4 as unknown as typeof express5)],
+  ['koa 2', koaApp(Koa2 as unknown as typeof Koa3)],
 ]
 
 /** `name=value` pairs of a response's Set-Cookie lines, by name. */
