@@ -54,6 +54,12 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
   const { server, clientId } = client
   const issuer = server.issuer
   let metadata: Promise<oidc.ServerMetadata> | undefined
+  // The provider's keys, carried from one Configuration to the next (each request builds its own,
+  // so a secret from a function is read per request): one JWKS fetch, not one per sign-in.
+  let jwksCache: oidc.ExportedJWKSCache | undefined
+  const keepKeys = (config: oidc.Configuration) => {
+    jwksCache = oidc.getJwksCache(config) ?? jwksCache
+  }
 
   async function discover(): Promise<oidc.ServerMetadata> {
     if (!server.discovery) {
@@ -107,6 +113,7 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     // OIDC Core §3.1.3.7 lets a client skip the ID token's signature over TLS; we check it anyway,
     // against the provider's keys, so a compromised token endpoint path cannot name any user.
     if (config.serverMetadata().jwks_uri !== undefined) oidc.enableNonRepudiationChecks(config)
+    if (jwksCache !== undefined) oidc.setJwksCache(config, jwksCache)
     return config
   }
 
@@ -157,17 +164,21 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
         const body = productBody(product)
         // The code exchange takes the product's resource, not its scope: scope is the sign-in's.
         body.delete('scope')
-        response = await oidc.authorizationCodeGrant(
-          config,
-          callbackUrl,
-          {
-            expectedState: checks.state,
-            expectedNonce: checks.nonce,
-            pkceCodeVerifier: checks.codeVerifier,
-            idTokenExpected: true,
-          },
-          body,
-        )
+        try {
+          response = await oidc.authorizationCodeGrant(
+            config,
+            callbackUrl,
+            {
+              expectedState: checks.state,
+              expectedNonce: checks.nonce,
+              pkceCodeVerifier: checks.codeVerifier,
+              idTokenExpected: true,
+            },
+            body,
+          )
+        } finally {
+          keepKeys(config)
+        }
       } catch (error) {
         throw callbackError(error)
       }
@@ -183,14 +194,15 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       } catch (error) {
         throw asSignInError(error)
       }
+      let response: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers
       try {
-        return tokensOf(
-          await oidc.refreshTokenGrant(config, refreshToken, productBody(product)),
-          false,
-        )
+        response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
       } catch (error) {
         throw toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+      } finally {
+        keepKeys(config)
       }
+      return tokensOf(response, false)
     },
     async jwksUri() {
       try {

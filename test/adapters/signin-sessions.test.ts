@@ -237,4 +237,20 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     expect(reported).not.toContain(back.searchParams.get('code') as string)
     expect(reported).not.toContain(cookie.split('=')[1]?.split('.')[0] as string)
   })
+
+  it('fetches the provider’s keys once for many sign-ins and refreshes, not once each', async () => {
+    const clock = manualClock()
+    let keyFetches = 0
+    const counting: typeof fetch = (input, init) => {
+      if (String(input instanceof Request ? input.url : input).endsWith('/certs')) keyFetches++
+      return fetch(input, init)
+    }
+    const app = createApp(signInOptions(provider, { clock, fetch: counting }))
+    for (const user of ['u1', 'u2', 'u3']) {
+      const { cookie } = await signInWith(app, provider, user)
+      clock.advance(250_000)
+      expect((await request(app).get('/token/gateway').set('Cookie', cookie)).status).toBe(200)
+    }
+    expect(keyFetches).toBe(1)
+  })
 })
