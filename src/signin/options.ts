@@ -270,7 +270,7 @@ function normalize(input: unknown): NormalizedSignInOptions {
     keysSource: describeSecret(keys, 'keys'),
     store: store as unknown as SessionStore,
     cookieName: secureCookie ? `__Host-${cookieName}` : cookieName,
-    transactionCookieName: secureCookie ? `__Secure-${cookieName}.tx` : `${cookieName}.tx`,
+    transactionCookieName: secureCookie ? `__Host-${cookieName}.tx` : `${cookieName}.tx`,
     secureCookie,
     idleTimeoutMs: idleTimeoutSeconds * 1000,
     absoluteTimeoutMs: absoluteTimeoutSeconds * 1000,

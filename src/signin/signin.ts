@@ -176,12 +176,10 @@ export function createSignIn(options: SignInOptions): SignIn {
   const sessionCookie = (value: string, maxAgeSeconds: number) =>
     serializeCookie(settings.cookieName, value, cookieAttributes('/', maxAgeSeconds))
   const clearSessionCookie = sessionCookie('', 0)
+  // Path=/ so that it can carry the __Host- prefix: a sibling subdomain cannot plant its own
+  // transaction (cookie tossing, which would sign the victim in as the attacker).
   const transactionCookie = (value: string, maxAgeSeconds: number) =>
-    serializeCookie(
-      settings.transactionCookieName,
-      value,
-      cookieAttributes(routes.callback, maxAgeSeconds),
-    )
+    serializeCookie(settings.transactionCookieName, value, cookieAttributes('/', maxAgeSeconds))
 
   function keyRing(): Promise<KeyRing> {
     ring ??= (async () => {

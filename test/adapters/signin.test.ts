@@ -55,8 +55,8 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     expect(query.get('nonce')).toMatch(/^[A-Za-z0-9_-]{20,}$/)
     expect(query.getAll('resource')).toEqual(['urn:platform:gateway', 'urn:platform:office'])
     const transaction = (login.headers['set-cookie'] as unknown as string[])[0] ?? ''
-    expect(transaction).toMatch(/^__Secure-tollgate\.sid\.tx=/)
-    expect(transaction).toContain('Path=/auth/callback; HttpOnly; SameSite=Lax; Secure')
+    expect(transaction).toMatch(/^__Host-tollgate\.sid\.tx=/)
+    expect(transaction).toContain('; Path=/; HttpOnly; SameSite=Lax; Secure; Max-Age=600')
     // The transaction is sealed: the browser never sees the verifier, the nonce or the state.
     const sealed = [...cookies.values()][0] ?? ''
     expect(sealed).not.toContain(query.get('state'))
@@ -141,7 +141,7 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     }
     const callback = (app: ReturnType<typeof createApp>, back: URL, cookie: string) =>
       request(app).get(`${back.pathname}${back.search}`).set('Cookie', cookie)
-    const TX = '__Secure-tollgate.sid.tx'
+    const TX = '__Host-tollgate.sid.tx'
     /** Changes one character in the middle: always other bytes, never just padding bits. */
     const flip = (text: string) => {
       const at = Math.floor(text.length / 2)
