@@ -21,6 +21,7 @@ describe('office web page in chromium', () => {
   let demo: Demo
   let browser: BrowserContext
   let profile: string
+  // A browser starting on a busy CI machine: more time than the suite's default, still bounded.
   beforeAll(async () => {
     demo = await startDemo()
     profile = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'))
@@ -40,7 +41,7 @@ describe('office web page in chromium', () => {
         '--disable-sync',
       ],
     })
-  })
+  }, 60_000)
   afterAll(async () => {
     await browser?.close()
     await demo?.close()
@@ -78,5 +79,5 @@ describe('office web page in chromium', () => {
     await page.waitForURL(`${demo.officeUrl}/`)
     expect(await page.textContent('body')).toContain('You are not signed in.')
     await page.screenshot({ path: join(ARTIFACTS, 'office-signed-out.png'), fullPage: true })
-  })
+  }, 60_000)
 })
