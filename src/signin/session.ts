@@ -1,7 +1,8 @@
 /**
- * A session as stored: identity (issuer, subject, `sid`), lifetime, a few profile claims, and the
- * tokens, each sealed with AES-256-GCM under the key ring with the session id, the issuer and the
- * token's purpose as associated data. A ciphertext copied to another session, another issuer or
+ * A session as stored: the issuer and lifetime in clear; the user (subject, `sid`, a few profile
+ * claims) and the tokens each sealed with AES-256-GCM under the key ring, with the session id, the
+ * issuer and the field's purpose as associated data, so a store dump names no user and holds no
+ * token. A ciphertext copied to another session, another issuer or
  * another field does not open. The store key is a hash of the session id: the store never holds
  * the id, so reading it is not enough to ride a session.
  *
@@ -36,11 +37,10 @@ export interface OpenSession {
 interface SealedSession {
   readonly v: 1
   readonly iss: string
-  readonly sub: string
-  readonly sid?: string
   readonly createdAt: number
   readonly expiresAt: number
-  readonly claims: Record<string, unknown>
+  /** `{ sub, sid, claims }`, sealed. */
+  readonly user: string
   readonly rt?: string
   readonly idt?: string
   readonly at: Record<string, { readonly t: string; readonly exp: number }>
@@ -87,14 +87,13 @@ export function sealSession(ring: KeyRing, sessionId: string, session: OpenSessi
   for (const [product, held] of Object.entries(session.accessTokens)) {
     at[product] = { t: seal(held.token, `access_token:${product}`), exp: held.expiresAt }
   }
+  const user = { sub: session.subject, sid: session.sid, claims: session.claims }
   const sealed: SealedSession = {
     v: 1,
     iss: session.issuer,
-    sub: session.subject,
-    ...(session.sid === undefined ? {} : { sid: session.sid }),
     createdAt: session.createdAt,
     expiresAt: session.expiresAt,
-    claims: { ...session.claims },
+    user: seal(JSON.stringify(user), 'user'),
     ...(session.refreshToken === undefined
       ? {}
       : { rt: seal(session.refreshToken, 'refresh_token') }),
@@ -126,19 +125,27 @@ export function openSession(
     value === null ||
     value.v !== 1 ||
     value.iss !== issuer ||
-    typeof value.sub !== 'string' ||
     typeof value.createdAt !== 'number' ||
     typeof value.expiresAt !== 'number' ||
     typeof value.gen !== 'number' ||
     typeof value.at !== 'object' ||
-    value.at === null ||
-    typeof value.claims !== 'object' ||
-    value.claims === null
+    value.at === null
   ) {
     return undefined
   }
   const open = (sealed: unknown, purpose: string) =>
     typeof sealed === 'string' ? ring.decrypt(sealed, aad(sessionId, issuer, purpose)) : undefined
+  const userText = open(value.user, 'user')
+  if (userText === undefined) return undefined
+  let user: { sub?: unknown; sid?: unknown; claims?: unknown }
+  try {
+    user = JSON.parse(userText) as typeof user
+  } catch {
+    return undefined
+  }
+  if (typeof user.sub !== 'string' || typeof user.claims !== 'object' || user.claims === null) {
+    return undefined
+  }
   let refreshToken: string | undefined
   if (value.rt !== undefined) {
     refreshToken = open(value.rt, 'refresh_token')
@@ -157,11 +164,11 @@ export function openSession(
   }
   return {
     issuer,
-    subject: value.sub,
-    sid: typeof value.sid === 'string' ? value.sid : undefined,
+    subject: user.sub,
+    sid: typeof user.sid === 'string' ? user.sid : undefined,
     createdAt: value.createdAt,
     expiresAt: value.expiresAt,
-    claims: value.claims,
+    claims: user.claims as Record<string, unknown>,
     refreshToken,
     idToken,
     accessTokens,

@@ -52,7 +52,7 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     return { app, clock, inspect, recorder, events, keys, ended }
   }
 
-  it('stores no token, no session id and no cookie in clear', async () => {
+  it('stores no token, no session id, no cookie and no user identity in clear', async () => {
     const { app, inspect, recorder } = setup()
     const { cookie } = await signInWith(app, provider)
     await request(app).get('/token/office').set('Cookie', cookie)
@@ -61,6 +61,7 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     const stored = [...inspect.raw.entries()].flat().join('\n')
     for (const token of recorder.tokens) expect(stored).not.toContain(token)
     expect(stored).not.toContain(sessionId)
+    expect(stored).not.toContain('user-1')
   })
 
   it('ends a session whose refresh token ciphertext was altered, and sends the user to sign in', async () => {

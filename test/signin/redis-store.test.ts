@@ -109,7 +109,7 @@ describe('Redis session store', () => {
     expect(again.status).toBe(200)
   })
 
-  it('holds no token, session id or cookie in any Redis key or value', async () => {
+  it('holds no token, session id, cookie or user identity in any Redis key or value', async () => {
     const { express, koa, recorder } = fleet()
     const { cookie } = await signInWith(express, provider)
     await request(koa).get('/token/office').set('Cookie', cookie)
@@ -117,6 +117,7 @@ describe('Redis session store', () => {
     expect(recorder.tokens.size).toBeGreaterThanOrEqual(4)
     for (const token of recorder.tokens) expect(stored).not.toContain(token)
     expect(stored).not.toContain(cookie.split('=')[1]?.split('.')[0] as string)
+    expect(stored).not.toContain('user-1')
   })
 
   it('lets a sign-out on one instance end the session on the other', async () => {
