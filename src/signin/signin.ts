@@ -115,6 +115,8 @@ export interface SessionEnder {
 
 const TRANSACTION_AAD = 'tollgate/signin v1\0transaction'
 const TRANSACTION_SECONDS = 600
+/** Sign-ins one browser may have under way at once (tabs); the oldest is dropped beyond that. */
+const MAX_TRANSACTIONS = 4
 const POLL_MS = 50
 const JSON_HEADERS = {
   'Content-Type': 'application/json; charset=utf-8',
@@ -279,28 +281,40 @@ export function createSignIn(options: SignInOptions): SignIn {
       r: returnTo,
       e: now() + TRANSACTION_SECONDS * 1000,
     }
-    // The transaction travels in its own cookie, sealed: nothing is stored for a visit to /login,
-    // and the callback only completes in the browser that started the sign-in (login CSRF).
-    const sealed = keys.encrypt(JSON.stringify(transaction), TRANSACTION_AAD)
+    // The transactions travel in their own cookie, sealed: nothing is stored for a visit to
+    // /login, and a callback only completes in the browser that started its sign-in (login
+    // CSRF). Several at once, so that sign-ins started in two tabs both complete.
+    const pending = readTransactions(keys, request).slice(-(MAX_TRANSACTIONS - 1))
     return respond(302, {
       Location: target.href,
-      'Set-Cookie': [transactionCookie(sealed, TRANSACTION_SECONDS)],
+      'Set-Cookie': [
+        transactionCookie(sealTransactions(keys, [...pending, transaction]), TRANSACTION_SECONDS),
+      ],
     })
   }
 
-  function readTransaction(keys: KeyRing, request: SignInRequest): Transaction | undefined {
+  function sealTransactions(keys: KeyRing, transactions: readonly Transaction[]): string {
+    return keys.encrypt(JSON.stringify(transactions), TRANSACTION_AAD)
+  }
+
+  /** The unexpired sign-ins this browser started; none when the cookie is absent or altered. */
+  function readTransactions(keys: KeyRing, request: SignInRequest): Transaction[] {
     const sealed = readCookie(request.headers['cookie'], settings.transactionCookieName)
-    if (sealed === undefined) return undefined
-    const plain = keys.decrypt(sealed, TRANSACTION_AAD)
-    if (plain === undefined) return undefined
+    const plain = sealed === undefined ? undefined : keys.decrypt(sealed, TRANSACTION_AAD)
+    if (plain === undefined) return []
     try {
-      const value = JSON.parse(plain) as Transaction
-      if (typeof value.s !== 'string' || typeof value.r !== 'string' || !(value.e > now())) {
-        return undefined
-      }
-      return value
+      const value = JSON.parse(plain) as unknown
+      if (!Array.isArray(value)) return []
+      return (value as Transaction[]).filter(
+        (item) =>
+          typeof item?.s === 'string' &&
+          typeof item.n === 'string' &&
+          typeof item.v === 'string' &&
+          typeof item.r === 'string' &&
+          item.e > now(),
+      )
     } catch {
-      return undefined
+      return []
     }
   }
 
@@ -309,9 +323,18 @@ export function createSignIn(options: SignInOptions): SignIn {
     const cookies = [transactionCookie('', 0)]
     try {
       const keys = await keyRing()
-      const transaction = readTransaction(keys, request)
-      if (transaction === undefined) {
+      const transactions = readTransactions(keys, request)
+      if (transactions.length === 0) {
         throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'transaction_missing')
+      }
+      // The sign-in this callback answers; openid-client checks the state again below.
+      const state = url.searchParams.get('state')
+      const transaction = transactions.find((item) => item.s === state)
+      if (transaction === undefined) throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'state')
+      // Used once, whatever the outcome; the other tabs' sign-ins stay.
+      const others = transactions.filter((item) => item !== transaction)
+      if (others.length > 0) {
+        cookies[0] = transactionCookie(sealTransactions(keys, others), TRANSACTION_SECONDS)
       }
       const callbackUrl = new URL(settings.redirectUri)
       callbackUrl.search = url.search

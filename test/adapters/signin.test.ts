@@ -81,6 +81,37 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     expect(gateway.body).toMatchObject({ aud: 'gateway', sub: 'bob' })
   })
 
+  it('completes sign-ins started in two tabs, in either order', async () => {
+    const app = createApp(signInOptions(provider))
+    const first = await startSignIn(app, '/first')
+    // The second tab's login arrives with the first tab's transaction cookie, as a browser sends it.
+    const second = await request(app)
+      .get('/auth/login?returnTo=%2Fsecond')
+      .set('Cookie', `__Host-tollgate.sid.tx=${[...first.cookies.values()][0]}`)
+    const both = cookiesOf(second).get('__Host-tollgate.sid.tx') as string
+    const backSecond = await provider.followAuthorization(
+      second.headers['location'] as string,
+      `${APP_ORIGIN}/auth/callback`,
+    )
+    const backFirst = await provider.followAuthorization(
+      first.location,
+      `${APP_ORIGIN}/auth/callback`,
+    )
+    const doneSecond = await request(app)
+      .get(`${backSecond.pathname}${backSecond.search}`)
+      .set('Cookie', `__Host-tollgate.sid.tx=${both}`)
+    expect(doneSecond.status).toBe(302)
+    expect(doneSecond.headers['location']).toBe('/second')
+    const remaining = cookiesOf(doneSecond).get('__Host-tollgate.sid.tx') as string
+    expect(remaining).not.toBe('')
+    const doneFirst = await request(app)
+      .get(`${backFirst.pathname}${backFirst.search}`)
+      .set('Cookie', `__Host-tollgate.sid.tx=${remaining}`)
+    expect(doneFirst.status).toBe(302)
+    expect(doneFirst.headers['location']).toBe('/first')
+    expect(cookiesOf(doneFirst).get('__Host-tollgate.sid.tx')).toBe('')
+  })
+
   it('redirects a page request without a session to the login route, keeping the path', async () => {
     const res = await request(createApp(signInOptions(provider)))
       .get('/me?tab=2')
@@ -192,9 +223,9 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       events.length = 0
       const app = createApp(options())
       const { back, transaction } = await throughProvider(app)
-      const opened = JSON.parse(ring.decrypt(transaction, TRANSACTION_AAD) as string)
+      const [opened] = JSON.parse(ring.decrypt(transaction, TRANSACTION_AAD) as string)
       const forged = ring.encrypt(
-        JSON.stringify({ ...opened, n: 'another-nonce' }),
+        JSON.stringify([{ ...opened, n: 'another-nonce' }]),
         TRANSACTION_AAD,
       )
       const res = await callback(app, back, `${TX}=${forged}`)
@@ -206,9 +237,9 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       events.length = 0
       const app = createApp(options())
       const { back, transaction } = await throughProvider(app)
-      const opened = JSON.parse(ring.decrypt(transaction, TRANSACTION_AAD) as string)
+      const [opened] = JSON.parse(ring.decrypt(transaction, TRANSACTION_AAD) as string)
       const verifier = 'x'.repeat(43)
-      const forged = ring.encrypt(JSON.stringify({ ...opened, v: verifier }), TRANSACTION_AAD)
+      const forged = ring.encrypt(JSON.stringify([{ ...opened, v: verifier }]), TRANSACTION_AAD)
       const res = await callback(app, back, `${TX}=${forged}`)
       expect(res.status).toBe(400)
       expect(res.body.error).toBe('access_denied')
