@@ -76,10 +76,13 @@ describe('cache and single-flight', () => {
   })
 
   it('answers later calls from the cache without a request', async () => {
-    const { source, clock } = setup()
+    const { source, clock, events } = setup()
     const first = await source.get()
     clock.advance(LIFETIME_MS * 0.6)
     expect(await source.get()).toBe(first)
+    // A renewal in the background reports its request within get() itself, before the provider
+    // has seen it: counting events, not grants, catches one.
+    expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
     expect(provider.grantCount()).toBe(1)
   })
 
@@ -134,10 +137,12 @@ describe('cache and single-flight', () => {
 
 describe('renewal', () => {
   it('does not renew before 65% of the lifetime', async () => {
-    const { source, clock } = setup()
+    const { source, clock, events } = setup()
     const first = await source.get()
     clock.advance(LIFETIME_MS * 0.64)
     expect(await source.get()).toBe(first)
+    // A background renewal would have reported its request within that get().
+    expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
     expect(provider.grantCount()).toBe(1)
   })
 
