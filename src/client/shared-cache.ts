@@ -102,7 +102,12 @@ export function createSharedCache(
   const bounded = <T>(operation: Promise<T>): Promise<T> => {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('shared cache timed out')), timeoutMs)
+      // Timers run before the poll phase that reads sockets: after a busy event loop the answer
+      // may be waiting unread. Yield once, as the limiter does, before giving up on it.
+      timer = setTimeout(
+        () => setImmediate(() => reject(new Error('shared cache timed out'))),
+        timeoutMs,
+      )
       timer.unref()
     })
     return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))

@@ -2,6 +2,9 @@
  * The token source's cache, single-flight, renewal schedule and failure handling, against a real
  * OpenID provider on loopback. Time is a clock the tests move; nothing waits for a token to age.
  */
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import {
@@ -20,6 +23,7 @@ import {
   WEB_SECRET,
 } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
+import { freePort } from '../helpers/redis.js'
 
 let provider: RunningProvider
 beforeAll(async () => {
@@ -272,6 +276,24 @@ describe('failures', () => {
       },
     })
     expect(claimsOf(await source.get())['client_id']).toBe('billing-sync')
+  })
+
+  it('keeps a process whose only work is get() alive through a retry, until it has the token', async () => {
+    const refusing = `http://127.0.0.1:${await freePort()}/token`
+    const job = fileURLToPath(new URL('../helpers/token-job.ts', import.meta.url))
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>(
+      (resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', job, provider.url, refusing],
+          (error, out) => {
+            if (error !== null && typeof error.code !== 'number') reject(error)
+            else resolve({ code: error === null ? 0 : (error.code as number), stdout: out })
+          },
+        )
+      },
+    )
+    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'token for billing-sync' })
   })
 
   it('fails every get() after close() with ERR_TOKEN_SOURCE_CLOSED', async () => {
