@@ -6,7 +6,7 @@
  */
 import type { KeyObject, webcrypto } from 'node:crypto'
 
-import type { IssuerOptions } from '../issuers.js'
+import { type IssuerOptions, isLoopback } from '../issuers.js'
 import type { RedisClientLike } from '../rate-limit.js'
 import {
   boolean,
@@ -302,10 +302,8 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
   }
 }
 
-/** `true` for 127.0.0.0/8, ::1 and localhost: where plain http never leaves the machine. */
-export function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
-}
+// One definition of loopback for the gate's key URLs and the client's token endpoints.
+export { isLoopback }
 
 function urlOption(
   value: unknown,

@@ -53,6 +53,10 @@ interface TokenCommands {
   tollgateTokenDrop(key: string, raw: string): Promise<unknown>
 }
 
+// Deletes KEYS[1] only while it still holds ARGV[1]: the lock of its owner, or the refused token.
+const DELETE_IF_EQUAL =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
 const COMMANDS = {
   tollgateTokenRead: { numberOfKeys: 1, lua: "return redis.call('GET', KEYS[1])" },
   tollgateTokenLock: {
@@ -65,14 +69,8 @@ const COMMANDS = {
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
 return 1`,
   },
-  tollgateTokenUnlock: {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  },
-  tollgateTokenDrop: {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  },
+  tollgateTokenUnlock: { numberOfKeys: 1, lua: DELETE_IF_EQUAL },
+  tollgateTokenDrop: { numberOfKeys: 1, lua: DELETE_IF_EQUAL },
 } as const
 
 function parse(raw: unknown): SharedRead | undefined {
