@@ -106,8 +106,8 @@ function targetOf(request: RequestLike, source: TargetSource): string | undefine
     (forwarded ? firstValue(request.headers['x-forwarded-host']) : undefined) ??
     firstValue(request.headers.host)
   if (host === undefined || (proto !== 'http' && proto !== 'https')) return undefined
-  // The host is the client's text: anything but a plain authority fails to parse or to match.
-  if (/[/?#@\\\s]/.test(host)) return undefined
+  // The host is the client's text: only one the operator listed can name this service.
+  if (!source.hosts.has(host.toLowerCase())) return undefined
   return normalizeHtu(`${proto}://${host}${path}`)
 }
 

@@ -11,7 +11,9 @@ describe('normalizeDpopOptions', () => {
   })
 
   it('fills in the defaults', () => {
-    expect(normalizeDpopOptions({ mode: 'allowed' })).toMatchObject({
+    expect(
+      normalizeDpopOptions({ mode: 'allowed', allowedHosts: ['api.example.test'] }),
+    ).toMatchObject({
       mode: 'allowed',
       algorithms: ['ES256', 'EdDSA', 'PS256', 'RS256'],
       maxProofAgeSeconds: 60,
@@ -33,8 +35,46 @@ describe('normalizeDpopOptions', () => {
     ).toEqual({ kind: 'base', origin: 'https://api.example.test', pathPrefix: '/v2' })
   })
 
+  it("refuses DPoP on without publicBaseUrl or allowedHosts: Host is the client's word", () => {
+    for (const mode of ['allowed', 'required']) {
+      expect(() => normalizeDpopOptions({ mode })).toThrow(
+        '"dpop.publicBaseUrl" or dpop.allowedHosts is required with DPoP on',
+      )
+      expect(() => normalizeDpopOptions({ mode, trustForwardedHeaders: true })).toThrow(
+        '"dpop.publicBaseUrl" or dpop.allowedHosts is required',
+      )
+    }
+  })
+
+  it('keeps allowed hosts lower-cased, a host without port also on 80 and 443', () => {
+    const target = normalizeDpopOptions({
+      mode: 'allowed',
+      allowedHosts: ['API.example.test', '127.0.0.1:3000', '[::1]:8080'],
+    })?.target
+    expect(target).toEqual({
+      kind: 'connection',
+      hosts: new Set([
+        'api.example.test',
+        'api.example.test:80',
+        'api.example.test:443',
+        '127.0.0.1:3000',
+        '[::1]:8080',
+      ]),
+    })
+  })
+
   it.each([
     [{ mode: 'on' }, '"dpop.mode" must be one of'],
+    [{ mode: 'allowed', allowedHosts: [] }, '"dpop.allowedHosts" must be a non-empty array'],
+    [{ mode: 'allowed', allowedHosts: 'a.test' }, '"dpop.allowedHosts" must be a non-empty array'],
+    [{ mode: 'allowed', allowedHosts: ['https://a.test'] }, '"dpop.allowedHosts" must list hosts'],
+    [{ mode: 'allowed', allowedHosts: ['a.test/x'] }, '"dpop.allowedHosts" must list hosts'],
+    [{ mode: 'allowed', allowedHosts: ['u@a.test'] }, '"dpop.allowedHosts" must list hosts'],
+    [{ mode: 'allowed', allowedHosts: [1] }, '"dpop.allowedHosts" must list hosts'],
+    [
+      { mode: 'allowed', publicBaseUrl: 'https://a.test', allowedHosts: ['a.test'] },
+      '"dpop.allowedHosts" cannot be combined',
+    ],
     [{ mode: 'allowed', algorithms: ['HS256'] }, '"dpop.algorithms" may only list'],
     [{ mode: 'allowed', algorithms: ['none'] }, '"dpop.algorithms" may only list'],
     [{ mode: 'allowed', algorithms: [] }, '"dpop.algorithms" must be a non-empty array'],

@@ -45,12 +45,12 @@ function gateWith(dpop: GateOptions['dpop'], extra: Partial<GateOptions> = {}): 
 
 describe('gate with DPoP', () => {
   it('challenges without credentials with both schemes in allowed mode, DPoP alone in required mode', () => {
-    expect(gateWith({ mode: 'allowed' }).challenge).toBe(
+    expect(gateWith({ mode: 'allowed', publicBaseUrl: BASE }).challenge).toBe(
       `Bearer realm="api", DPoP realm="api", ${ALGS}`,
     )
-    expect(gateWith({ mode: 'required', algorithms: ['EdDSA'] }).challenge).toBe(
-      'DPoP realm="api", algs="EdDSA"',
-    )
+    expect(
+      gateWith({ mode: 'required', publicBaseUrl: BASE, algorithms: ['EdDSA'] }).challenge,
+    ).toBe('DPoP realm="api", algs="EdDSA"')
     expect(gateWith({ mode: 'off' }).challenge).toBe('Bearer realm="api"')
   })
 
