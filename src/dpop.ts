@@ -37,6 +37,12 @@ export interface DpopStep {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const JKT = /^[A-Za-z0-9_-]{43}$/
 const NONCE_MAC_BYTES = 16
+/**
+ * Paths that routers take as they are but URL parsers (and so `htu` normalization) resolve: dot
+ * segments, percent-encoded or not, and backslashes. `/a/%2e%2e/b` is routed to `/a/%2e%2e/b`'s
+ * handler and normalizes to `/b`: a proof for `/b` must not open it.
+ */
+const AMBIGUOUS_PATH = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)|\\|%5c/i
 
 /**
  * The token's `cnf.jkt` (RFC 9449 §6.1), `undefined` when it is unbound. A confirmation tollgate
@@ -97,6 +103,7 @@ function targetOf(request: RequestLike, source: TargetSource): string | undefine
   if (url === undefined || url.charCodeAt(0) !== 47) return undefined
   const query = url.search(/[?#]/)
   const path = query === -1 ? url : url.slice(0, query)
+  if (AMBIGUOUS_PATH.test(path)) return undefined
   if (source.kind === 'base') return normalizeHtu(`${source.origin}${source.pathPrefix}${path}`)
   const forwarded = source.kind === 'forwarded'
   const proto =

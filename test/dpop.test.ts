@@ -81,6 +81,19 @@ describe('gate with DPoP', () => {
     ])
   })
 
+  it('refuses a path with dot segments as a proof whose htu does not match', async () => {
+    const gate = gateWith({ mode: 'allowed', publicBaseUrl: BASE })
+    const token = await issuer.mint({}, { dpop: key })
+    const request = await dpopRequest(token, undefined, `${BASE}/orders`)
+    await expect(gate.check({ ...request, url: '/x/%2E%2e/orders' })).rejects.toMatchObject({
+      code: 'ERR_DPOP_PROOF_INVALID',
+      detail: { check: 'htu' },
+    })
+    // Dots inside a segment are ordinary characters.
+    const dotted = await dpopRequest(token, undefined, `${BASE}/orders/..v2./.x`)
+    await expect(gate.check({ ...dotted, url: '/orders/..v2./.x' })).resolves.toBeDefined()
+  })
+
   it('refuses a replayed proof even when the token verdict comes from the cache', async () => {
     const gate = gateWith({ mode: 'allowed', publicBaseUrl: BASE })
     const token = await issuer.mint({}, { dpop: key })

@@ -201,6 +201,7 @@ describe.each(APPS)('%s adapter with DPoP allowed', (_name, createApp) => {
     ])
     expect(res.status).toBe(401)
     expect(res.raw).toContain('error="invalid_dpop_proof"')
+    app.close()
   })
 
   it('refuses the DPoP scheme without a proof', async () => {
@@ -363,6 +364,32 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
     expectAnswer(captured, PROOF_REFUSED)
     app.close()
   })
+
+  it.each([
+    ['a percent-encoded dot-dot segment', '/api/v1/billing/x/%2e%2e/subscriptions'],
+    ['an upper-case percent-encoded one', '/api/v1/billing/x/%2E%2E/subscriptions'],
+    ['a mixed one', '/api/v1/billing/x/.%2e/subscriptions'],
+    ['a literal dot-dot segment', '/api/v1/billing/x/../subscriptions'],
+    ['a dot segment', '/api/v1/billing/./subscriptions'],
+    ['an encoded dot segment', '/api/v1/billing/%2e/subscriptions'],
+    ['a backslash', '/api/v1/billing\\subscriptions'],
+    ['an encoded backslash', '/api/v1/billing%5Csubscriptions'],
+  ])(
+    'refuses a request target with %s, which a proof for the resolved URL would match',
+    async (_what, path) => {
+      const token = await issuer.mint({}, { dpop: key })
+      const headers = await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
+      const app = createApp(options)
+      const res = await rawRequest(app, [
+        `GET ${path} HTTP/1.1`,
+        `Authorization: ${headers.Authorization}`,
+        `DPoP: ${headers.DPoP}`,
+      ])
+      app.close()
+      expect(res.status).toBe(401)
+      expect(res.raw).toContain('error="invalid_dpop_proof"')
+    },
+  )
 
   it('reads X-Forwarded-Proto and X-Forwarded-Host only when told to, and only for allowed hosts', async () => {
     const app = createApp({
