@@ -94,6 +94,25 @@ describe('gate with DPoP', () => {
     await expect(gate.check({ ...dotted, url: '/orders/..v2./.x' })).resolves.toBeDefined()
   })
 
+  it('refuses a second DPoP field that the headers object does not show (a host keeping one value)', async () => {
+    // Node joins repeated DPoP fields with ", " (the comma check catches that); a host that keeps
+    // one value of a repeated field, as Node does for Authorization, leaves only the raw list.
+    const gate = gateWith({ mode: 'allowed', publicBaseUrl: BASE })
+    const token = await issuer.mint({}, { dpop: key })
+    const request = await dpopRequest(token)
+    const second = await dpopRequest(token)
+    const { authorization, dpop } = request.headers
+    await expect(
+      gate.check({
+        ...request,
+        rawHeaders: ['Authorization', authorization, 'DPoP', dpop, 'dpop', second.headers.dpop],
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_DPOP_PROOF_INVALID', detail: { check: 'repeated' } })
+    await expect(
+      gate.check({ ...request, rawHeaders: ['Authorization', authorization, 'DPoP', dpop] }),
+    ).resolves.toBeDefined()
+  })
+
   it('refuses a replayed proof even when the token verdict comes from the cache', async () => {
     const gate = gateWith({ mode: 'allowed', publicBaseUrl: BASE })
     const token = await issuer.mint({}, { dpop: key })

@@ -396,6 +396,27 @@ describe('revocation while Redis is down', () => {
     await until('B admits again', async () => (await decided(b.gate, token)) === 'admitted')
   })
 
+  it('refuses a logout token replayed to the same instance while Redis is down', async () => {
+    const [a] = await pair()
+    await kill()
+    await until('A notices', () =>
+      a.events.some((event) => event.type === 'revocation_fallback' && event.engaged),
+    )
+    const token = await issuer.mintLogoutToken({ sid: 'session-9' })
+    const post = () =>
+      a.gate.backchannelLogout({
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        body: `logout_token=${token}`,
+      })
+    // Redis cannot say whether it was seen: this instance's own memory does.
+    expect((await post()).status).toBe(200)
+    expect((await post()).status).toBe(400)
+    expect(a.events).toContainEqual(
+      expect.objectContaining({ type: 'logout_refused', reason: 'replayed' }),
+    )
+  })
+
   it("with onStoreError 'enforce-known', never answers 503", async () => {
     const [, b] = await pair({ denyAfterMs: 0 })
     const token = await issuedBefore({ sub: 'hana' })

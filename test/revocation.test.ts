@@ -262,6 +262,20 @@ describe('revocation and token lifetime', () => {
   })
 })
 
+describe('revocation per issuer', () => {
+  it('refuses a revoked jti of one realm and admits the same jti issued by another', async () => {
+    const gate = gateWith()
+    const acmeToken = await earlier({ jti: 'shared-id' })
+    const betaToken = await issuer.mint(
+      { jti: 'shared-id', iat: Math.floor(Date.now() / 1000) - 10 },
+      { realm: 'beta' },
+    )
+    await gate.revoke({ issuer: acme(), jti: 'shared-id' })
+    expect(await outcome(gate.check(bearer(acmeToken)))).toBe(REVOKED)
+    expect(await outcome(gate.check(bearer(betaToken)))).toBe('admitted')
+  })
+})
+
 describe('expiry of entries', () => {
   it('keeps a jti entry until its token, issued up to one tolerance ahead, has expired', async () => {
     // The sweep runs on an interval: fake it with Date so that it runs as time moves.
