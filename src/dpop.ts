@@ -9,6 +9,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
+import { repeatsField } from './bearer.js'
 import type { CredentialScheme } from './challenge.js'
 import type { NormalizedDpopOptions, TargetSource } from './dpop-options.js'
 import { createProofChecker, normalizeHtu } from './dpop-proof.js'
@@ -68,21 +69,16 @@ function proofOf(request: RequestLike): string {
   if (value === undefined || value === '') {
     throw new InvalidDpopProofError({ detail: { check: 'missing' } })
   }
-  // Node joins repeated fields with ", ", which no compact JWS contains; the raw list tells too.
-  if (typeof value !== 'string' || value.includes(',') || repeats(request.rawHeaders, 'dpop')) {
+  // Node joins repeated DPoP fields with ", ", which no compact JWS contains; a host that keeps
+  // one value of a repeated field leaves only the raw list to tell.
+  if (
+    typeof value !== 'string' ||
+    value.includes(',') ||
+    repeatsField(request.rawHeaders, 'dpop')
+  ) {
     throw new InvalidDpopProofError({ detail: { check: 'repeated' } })
   }
   return value
-}
-
-function repeats(rawHeaders: readonly string[] | undefined, name: string): boolean {
-  if (rawHeaders === undefined) return false
-  let seen = 0
-  for (let index = 0; index < rawHeaders.length; index += 2) {
-    const field = rawHeaders[index] as string
-    if (field.length === name.length && field.toLowerCase() === name && ++seen > 1) return true
-  }
-  return false
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {
