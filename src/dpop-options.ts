@@ -40,6 +40,12 @@ export interface DpopReplayOptions {
    * held, new ones are answered 503 rather than forgetting one early. Default 100 000.
    */
   readonly maxEntries?: number
+  /**
+   * Most proofs of one key remembered in memory (100 to `maxEntries`): past it, that client's new
+   * proofs are answered 503 until its old ones expire, and other clients are not affected.
+   * Default: a tenth of `maxEntries`. Not applied to the Redis store.
+   */
+  readonly maxEntriesPerKey?: number
 }
 
 /** Server-provided nonces (RFC 9449 §9). */
@@ -101,6 +107,7 @@ export interface NormalizedDpopOptions {
     readonly keyPrefix: string
     readonly storeTimeoutMs: number
     readonly maxEntries: number
+    readonly maxEntriesPerKey: number
   }
   readonly nonce: { readonly secret: Buffer; readonly lifetimeSeconds: number } | undefined
 }
@@ -115,7 +122,7 @@ const DPOP_KEYS = [
   'replay',
   'nonce',
 ]
-const REPLAY_KEYS = ['store', 'keyPrefix', 'storeTimeoutMs', 'maxEntries']
+const REPLAY_KEYS = ['store', 'keyPrefix', 'storeTimeoutMs', 'maxEntries', 'maxEntriesPerKey']
 const NONCE_KEYS = ['secret', 'lifetimeSeconds']
 const DEFAULT_PROOF_ALGORITHMS: readonly JWSAlgorithm[] = ['ES256', 'EdDSA', 'PS256', 'RS256']
 const MIN_SECRET_LENGTH = 32
@@ -249,6 +256,11 @@ export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | un
   if (typeof keyPrefix !== 'string' || keyPrefix === '') {
     fail('dpop.replay.keyPrefix', 'must be a non-empty string', keyPrefix)
   }
+  const maxEntries = integer(replay.maxEntries, 'dpop.replay.maxEntries', {
+    fallback: 100_000,
+    min: 1000,
+    max: 10_000_000,
+  })
   const normalized: NormalizedDpopOptions = Object.freeze({
     mode: mode === 'off' ? 'allowed' : mode,
     algorithms: proofAlgorithms(options.algorithms),
@@ -265,10 +277,11 @@ export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | un
         min: 1,
         max: 10_000,
       }),
-      maxEntries: integer(replay.maxEntries, 'dpop.replay.maxEntries', {
-        fallback: 100_000,
-        min: 1000,
-        max: 10_000_000,
+      maxEntries,
+      maxEntriesPerKey: integer(replay.maxEntriesPerKey, 'dpop.replay.maxEntriesPerKey', {
+        fallback: Math.ceil(maxEntries / 10),
+        min: 100,
+        max: maxEntries,
       }),
     }),
     nonce: nonceOptions(options.nonce),

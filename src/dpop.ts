@@ -168,7 +168,7 @@ export function createDpopStep(
   const nonces = options.nonce && createNonces(options.nonce.secret, options.nonce.lifetimeSeconds)
   const cache =
     replay.redis === undefined
-      ? createMemoryReplayCache(replay.maxEntries)
+      ? createMemoryReplayCache(replay.maxEntries, replay.maxEntriesPerKey)
       : createRedisReplayCache(replay.redis, replay)
   // A proof stays acceptable from iat − tolerance to iat + max age + tolerance: remember it as long.
   const replayTtlMs = (options.maxProofAgeSeconds + 2 * context.clockToleranceSeconds) * 1000

@@ -23,6 +23,7 @@ describe('normalizeDpopOptions', () => {
         keyPrefix: 'tollgate:dpop',
         storeTimeoutMs: 50,
         maxEntries: 100_000,
+        maxEntriesPerKey: 10_000,
       },
       nonce: undefined,
     })
@@ -92,6 +93,11 @@ describe('normalizeDpopOptions', () => {
     [{ mode: 'allowed', replay: { store: 'redis' } }, '"dpop.replay.store" must be an object'],
     [{ mode: 'allowed', replay: { store: { redis: {} } } }, '"dpop.replay.store.redis" must be'],
     [{ mode: 'allowed', replay: { ttl: 1 } }, '"dpop.replay.ttl" is not an option'],
+    [
+      { mode: 'allowed', replay: { maxEntries: 5000, maxEntriesPerKey: 5001 } },
+      '"dpop.replay.maxEntriesPerKey" must be a whole number',
+    ],
+    [{ mode: 'allowed', replay: { maxEntriesPerKey: 99 } }, '"dpop.replay.maxEntriesPerKey"'],
     [{ mode: 'allowed', nonce: { secret: 'short' } }, '"dpop.nonce.secret" must be a string'],
     [{ mode: 'allowed', nonce: { lifetimeSeconds: 5 } }, '"dpop.nonce.lifetimeSeconds"'],
     [{ mode: 'allowed', htu: 'x' }, '"dpop.htu" is not an option'],
