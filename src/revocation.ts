@@ -201,7 +201,14 @@ export function createRevocation(
     const revoking = method === 'revoke'
     let held = entry
     if (revoking) held = list.add(entry)
-    else list.remove(entry)
+    else {
+      // The removal's tombstone must outlive what was held (a not-before set ahead lives longer).
+      const previous = list.get(entry)
+      if (previous !== undefined && previous.expiresAt > entry.expiresAt) {
+        held = { ...entry, expiresAt: previous.expiresAt }
+      }
+      list.remove(entry)
+    }
     let stored: RevocationStorage = 'memory'
     if (sync !== undefined) {
       stored = (await (revoking ? sync.add(held) : sync.remove(held))) ? 'redis' : 'queued'

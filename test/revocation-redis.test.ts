@@ -158,6 +158,22 @@ describe('revocation shared through Redis', () => {
     expect(Number(tombstone)).toBeGreaterThan(Date.now())
   })
 
+  it('keeps the tombstone of an unrevoke as long as the entry it removed would have lived', async () => {
+    const [a] = await pair()
+    const admin = await server.client()
+    const field = JSON.stringify([issuer.issuer('acme'), 'sub', 'nora'])
+    const notBefore = Math.floor(Date.now() / 1000) + 3000
+    await a.gate.revoke({ sub: 'nora', notBefore })
+    const expiresAt = Number(
+      ((await admin.hget(`{rv${prefixCounter}}:entries`, field)) as string).split(':')[1],
+    )
+    expect(expiresAt).toBeGreaterThan(notBefore * 1000)
+    // Redis lost the entry (an older snapshot): only this instance knows how long it lives.
+    await admin.hdel(`{rv${prefixCounter}}:entries`, field)
+    await a.gate.unrevoke({ sub: 'nora' })
+    expect(Number(await admin.hget(`{rv${prefixCounter}}:removed`, field))).toBe(expiresAt)
+  })
+
   it('gives a new instance every revocation already made (full synchronization)', async () => {
     const [a] = await pair()
     await a.gate.revoke({ sub: 'bob' })
