@@ -57,7 +57,7 @@ function authorizationOf(request: RequestLike): string | undefined {
   const value = request.headers.authorization
   if (value === undefined) return undefined
   // Before the empty check: an empty field must not hide a second, non-empty one.
-  if (typeof value !== 'string' || repeatsAuthorization(request.rawHeaders)) {
+  if (typeof value !== 'string' || repeatsField(request.rawHeaders, 'authorization')) {
     throw new InvalidRequestError({ reason: 'repeated_authorization' })
   }
   return value
@@ -84,13 +84,17 @@ function credentialsAfter(
   return credentials
 }
 
-/** Node keeps only the first of repeated Authorization fields in `headers`; the raw list tells. */
-function repeatsAuthorization(rawHeaders: readonly string[] | undefined): boolean {
+/**
+ * Whether the field `name` (lower case) appears more than once in Node's raw header list. Node
+ * keeps only the first of repeated Authorization fields in `headers`, and a host other than Node
+ * may keep one value of any repeated field: the raw list tells.
+ */
+export function repeatsField(rawHeaders: readonly string[] | undefined, name: string): boolean {
   if (rawHeaders === undefined) return false
   let seen = 0
   for (let index = 0; index < rawHeaders.length; index += 2) {
-    const name = rawHeaders[index] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization' && ++seen > 1) return true
+    const field = rawHeaders[index] as string
+    if (field.length === name.length && field.toLowerCase() === name && ++seen > 1) return true
   }
   return false
 }

@@ -40,6 +40,12 @@ export interface DpopReplayOptions {
    * held, new ones are answered 503 rather than forgetting one early. Default 100 000.
    */
   readonly maxEntries?: number
+  /**
+   * Most proofs of one key remembered in memory (100 to `maxEntries`): past it, that client's new
+   * proofs are answered 503 until its old ones expire, and other clients are not affected.
+   * Default: a tenth of `maxEntries`. Not applied to the Redis store.
+   */
+  readonly maxEntriesPerKey?: number
 }
 
 /** Server-provided nonces (RFC 9449 §9). */
@@ -64,9 +70,17 @@ export interface DpopOptions {
   /**
    * The service's URL as clients see it (`https://api.example.com`, or with the path prefix a
    * proxy strips), against which each proof's `htu` is compared. Without it, the scheme comes from
-   * the connection and the host from `Host` (or from `X-Forwarded-*` with `trustForwardedHeaders`).
+   * the connection and the host from `Host` (or from `X-Forwarded-*` with `trustForwardedHeaders`),
+   * which must then be one of `allowedHosts`. One of the two is required when DPoP is on.
    */
   readonly publicBaseUrl?: string
+  /**
+   * Without `publicBaseUrl`: the hosts (`api.example.com`, `127.0.0.1:3000`) this service answers
+   * to. A request whose `Host` (or `X-Forwarded-Host`) is not one of them has no valid proof: the
+   * host is the client's text, and a proof captured for another service would otherwise pass
+   * here with that service's `Host`. A host without a port also stands for it on 80 and 443.
+   */
+  readonly allowedHosts?: readonly string[]
   /**
    * Take scheme and host from `X-Forwarded-Proto` and `X-Forwarded-Host`. Only behind a proxy that
    * always sets them: anyone can send these headers. Default false.
@@ -80,8 +94,7 @@ export interface DpopOptions {
 /** How the request's URL is known, for `htu`. */
 export type TargetSource =
   | { readonly kind: 'base'; readonly origin: string; readonly pathPrefix: string }
-  | { readonly kind: 'forwarded' }
-  | { readonly kind: 'connection' }
+  | { readonly kind: 'forwarded' | 'connection'; readonly hosts: ReadonlySet<string> }
 
 /** {@link DpopOptions} validated and completed; `undefined` in a gate when the mode is `off`. */
 export interface NormalizedDpopOptions {
@@ -94,6 +107,7 @@ export interface NormalizedDpopOptions {
     readonly keyPrefix: string
     readonly storeTimeoutMs: number
     readonly maxEntries: number
+    readonly maxEntriesPerKey: number
   }
   readonly nonce: { readonly secret: Buffer; readonly lifetimeSeconds: number } | undefined
 }
@@ -103,11 +117,12 @@ const DPOP_KEYS = [
   'algorithms',
   'maxProofAgeSeconds',
   'publicBaseUrl',
+  'allowedHosts',
   'trustForwardedHeaders',
   'replay',
   'nonce',
 ]
-const REPLAY_KEYS = ['store', 'keyPrefix', 'storeTimeoutMs', 'maxEntries']
+const REPLAY_KEYS = ['store', 'keyPrefix', 'storeTimeoutMs', 'maxEntries', 'maxEntriesPerKey']
 const NONCE_KEYS = ['secret', 'lifetimeSeconds']
 const DEFAULT_PROOF_ALGORITHMS: readonly JWSAlgorithm[] = ['ES256', 'EdDSA', 'PS256', 'RS256']
 const MIN_SECRET_LENGTH = 32
@@ -130,8 +145,47 @@ function proofAlgorithms(value: unknown): readonly JWSAlgorithm[] {
   return Object.freeze([...new Set(value as JWSAlgorithm[])])
 }
 
-function targetSource(publicBaseUrl: unknown, trustForwarded: boolean): TargetSource {
-  if (publicBaseUrl === undefined) return { kind: trustForwarded ? 'forwarded' : 'connection' }
+/** A `Host` header value: a DNS name, IPv4 or bracketed IPv6 address, and an optional port. */
+const HOST = /^(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$/i
+
+/** Lower-case `host[:port]` texts a `Host` header may carry for each allowed host. */
+function allowedHostSet(value: unknown): ReadonlySet<string> {
+  if (!Array.isArray(value) || value.length === 0) {
+    fail('dpop.allowedHosts', 'must be a non-empty array of hosts (host or host:port)', value)
+  }
+  const hosts = new Set<string>()
+  for (const host of value) {
+    const match = typeof host === 'string' ? HOST.exec(host) : null
+    if (match === null) fail('dpop.allowedHosts', 'must list hosts as host or host:port', host)
+    const text = (host as string).toLowerCase()
+    hosts.add(text)
+    // Clients may send the default port of the scheme explicitly.
+    if (match[1] === undefined) hosts.add(`${text}:80`).add(`${text}:443`)
+  }
+  return hosts
+}
+
+function targetSource(
+  publicBaseUrl: unknown,
+  allowedHosts: unknown,
+  trustForwarded: boolean,
+  on: boolean,
+): TargetSource {
+  if (publicBaseUrl === undefined) {
+    // RFC 9449 §4.3 step 9 compares htu with the URL the request was sent to; Host is the client's
+    // word for it, so it is accepted only from a list the operator wrote.
+    if (allowedHosts === undefined && on) {
+      fail(
+        'dpop.publicBaseUrl',
+        "or dpop.allowedHosts is required with DPoP on: otherwise the htu a proof must name comes from the client's Host header, and a proof captured for another service would be accepted here",
+      )
+    }
+    const hosts = allowedHosts === undefined ? new Set<string>() : allowedHostSet(allowedHosts)
+    return Object.freeze({ kind: trustForwarded ? 'forwarded' : 'connection', hosts })
+  }
+  if (allowedHosts !== undefined) {
+    fail('dpop.allowedHosts', 'cannot be combined with dpop.publicBaseUrl (which names the host)')
+  }
   if (trustForwarded) {
     fail('dpop.trustForwardedHeaders', 'cannot be combined with dpop.publicBaseUrl')
   }
@@ -202,6 +256,11 @@ export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | un
   if (typeof keyPrefix !== 'string' || keyPrefix === '') {
     fail('dpop.replay.keyPrefix', 'must be a non-empty string', keyPrefix)
   }
+  const maxEntries = integer(replay.maxEntries, 'dpop.replay.maxEntries', {
+    fallback: 100_000,
+    min: 1000,
+    max: 10_000_000,
+  })
   const normalized: NormalizedDpopOptions = Object.freeze({
     mode: mode === 'off' ? 'allowed' : mode,
     algorithms: proofAlgorithms(options.algorithms),
@@ -210,7 +269,6 @@ export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | un
       min: 1,
       max: 600,
     }),
-    target: targetSource(options.publicBaseUrl, trustForwarded),
     replay: Object.freeze({
       redis: replayStore(replay.store),
       keyPrefix,
@@ -219,13 +277,20 @@ export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | un
         min: 1,
         max: 10_000,
       }),
-      maxEntries: integer(replay.maxEntries, 'dpop.replay.maxEntries', {
-        fallback: 100_000,
-        min: 1000,
-        max: 10_000_000,
+      maxEntries,
+      maxEntriesPerKey: integer(replay.maxEntriesPerKey, 'dpop.replay.maxEntriesPerKey', {
+        fallback: Math.ceil(maxEntries / 10),
+        min: 100,
+        max: maxEntries,
       }),
     }),
     nonce: nonceOptions(options.nonce),
+    target: targetSource(
+      options.publicBaseUrl,
+      options.allowedHosts,
+      trustForwarded,
+      mode !== 'off',
+    ),
   })
   // Validated whatever the mode, so that turning DPoP on later cannot reveal a bad option.
   return mode === 'off' ? undefined : normalized

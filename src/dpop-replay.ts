@@ -38,22 +38,38 @@ function entryKey(jkt: string, jti: string): string {
 /**
  * Proofs in this process's memory. Every entry lives as long as the others, so insertion order is
  * expiry order and expired entries are dropped from the front. Full of unexpired entries, it
- * refuses new proofs (503) rather than forget one early, which would let it be replayed.
+ * refuses new proofs (503) rather than forget one early, which would let it be replayed. One proof
+ * key may hold at most `maxEntriesPerKey` of them, so that one client sending proofs as fast as it
+ * can is refused (503) alone instead of filling the cache for everyone.
  */
-export function createMemoryReplayCache(maxEntries: number): ReplayCache {
-  const seen = new Map<string, number>()
+export function createMemoryReplayCache(
+  maxEntries: number,
+  maxEntriesPerKey: number = maxEntries,
+): ReplayCache {
+  const seen = new Map<string, { readonly expiresAt: number; readonly jkt: string }>()
+  const perKey = new Map<string, number>()
+
+  function forget(key: string, jkt: string): void {
+    seen.delete(key)
+    const held = (perKey.get(jkt) ?? 1) - 1
+    if (held === 0) perKey.delete(jkt)
+    else perKey.set(jkt, held)
+  }
+
   return {
     async claim(jkt, jti, ttlMs, nowMs) {
-      for (const [key, expiresAt] of seen) {
-        if (expiresAt > nowMs) break
-        seen.delete(key)
+      for (const [key, entry] of seen) {
+        if (entry.expiresAt > nowMs) break
+        forget(key, entry.jkt)
       }
       const key = entryKey(jkt, jti)
-      const expiresAt = seen.get(key)
-      if (expiresAt !== undefined && expiresAt > nowMs) throw replayed()
-      if (seen.size >= maxEntries) throw unavailable()
-      seen.delete(key)
-      seen.set(key, nowMs + ttlMs)
+      const entry = seen.get(key)
+      if (entry !== undefined && entry.expiresAt > nowMs) throw replayed()
+      const held = perKey.get(jkt) ?? 0
+      if (held >= maxEntriesPerKey || seen.size >= maxEntries) throw unavailable()
+      if (entry !== undefined) forget(key, entry.jkt)
+      seen.set(key, { expiresAt: nowMs + ttlMs, jkt })
+      perKey.set(jkt, (perKey.get(jkt) ?? 0) + 1)
     },
   }
 }

@@ -9,6 +9,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
+import { repeatsField } from './bearer.js'
 import type { CredentialScheme } from './challenge.js'
 import type { NormalizedDpopOptions, TargetSource } from './dpop-options.js'
 import { createProofChecker, normalizeHtu } from './dpop-proof.js'
@@ -37,6 +38,12 @@ export interface DpopStep {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const JKT = /^[A-Za-z0-9_-]{43}$/
 const NONCE_MAC_BYTES = 16
+/**
+ * Paths that routers take as they are but URL parsers (and so `htu` normalization) resolve: dot
+ * segments, percent-encoded or not, and backslashes. `/a/%2e%2e/b` is routed to `/a/%2e%2e/b`'s
+ * handler and normalizes to `/b`: a proof for `/b` must not open it.
+ */
+const AMBIGUOUS_PATH = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)|\\|%5c/i
 
 /**
  * The token's `cnf.jkt` (RFC 9449 §6.1), `undefined` when it is unbound. A confirmation tollgate
@@ -62,21 +69,16 @@ function proofOf(request: RequestLike): string {
   if (value === undefined || value === '') {
     throw new InvalidDpopProofError({ detail: { check: 'missing' } })
   }
-  // Node joins repeated fields with ", ", which no compact JWS contains; the raw list tells too.
-  if (typeof value !== 'string' || value.includes(',') || repeats(request.rawHeaders, 'dpop')) {
+  // Node joins repeated DPoP fields with ", ", which no compact JWS contains; a host that keeps
+  // one value of a repeated field leaves only the raw list to tell.
+  if (
+    typeof value !== 'string' ||
+    value.includes(',') ||
+    repeatsField(request.rawHeaders, 'dpop')
+  ) {
     throw new InvalidDpopProofError({ detail: { check: 'repeated' } })
   }
   return value
-}
-
-function repeats(rawHeaders: readonly string[] | undefined, name: string): boolean {
-  if (rawHeaders === undefined) return false
-  let seen = 0
-  for (let index = 0; index < rawHeaders.length; index += 2) {
-    const field = rawHeaders[index] as string
-    if (field.length === name.length && field.toLowerCase() === name && ++seen > 1) return true
-  }
-  return false
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {
@@ -97,6 +99,7 @@ function targetOf(request: RequestLike, source: TargetSource): string | undefine
   if (url === undefined || url.charCodeAt(0) !== 47) return undefined
   const query = url.search(/[?#]/)
   const path = query === -1 ? url : url.slice(0, query)
+  if (AMBIGUOUS_PATH.test(path)) return undefined
   if (source.kind === 'base') return normalizeHtu(`${source.origin}${source.pathPrefix}${path}`)
   const forwarded = source.kind === 'forwarded'
   const proto =
@@ -106,8 +109,8 @@ function targetOf(request: RequestLike, source: TargetSource): string | undefine
     (forwarded ? firstValue(request.headers['x-forwarded-host']) : undefined) ??
     firstValue(request.headers.host)
   if (host === undefined || (proto !== 'http' && proto !== 'https')) return undefined
-  // The host is the client's text: anything but a plain authority fails to parse or to match.
-  if (/[/?#@\\\s]/.test(host)) return undefined
+  // The host is the client's text: only one the operator listed can name this service.
+  if (!source.hosts.has(host.toLowerCase())) return undefined
   return normalizeHtu(`${proto}://${host}${path}`)
 }
 
@@ -165,7 +168,7 @@ export function createDpopStep(
   const nonces = options.nonce && createNonces(options.nonce.secret, options.nonce.lifetimeSeconds)
   const cache =
     replay.redis === undefined
-      ? createMemoryReplayCache(replay.maxEntries)
+      ? createMemoryReplayCache(replay.maxEntries, replay.maxEntriesPerKey)
       : createRedisReplayCache(replay.redis, replay)
   // A proof stays acceptable from iat − tolerance to iat + max age + tolerance: remember it as long.
   const replayTtlMs = (options.maxProofAgeSeconds + 2 * context.clockToleranceSeconds) * 1000

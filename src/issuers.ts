@@ -84,7 +84,8 @@ export function realmOf(issuer: IssuerOptions): string | undefined {
   return issuer.realm ?? REALM_IN_ISSUER.exec(issuer.issuer)?.[1]
 }
 
-function isLoopback(hostname: string): boolean {
+/** `true` for 127.0.0.0/8, ::1 and localhost: where plain http never leaves the machine. */
+export function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
 }
 

@@ -207,6 +207,10 @@ export function createTokenSourceOtelListener(
   const tokens = counter('tollgate.client.tokens', 'Access tokens obtained or renewed')
   const failures = counter('tollgate.client.token_failures', 'Failed token requests')
   const sharedErrors = counter('tollgate.client.shared_cache_errors', 'Shared token cache failures')
+  const storeFailures = counter(
+    'tollgate.client.refresh_token_store_failures',
+    'Rotated refresh tokens onRefreshToken failed to store',
+  )
   const duration: Histogram = meter.createHistogram('tollgate.client.token_request.duration', {
     description: 'Time to obtain a token from the provider, retries included',
     unit: 's',
@@ -216,6 +220,14 @@ export function createTokenSourceOtelListener(
   function record(event: TokenSourceEvent): void {
     if (event.type === 'shared_cache_error') {
       sharedErrors.add(1, { issuer: event.issuer, client_id: event.clientId })
+      return
+    }
+    if (event.type === 'refresh_token_store_failed') {
+      storeFailures.add(1, {
+        issuer: event.issuer,
+        client_id: event.clientId,
+        reason: event.reason,
+      })
       return
     }
     const attributes: Attributes = {

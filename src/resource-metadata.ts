@@ -20,6 +20,12 @@ export interface ResourceMetadataOptions {
   /** `scopes_supported`: the scopes clients may request for this resource. Default: left out. */
   readonly scopesSupported?: readonly string[]
   /**
+   * `authorization_servers`: the issuers clients should get tokens for this resource from, a
+   * non-empty subset of the configured issuers (exact `iss` values). Default: every configured
+   * issuer, which publishes the whole list (all realms, all tenants) to anyone who asks.
+   */
+  readonly authorizationServers?: readonly string[]
+  /**
    * More members (`resource_name`, `resource_documentation`…), JSON values. They may not redefine
    * the members tollgate derives from the configuration.
    */
@@ -30,6 +36,7 @@ export interface ResourceMetadataOptions {
 export interface NormalizedResourceMetadataOptions {
   readonly resource: string
   readonly scopesSupported: readonly string[] | undefined
+  readonly authorizationServers: readonly string[] | undefined
   readonly extra: Readonly<Record<string, unknown>>
 }
 
@@ -45,7 +52,7 @@ export interface ResourceMetadata {
   respond(request: RequestLike): ErrorResponse | undefined
 }
 
-const OPTION_KEYS = ['resource', 'scopesSupported', 'extra']
+const OPTION_KEYS = ['resource', 'scopesSupported', 'authorizationServers', 'extra']
 const WELL_KNOWN = '/.well-known/oauth-protected-resource'
 const DERIVED_MEMBERS = new Set([
   'resource',
@@ -97,6 +104,19 @@ export function normalizeResourceMetadataOptions(
   ) {
     fail('resourceMetadata.scopesSupported', 'must be an array of non-empty strings', scopes)
   }
+  const servers = options.authorizationServers
+  if (
+    servers !== undefined &&
+    (!Array.isArray(servers) ||
+      servers.length === 0 ||
+      servers.some((server) => typeof server !== 'string' || server === ''))
+  ) {
+    fail(
+      'resourceMetadata.authorizationServers',
+      'must be a non-empty array of configured issuers',
+      servers,
+    )
+  }
   const extra = options.extra ?? {}
   if (!isRecord(extra)) fail('resourceMetadata.extra', 'must be an object', extra)
   for (const name of Object.keys(extra)) {
@@ -112,6 +132,7 @@ export function normalizeResourceMetadataOptions(
   return Object.freeze({
     resource: resource as string,
     scopesSupported: scopes === undefined ? undefined : Object.freeze([...scopes]),
+    authorizationServers: servers === undefined ? undefined : Object.freeze([...new Set(servers)]),
     extra: Object.freeze({ ...extra }),
   })
 }
@@ -129,7 +150,11 @@ const RESPONSE_HEADERS = {
   'Cache-Control': 'public, max-age=3600',
 }
 
-/** Builds a gate's metadata document and its answer, once. */
+/**
+ * Builds a gate's metadata document and its answer, once.
+ *
+ * @throws TypeError when `authorizationServers` names an issuer the gate does not trust.
+ */
 export function createResourceMetadata(
   options: NormalizedResourceMetadataOptions,
   context: {
@@ -142,9 +167,16 @@ export function createResourceMetadata(
 ): ResourceMetadata {
   const url = metadataUrlOf(options.resource)
   const path = new URL(url).pathname
+  const servers = options.authorizationServers ?? context.authorizationServers
+  for (const server of servers) {
+    // Sending clients to an issuer whose tokens the gate refuses would only produce 401s.
+    if (!context.authorizationServers.includes(server)) {
+      fail('resourceMetadata.authorizationServers', 'may only list configured issuers', server)
+    }
+  }
   const document: Record<string, unknown> = {
     resource: options.resource,
-    authorization_servers: [...context.authorizationServers],
+    authorization_servers: [...servers],
   }
   if (options.scopesSupported !== undefined) document.scopes_supported = options.scopesSupported
   // RFC 6750 §2.1 only: tollgate never reads tokens from bodies or queries.

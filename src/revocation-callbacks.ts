@@ -137,6 +137,11 @@ export function createRevocationCallbacks(
           'any',
           KEYCLOAK_MEDIA_TYPES,
         )
+        // Keycloak's admin requests (AdminAction) carry none of these; its access, ID and logout
+        // tokens carry all: whatever else a token signed by the realm's key holds, it is no push.
+        if (payload.iss !== undefined || payload.typ !== undefined || payload.aud !== undefined) {
+          throw new LogoutRefusal('token_type', issuer)
+        }
         const { action, resource, notBefore, expiration, id } = payload
         if (action !== 'PUSH_NOT_BEFORE') throw new LogoutRefusal('events', issuer)
         if (typeof resource !== 'string' || !rules.audiences.has(resource)) {

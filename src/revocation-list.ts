@@ -100,6 +100,11 @@ export class RevocationList {
     return merged
   }
 
+  /** What is held for an identity, if anything. */
+  get(entry: Pick<RevocationEntry, 'issuer' | 'kind' | 'value'>): RevocationEntry | undefined {
+    return this.kinds[entry.kind].get(entry.value)?.get(entry.issuer)
+  }
+
   /** Removes an identity; `true` when it was held. */
   remove(entry: Pick<RevocationEntry, 'issuer' | 'kind' | 'value'>): boolean {
     const byValue = this.kinds[entry.kind]

@@ -64,7 +64,7 @@ export interface NormalizedRevocationOptions {
    * The gate's `maxTokenLifetimeSeconds` (86 400 unless set): tokens without `iat` or living
    * longer are refused while revocation is on, which is what lets an entry expire once no token
    * it matches can still be valid, `notBefore + maxTokenLifetimeSeconds + clockToleranceSeconds`
-   * after it was made.
+   * after it was made (a `jti` entry, which matches any `iat`, one `clockToleranceSeconds` more).
    */
   readonly maxTokenLifetimeSeconds: number
   readonly keyPrefix: string

@@ -8,9 +8,10 @@
  */
 import type { RevocationEntry } from './revocation-list.js'
 
-// Adds (keeping the later not-before and expiry), bumps the sequence, publishes. KEYS: entries,
-// seq. ARGV: field, notBefore, expiresAt, channel, sentAt, origin.
+// Adds (keeping the later not-before and expiry), clears a tombstone, bumps the sequence,
+// publishes. KEYS: entries, seq, removed. ARGV: field, notBefore, expiresAt, channel, sentAt, origin.
 export const ADD = `
+redis.call('HDEL', KEYS[3], ARGV[1])
 local nb = tonumber(ARGV[2])
 local x = tonumber(ARGV[3])
 local held = redis.call('HGET', KEYS[1], ARGV[1])
@@ -28,32 +29,50 @@ local seq = redis.call('INCR', KEYS[2])
 redis.call('PUBLISH', ARGV[4], cjson.encode({seq, 'add', ARGV[1], nb, x, tonumber(ARGV[5]), ARGV[6]}))
 return seq`
 
-// KEYS: entries, seq. ARGV: field, channel, sentAt, origin.
+// Removes and leaves a tombstone until the entry would have expired, so that a resync of an
+// instance that missed the message lets the entry go instead of writing it back. KEYS: entries,
+// seq, removed. ARGV: field, channel, sentAt, origin, expiresAt.
 export const REMOVE = `
+local x = tonumber(ARGV[5]) or 0
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+local sep = held and string.find(held, ':', 1, true)
+local heldX = sep and tonumber(string.sub(held, sep + 1))
+if heldX and heldX > x then x = heldX end
+redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', x))
 redis.call('HDEL', KEYS[1], ARGV[1])
 local seq = redis.call('INCR', KEYS[2])
 redis.call('PUBLISH', ARGV[2], cjson.encode({seq, 'del', ARGV[1], 0, 0, tonumber(ARGV[3]), ARGV[4]}))
 return seq`
 
-// Drops expired (and unreadable) entries and returns {epoch, seq, field, value, …}. The epoch is
-// set once per Redis data set: a new one means Redis lost its data. KEYS: entries, seq, epoch.
-// ARGV: now, new epoch.
+// Drops expired (and unreadable) entries and tombstones and returns {epoch, seq, {field, value,
+// …}, {tombstone field, …}}. The epoch is set once per Redis data set: a new one means Redis lost
+// its data. KEYS: entries, seq, epoch, removed. ARGV: now, new epoch.
 export const SNAPSHOT = `
 redis.call('SET', KEYS[3], ARGV[2], 'NX')
-local all = redis.call('HGETALL', KEYS[1])
-local out = {redis.call('GET', KEYS[3]), redis.call('GET', KEYS[2]) or '0'}
 local now = tonumber(ARGV[1])
+local all = redis.call('HGETALL', KEYS[1])
+local entries = {}
 for i = 1, #all, 2 do
   local sep = string.find(all[i + 1], ':', 1, true)
   local x = sep and tonumber(string.sub(all[i + 1], sep + 1))
   if not x or x <= now then
     redis.call('HDEL', KEYS[1], all[i])
   else
-    out[#out + 1] = all[i]
-    out[#out + 1] = all[i + 1]
+    entries[#entries + 1] = all[i]
+    entries[#entries + 1] = all[i + 1]
   end
 end
-return out`
+local tombs = redis.call('HGETALL', KEYS[4])
+local removed = {}
+for i = 1, #tombs, 2 do
+  local x = tonumber(tombs[i + 1])
+  if not x or x <= now then
+    redis.call('HDEL', KEYS[4], tombs[i])
+  else
+    removed[#removed + 1] = tombs[i]
+  end
+end
+return {redis.call('GET', KEYS[3]), redis.call('GET', KEYS[2]) or '0', entries, removed}`
 
 export const CLAIM = `return redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1])`
 

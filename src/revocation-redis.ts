@@ -4,8 +4,9 @@
  * and publishes the change, so each instance learns it through pub/sub within a round trip and
  * keeps deciding from memory. A full resynchronization runs on every (re)connection, on a gap in
  * the sequence and periodically. Revocations made while Redis is away are enforced locally and
- * written when it is back; a Redis that lost its data (restarted without persistence) is healed
- * from what the instances still know.
+ * written when it is back. A resynchronization merges rather than replaces (`revocation-merge.ts`):
+ * a Redis that lost data (restarted empty or from an older snapshot, entries evicted) is healed
+ * from what the instances still know; only a removal (a tombstone, a message) drops an entry early.
  *
  * @module
  */
@@ -13,6 +14,7 @@ import { createHash, randomUUID } from 'node:crypto'
 
 import type { Emit } from './events.js'
 import { identityOf, type RevocationEntry, type RevocationList } from './revocation-list.js'
+import { mergeSnapshot } from './revocation-merge.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './revocation-options.js'
 import {
   ADD,
@@ -65,13 +67,20 @@ export function createRedisSync(
 ): RevocationSync {
   const { list, emit } = context
   const tag = `{${options.keyPrefix}}`
-  const keys = { entries: `${tag}:entries`, seq: `${tag}:seq`, epoch: `${tag}:epoch` }
+  const keys = {
+    entries: `${tag}:entries`,
+    seq: `${tag}:seq`,
+    epoch: `${tag}:epoch`,
+    removed: `${tag}:removed`,
+  }
   const channel = `${options.keyPrefix}:events`
   const subscriber = client.duplicate() as Subscriber
   /** This instance, so that its own messages are not reported as received from a peer. */
   const origin = randomUUID()
-  /** Changes made while Redis failed, by identity: the entry to add, or `null` to remove. */
-  const pending = new Map<string, RevocationEntry | null>()
+  /** Changes made while Redis failed (or that Redis lost), by identity. */
+  const pending = new Map<string, { readonly entry: RevocationEntry; readonly add: boolean }>()
+  /** Changes being written now, by identity: a snapshot may have been read before they landed. */
+  const writing = new Map<string, boolean>()
   let synced = false
   let closed = false
   let lastSeq = 0
@@ -113,15 +122,12 @@ export function createRedisSync(
     return Promise.race([call, deadline]).finally(() => clearTimeout(timer))
   }
 
-  function write(identity: string, entry: RevocationEntry | null): Promise<unknown> {
+  function write(identity: string, entry: RevocationEntry, add: boolean): Promise<unknown> {
     const sentAt = Date.now()
-    return entry === null
-      ? command(REMOVE, [keys.entries, keys.seq], [identity, channel, sentAt, origin])
-      : command(
-          ADD,
-          [keys.entries, keys.seq],
-          [identity, entry.notBefore, entry.expiresAt, channel, sentAt, origin],
-        )
+    const keyList = [keys.entries, keys.seq, keys.removed]
+    return add
+      ? command(ADD, keyList, [identity, entry.notBefore, entry.expiresAt, channel, sentAt, origin])
+      : command(REMOVE, keyList, [identity, channel, sentAt, origin, entry.expiresAt])
   }
 
   function apply(message: Message): void {
@@ -153,45 +159,59 @@ export function createRedisSync(
   }
 
   async function flushPending(): Promise<void> {
-    for (const [identity, entry] of [...pending]) {
-      await write(identity, entry)
-      if (pending.get(identity) === entry) pending.delete(identity)
+    for (const [identity, change] of [...pending]) {
+      await write(identity, change.entry, change.add)
+      if (pending.get(identity) === change) pending.delete(identity)
     }
   }
 
   async function snapshot(): Promise<void> {
     buffered = []
     try {
-      const reply = await command<string[]>(
-        SNAPSHOT,
-        [keys.entries, keys.seq, keys.epoch],
-        [Date.now(), randomUUID()],
-      )
-      const [storeEpoch, seqText] = reply
-      const entries = new Map<string, RevocationEntry>()
-      for (let i = 2; i + 1 < reply.length; i += 2) {
-        const field = reply[i] as string
-        const [nb, x] = (reply[i + 1] as string).split(':').map(Number)
+      const [storeEpoch, seqText, pairs, tombstones] = await command<
+        [string, string, string[], string[]]
+      >(SNAPSHOT, [keys.entries, keys.seq, keys.epoch, keys.removed], [Date.now(), randomUUID()])
+      const stored = new Map<string, RevocationEntry>()
+      for (let i = 0; i + 1 < pairs.length; i += 2) {
+        const field = pairs[i] as string
+        const [nb, x] = (pairs[i + 1] as string).split(':').map(Number)
         const entry = entryOf(field, nb as number, x as number)
-        if (entry !== undefined) entries.set(field, entry)
+        if (entry !== undefined) stored.set(field, entry)
       }
-      if (epoch !== undefined && storeEpoch !== epoch) {
-        // Redis lost its data (a restart without persistence): what this instance still knows
-        // is written back, so that the fleet keeps enforcing it.
-        for (const entry of list.entries()) {
-          const identity = identityOf(entry)
-          if (!entries.has(identity) && entry.expiresAt > Date.now()) {
-            await write(identity, entry)
-            entries.set(identity, entry)
-          }
-        }
-      }
+      const storedSeq = Number(seqText) || 0
+      const removed = new Set(tombstones)
+      // A removal published while the snapshot was taken is in it already: not a loss.
+      for (const message of buffered) if (message[1] === 'del') removed.add(message[2])
+      // A restore from an older RDB snapshot brings the old epoch back, with an older sequence.
+      const dataLoss = epoch !== undefined && (storeEpoch !== epoch || storedSeq < lastSeq)
+      const queued = new Map(writing)
+      for (const [identity, change] of pending) queued.set(identity, change.add)
+      const merged = mergeSnapshot(
+        list.entries(),
+        { stored, removed, dataLoss },
+        queued,
+        Date.now(),
+      )
       epoch = storeEpoch
-      lastSeq = Number(seqText) || 0
-      list.replace(entries.values())
+      lastSeq = storedSeq
+      list.replace(merged.entries)
       const late = buffered
       buffered = undefined
       for (const message of late) if (message[0] > lastSeq) apply(message)
+      // Redis lost these (or a queued write of ours has not reached it yet): every instance needs them.
+      const lost = merged.writeBack.filter((entry) => !writing.has(identityOf(entry)))
+      if (lost.length > 0) {
+        for (const entry of lost) {
+          const identity = identityOf(entry)
+          if (!pending.has(identity)) pending.set(identity, { entry, add: true })
+        }
+        storeError(
+          new Error(
+            `the revocation store lacked ${lost.length} entries this instance enforces (restarted from an older snapshot, evicted, or not written yet); writing them back`,
+          ),
+        )
+        await flushPending()
+      }
       emit?.({ type: 'revocation_synced', entries: list.size })
     } finally {
       buffered = undefined
@@ -253,13 +273,16 @@ export function createRedisSync(
     const identity = identityOf(entry)
     try {
       if (pending.size > 0) throw new Error('earlier revocation writes are still queued')
-      await write(identity, add ? entry : null)
+      writing.set(identity, add)
+      await write(identity, entry, add)
       return true
     } catch (error) {
-      pending.set(identity, add ? entry : null)
+      pending.set(identity, { entry, add })
       storeError(error)
       scheduleResync(Math.min(RETRY_MS, options.resyncIntervalMs))
       return false
+    } finally {
+      if (writing.get(identity) === add) writing.delete(identity)
     }
   }
 

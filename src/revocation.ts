@@ -180,10 +180,15 @@ export function createRevocation(
     }
     // Whole seconds, as `iat` is and as the store keeps it; rounding up never lets a token through.
     const notBefore = Math.ceil(requested)
-    // A token the entry matches was issued before notBefore and lives at most maxLifetime: past
-    // this, every such token has expired and the entry can go.
+    // A token the entry matches lives at most maxLifetime from its iat and is accepted one
+    // tolerance past its exp: past this, every such token has expired and the entry can go. A
+    // not-before entry matches iat < notBefore only. A jti entry matches any iat, and the gate
+    // accepts an iat up to one tolerance ahead of now: that is a second tolerance.
+    const tolerance = context.clockToleranceSeconds
     const expiresAt =
-      (Math.max(notBefore, Math.ceil(now)) + maxLifetime + context.clockToleranceSeconds) * 1000
+      kind === 'jti'
+        ? (Math.ceil(now) + tolerance + maxLifetime + tolerance) * 1000
+        : (Math.max(notBefore, Math.ceil(now)) + maxLifetime + tolerance) * 1000
     return { issuer, kind, value: value as string, notBefore, expiresAt }
   }
 
@@ -196,7 +201,14 @@ export function createRevocation(
     const revoking = method === 'revoke'
     let held = entry
     if (revoking) held = list.add(entry)
-    else list.remove(entry)
+    else {
+      // The removal's tombstone must outlive what was held (a not-before set ahead lives longer).
+      const previous = list.get(entry)
+      if (previous !== undefined && previous.expiresAt > entry.expiresAt) {
+        held = { ...entry, expiresAt: previous.expiresAt }
+      }
+      list.remove(entry)
+    }
     let stored: RevocationStorage = 'memory'
     if (sync !== undefined) {
       stored = (await (revoking ? sync.add(held) : sync.remove(held))) ? 'redis' : 'queued'

@@ -36,6 +36,24 @@ describe('createMemoryReplayCache', () => {
   })
 })
 
+describe('createMemoryReplayCache per key', () => {
+  it('refuses one key past its share (503) while other keys are still accepted', async () => {
+    const cache = createMemoryReplayCache(1000, 100)
+    for (let index = 0; index < 100; index++) await cache.claim(JKT, `jti-${index}`, 70_000, index)
+    await expect(cache.claim(JKT, 'one-more', 70_000, 100)).rejects.toMatchObject({
+      code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+      status: 503,
+    })
+    await expect(cache.claim(OTHER_JKT, 'jti-0', 70_000, 100)).resolves.toBeUndefined()
+    // Still remembered, never forgotten early.
+    await expect(cache.claim(JKT, 'jti-0', 70_000, 100)).rejects.toMatchObject({
+      reason: 'dpop_replayed',
+    })
+    // Once its oldest proofs expire, the key has room again.
+    await expect(cache.claim(JKT, 'one-more', 70_000, 70_000)).resolves.toBeUndefined()
+  })
+})
+
 describe('createRedisReplayCache', () => {
   let redis: RedisServer
   beforeAll(async () => {

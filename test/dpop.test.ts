@@ -45,12 +45,12 @@ function gateWith(dpop: GateOptions['dpop'], extra: Partial<GateOptions> = {}): 
 
 describe('gate with DPoP', () => {
   it('challenges without credentials with both schemes in allowed mode, DPoP alone in required mode', () => {
-    expect(gateWith({ mode: 'allowed' }).challenge).toBe(
+    expect(gateWith({ mode: 'allowed', publicBaseUrl: BASE }).challenge).toBe(
       `Bearer realm="api", DPoP realm="api", ${ALGS}`,
     )
-    expect(gateWith({ mode: 'required', algorithms: ['EdDSA'] }).challenge).toBe(
-      'DPoP realm="api", algs="EdDSA"',
-    )
+    expect(
+      gateWith({ mode: 'required', publicBaseUrl: BASE, algorithms: ['EdDSA'] }).challenge,
+    ).toBe('DPoP realm="api", algs="EdDSA"')
     expect(gateWith({ mode: 'off' }).challenge).toBe('Bearer realm="api"')
   })
 
@@ -79,6 +79,38 @@ describe('gate with DPoP', () => {
       ['dpop_proof', { check: 'htu' }, issuer.issuer('acme')],
       ['dpop_binding', undefined, issuer.issuer('acme')],
     ])
+  })
+
+  it('refuses a path with dot segments as a proof whose htu does not match', async () => {
+    const gate = gateWith({ mode: 'allowed', publicBaseUrl: BASE })
+    const token = await issuer.mint({}, { dpop: key })
+    const request = await dpopRequest(token, undefined, `${BASE}/orders`)
+    await expect(gate.check({ ...request, url: '/x/%2E%2e/orders' })).rejects.toMatchObject({
+      code: 'ERR_DPOP_PROOF_INVALID',
+      detail: { check: 'htu' },
+    })
+    // Dots inside a segment are ordinary characters.
+    const dotted = await dpopRequest(token, undefined, `${BASE}/orders/..v2./.x`)
+    await expect(gate.check({ ...dotted, url: '/orders/..v2./.x' })).resolves.toBeDefined()
+  })
+
+  it('refuses a second DPoP field that the headers object does not show (a host keeping one value)', async () => {
+    // Node joins repeated DPoP fields with ", " (the comma check catches that); a host that keeps
+    // one value of a repeated field, as Node does for Authorization, leaves only the raw list.
+    const gate = gateWith({ mode: 'allowed', publicBaseUrl: BASE })
+    const token = await issuer.mint({}, { dpop: key })
+    const request = await dpopRequest(token)
+    const second = await dpopRequest(token)
+    const { authorization, dpop } = request.headers
+    await expect(
+      gate.check({
+        ...request,
+        rawHeaders: ['Authorization', authorization, 'DPoP', dpop, 'dpop', second.headers.dpop],
+      }),
+    ).rejects.toMatchObject({ code: 'ERR_DPOP_PROOF_INVALID', detail: { check: 'repeated' } })
+    await expect(
+      gate.check({ ...request, rawHeaders: ['Authorization', authorization, 'DPoP', dpop] }),
+    ).resolves.toBeDefined()
   })
 
   it('refuses a replayed proof even when the token verdict comes from the cache', async () => {

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { createGate, type Gate } from '../src/gate.js'
+import { keycloak } from '../src/issuers.js'
 import {
   createResourceMetadata,
   metadataUrlOf,
@@ -74,5 +76,62 @@ describe('createResourceMetadata', () => {
     ]) {
       expect(metadata.respond({ method, url, headers: {} })).toBeUndefined()
     }
+  })
+})
+
+describe('resourceMetadata.authorizationServers', () => {
+  const issuers = keycloak({ authUrl: 'https://sso.example.test', realms: ['acme', 'beta'] })
+  const metadataOf = (gate: Gate) =>
+    JSON.parse(
+      gate.resourceMetadata({
+        method: 'GET',
+        url: '/.well-known/oauth-protected-resource/mcp',
+        headers: {},
+      })?.body as string,
+    ) as Record<string, unknown>
+
+  it('lists every configured issuer by default', async () => {
+    const gate = createGate({
+      issuers,
+      audience: 'https://api.example.test/mcp',
+      resourceMetadata: { resource: 'https://api.example.test/mcp' },
+    })
+    expect(metadataOf(gate).authorization_servers).toEqual([
+      'https://sso.example.test/realms/acme',
+      'https://sso.example.test/realms/beta',
+    ])
+    await gate.close()
+  })
+
+  it('narrows the published list to the issuers named', async () => {
+    const gate = createGate({
+      issuers,
+      audience: 'https://api.example.test/mcp',
+      resourceMetadata: {
+        resource: 'https://api.example.test/mcp',
+        authorizationServers: ['https://sso.example.test/realms/beta'],
+      },
+    })
+    expect(metadataOf(gate).authorization_servers).toEqual(['https://sso.example.test/realms/beta'])
+    await gate.close()
+  })
+
+  it.each([
+    [[], 'must be a non-empty array of configured issuers'],
+    ['https://sso.example.test/realms/beta', 'must be a non-empty array'],
+    [[''], 'must be a non-empty array'],
+    [['https://sso.example.test/realms/gamma'], 'may only list configured issuers'],
+    [['https://sso.example.test/realms/beta/'], 'may only list configured issuers'],
+  ])('refuses %j at construction', (authorizationServers, message) => {
+    expect(() =>
+      createGate({
+        issuers,
+        audience: 'https://api.example.test/mcp',
+        resourceMetadata: {
+          resource: 'https://api.example.test/mcp',
+          authorizationServers: authorizationServers as string[],
+        },
+      }),
+    ).toThrow(`"resourceMetadata.authorizationServers" ${message}`)
   })
 })

@@ -342,6 +342,10 @@ describe('gate.keycloakPushNotBefore', () => {
     ['a fractional not-before', { notBefore: now() + 0.5 }, {}, 'malformed_claim'],
     ['no kid', {}, { kid: undefined }, 'header'],
     ['a kid no issuer knows', {}, { kid: 'nobody' }, 'unknown_kid'],
+    // A token signed by the realm that happens to carry the push's members is still a token.
+    ['an iss claim', { iss: 'https://sso.example.test/realms/acme' }, {}, 'token_type'],
+    ['a typ claim (Keycloak access tokens: Bearer)', { typ: 'Bearer' }, {}, 'token_type'],
+    ['an aud claim', { aud: 'gateway' }, {}, 'token_type'],
   ] as const)('refuses %s with 400', async (_name, payload, header, reason) => {
     newGate()
     const answer = await send(await push(payload, 'acme', header))

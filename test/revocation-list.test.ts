@@ -78,6 +78,14 @@ describe('RevocationList', () => {
     expect(list.match(admission({ sub: 'alice' }, OTHER))).toBe(undefined)
   })
 
+  it('keeps a jti entry of one issuer from matching the same jti from another', () => {
+    // Each realm picks its own token ids: the same value from another realm is another token.
+    const list = new RevocationList()
+    list.add(entry('jti', 'j1', 0))
+    expect(list.match(admission({ jti: 'j1' }, OTHER))).toBe(undefined)
+    expect(list.match(admission({ jti: 'j1' }))).toBe('jti')
+  })
+
   it('ignores claims of the wrong type instead of matching them', () => {
     const list = new RevocationList()
     list.add(entry('sid', '1', 5000))

@@ -149,6 +149,29 @@ describe('revocation shared through Redis', () => {
     await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
     await b.gate.unrevoke({ sid: 'session-1' })
     await until('A admits again', async () => (await decided(a.gate, token)) === 'admitted')
+    // The tombstone that tells an instance which missed the message to let the entry go.
+    const admin = await server.client()
+    const tombstone = await admin.hget(
+      `{rv${prefixCounter}}:removed`,
+      JSON.stringify([issuer.issuer('acme'), 'sid', 'session-1']),
+    )
+    expect(Number(tombstone)).toBeGreaterThan(Date.now())
+  })
+
+  it('keeps the tombstone of an unrevoke as long as the entry it removed would have lived', async () => {
+    const [a] = await pair()
+    const admin = await server.client()
+    const field = JSON.stringify([issuer.issuer('acme'), 'sub', 'nora'])
+    const notBefore = Math.floor(Date.now() / 1000) + 3000
+    await a.gate.revoke({ sub: 'nora', notBefore })
+    const expiresAt = Number(
+      ((await admin.hget(`{rv${prefixCounter}}:entries`, field)) as string).split(':')[1],
+    )
+    expect(expiresAt).toBeGreaterThan(notBefore * 1000)
+    // Redis lost the entry (an older snapshot): only this instance knows how long it lives.
+    await admin.hdel(`{rv${prefixCounter}}:entries`, field)
+    await a.gate.unrevoke({ sub: 'nora' })
+    expect(Number(await admin.hget(`{rv${prefixCounter}}:removed`, field))).toBe(expiresAt)
   })
 
   it('gives a new instance every revocation already made (full synchronization)', async () => {
@@ -291,6 +314,84 @@ describe('revocation while Redis is down', () => {
     ])
   })
 
+  it('keeps and writes back revocations a Redis restarted from an older RDB snapshot lost', async () => {
+    // Its own server: the RDB file it leaves in its directory must not leak into other tests.
+    const own = await startRedisServer()
+    try {
+      prefixCounter += 1
+      const prefix = `rv${prefixCounter}`
+      const a = await instance(await own.client(), prefix)
+      const alice = await issuedBefore({ sub: 'alice' })
+      const bob = await issuedBefore({ sub: 'bob' })
+      await a.gate.revoke({ sub: 'alice' })
+      const admin = await own.client()
+      await admin.save() // what "save 60 10000" does now and then: same epoch key in the file
+      await a.gate.revoke({ sub: 'bob' }) // after the last save
+      await own.kill()
+      await own.restart() // loads dump.rdb: alice's entry and the old epoch, an older sequence
+      const seen = a.events.length
+      await until('A resynchronizes', () =>
+        a.events.slice(seen).some((event) => event.type === 'revocation_synced'),
+      )
+      expect(await decided(a.gate, bob)).toBe('revoked')
+      expect(await decided(a.gate, alice)).toBe('revoked')
+      // Written back: an instance started now learns both from Redis.
+      const late = await instance(await own.client(), prefix)
+      expect(await decided(late.gate, bob)).toBe('revoked')
+      expect(await decided(late.gate, alice)).toBe('revoked')
+      expect(a.events).toContainEqual(
+        expect.objectContaining({ type: 'revocation_store_error', error: expect.any(Error) }),
+      )
+    } finally {
+      await own.stop()
+    }
+  })
+
+  it('writes back entries evicted from Redis (allkeys-lru) while the epoch key stayed', async () => {
+    const [a, b] = await pair()
+    const prefix = `rv${prefixCounter}`
+    const admin = await server.client()
+    const token = await issuedBefore({ sub: 'kim' })
+    await a.gate.revoke({ sub: 'kim' })
+    await until('B refuses kim', async () => (await decided(b.gate, token)) === 'revoked')
+    await admin.del(`{${prefix}}:entries`)
+    // A gap in the sequence makes both instances resynchronize.
+    const seen = b.events.length
+    await admin.incr(`{${prefix}}:seq`)
+    await a.gate.revoke({ sub: 'someone-else' })
+    await until('B resynchronizes', () =>
+      b.events.slice(seen).some((event) => event.type === 'revocation_synced'),
+    )
+    expect(await decided(b.gate, token)).toBe('revoked')
+    await until(
+      'the entry is back in Redis',
+      async () =>
+        (await admin.hexists(
+          `{${prefix}}:entries`,
+          JSON.stringify([issuer.issuer('acme'), 'sub', 'kim']),
+        )) === 1,
+    )
+    const late = await instance(await server.client(), prefix)
+    expect(await decided(late.gate, token)).toBe('revoked')
+  })
+
+  it('lets an entry go when its removal was missed but left a tombstone', async () => {
+    const [a, b] = await pair()
+    const prefix = `rv${prefixCounter}`
+    const admin = await server.client()
+    const token = await issuedBefore({ sub: 'lea' })
+    await a.gate.revoke({ sub: 'lea' })
+    await until('B refuses lea', async () => (await decided(b.gate, token)) === 'revoked')
+    // An unrevoke whose message B never received: the hash and tombstone as REMOVE leaves them.
+    const field = JSON.stringify([issuer.issuer('acme'), 'sub', 'lea'])
+    await admin.hdel(`{${prefix}}:entries`, field)
+    await admin.hset(`{${prefix}}:removed`, field, String(Date.now() + 3_600_000))
+    await admin.incr(`{${prefix}}:seq`)
+    await a.gate.revoke({ sub: 'someone-else' })
+    await until('B admits lea again', async () => (await decided(b.gate, token)) === 'admitted')
+    expect(await admin.hexists(`{${prefix}}:entries`, field)).toBe(0)
+  })
+
   it("with onStoreError 'deny', answers 503 with Retry-After once out of sync past the bound, then recovers", async () => {
     const [, b] = await pair({ onStoreError: 'deny', denyAfterMs: 50 })
     const token = await issuedBefore({ sub: 'gina' })
@@ -309,6 +410,27 @@ describe('revocation while Redis is down', () => {
     expect(b.events).toContainEqual({ type: 'revocation_fallback', engaged: true, policy: 'deny' })
     await restart()
     await until('B admits again', async () => (await decided(b.gate, token)) === 'admitted')
+  })
+
+  it('refuses a logout token replayed to the same instance while Redis is down', async () => {
+    const [a] = await pair()
+    await kill()
+    await until('A notices', () =>
+      a.events.some((event) => event.type === 'revocation_fallback' && event.engaged),
+    )
+    const token = await issuer.mintLogoutToken({ sid: 'session-9' })
+    const post = () =>
+      a.gate.backchannelLogout({
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        body: `logout_token=${token}`,
+      })
+    // Redis cannot say whether it was seen: this instance's own memory does.
+    expect((await post()).status).toBe(200)
+    expect((await post()).status).toBe(400)
+    expect(a.events).toContainEqual(
+      expect.objectContaining({ type: 'logout_refused', reason: 'replayed' }),
+    )
   })
 
   it("with onStoreError 'enforce-known', never answers 503", async () => {

@@ -262,6 +262,52 @@ describe('revocation and token lifetime', () => {
   })
 })
 
+describe('revocation per issuer', () => {
+  it('refuses a revoked jti of one realm and admits the same jti issued by another', async () => {
+    const gate = gateWith()
+    const acmeToken = await earlier({ jti: 'shared-id' })
+    const betaToken = await issuer.mint(
+      { jti: 'shared-id', iat: Math.floor(Date.now() / 1000) - 10 },
+      { realm: 'beta' },
+    )
+    await gate.revoke({ issuer: acme(), jti: 'shared-id' })
+    expect(await outcome(gate.check(bearer(acmeToken)))).toBe(REVOKED)
+    expect(await outcome(gate.check(bearer(betaToken)))).toBe('admitted')
+  })
+})
+
+describe('expiry of entries', () => {
+  it('keeps a jti entry until its token, issued up to one tolerance ahead, has expired', async () => {
+    // The sweep runs on an interval: fake it with Date so that it runs as time moves.
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] })
+    const gate = gateWith({ maxTokenLifetimeSeconds: 600, clockToleranceSeconds: 120 })
+    const start = Math.floor(Date.now() / 1000)
+    // The latest iat the gate accepts now, and the longest lifetime: valid until iat + 600 + 120.
+    const iat = start + 120
+    const token = await issuer.mint({ jti: 'late-token', iat, exp: iat + 600 })
+    await gate.revoke({ issuer: acme(), jti: 'late-token' })
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+    // One second before the token's last accepted moment, sweeps at 60 s steps done meanwhile.
+    vi.advanceTimersByTime((iat + 600 + 120 - 1 - start) * 1000)
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+  })
+
+  it('keeps a not-before entry until every token issued before it has expired', async () => {
+    vi.useFakeTimers({ toFake: ['Date', 'setInterval', 'clearInterval'] })
+    const gate = gateWith({ maxTokenLifetimeSeconds: 600, clockToleranceSeconds: 120 })
+    const start = Math.floor(Date.now() / 1000)
+    const notBefore = start + 3600
+    // Issued just before the (future) not-before, with the longest lifetime.
+    const iat = notBefore - 1
+    await gate.revoke({ issuer: acme(), sub: 'hugo', notBefore })
+    vi.advanceTimersByTime((iat - start) * 1000)
+    const token = await issuer.mint({ sub: 'hugo', iat, exp: iat + 600 })
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+    vi.advanceTimersByTime((600 + 120 - 1) * 1000)
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+  })
+})
+
 describe('ERR_REVOCATION_UNAVAILABLE', () => {
   it('is a 503 with Retry-After, rendered without detail and recognized by shape', () => {
     const error = new ServiceUnavailableError({

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { GrantResult, TokenEndpoint } from './endpoint.js'
+import { type GrantResult, mayResend, type TokenEndpoint } from './endpoint.js'
 import { isTokenSourceError, TokenSourceError } from './errors.js'
 import type { GrantType, TokenRequestFacts, TokenSourceEvent } from './events.js'
 import type { NormalizedTokenSourceOptions } from './options.js'
@@ -34,6 +34,12 @@ export interface Slot {
   retryAt: number
   lastError: TokenSourceError | undefined
   lastDroppedAt: number
+  /** The shared cache's raw value of the token last refused here, never to be adopted again. */
+  refusedRaw: string | undefined
+  /** A caller waits for the flight: its retry and poll timers keep the process alive. */
+  awaited: boolean
+  /** The timer the flight waits on, to keep the process alive once a caller joins. */
+  sleeping: NodeJS.Timeout | undefined
 }
 
 /** A token that arrived, and from where (`undefined`: the held one, kept while another renews). */
@@ -88,18 +94,25 @@ export function createArrivals(context: ArrivalContext): Arrivals {
     })
   }
 
-  function delay(ms: number): Promise<void> {
+  /**
+   * Waits `ms` for `slot`'s flight. Only a background renewal lets the process exit meanwhile: a
+   * caller waiting for a token (a batch job whose only work is `get()`) must keep it alive.
+   */
+  function delay(ms: number, slot: Slot): Promise<void> {
     return new Promise((resolve, reject) => {
       if (stopped.aborted) return reject(closedError())
       const onAbort = () => {
         clearTimeout(timer)
+        slot.sleeping = undefined
         reject(closedError())
       }
       const timer = setTimeout(() => {
         stopped.removeEventListener('abort', onAbort)
+        slot.sleeping = undefined
         resolve()
       }, ms)
-      timer.unref()
+      if (!slot.awaited) timer.unref()
+      slot.sleeping = timer
       stopped.addEventListener('abort', onAbort, { once: true })
     })
   }
@@ -146,7 +159,13 @@ export function createArrivals(context: ArrivalContext): Arrivals {
               clientId,
               issuer,
             })
-        const willRetry = failure.retryable && attempt < retry.attempts && !stopped.aborted
+        // A refresh token may have been spent (and rotated) by a request whose answer was lost:
+        // sending it again would look like reuse and revoke the grant (RFC 9700 §4.14.2).
+        const willRetry =
+          failure.retryable &&
+          (refresh === undefined || mayResend(failure)) &&
+          attempt < retry.attempts &&
+          !stopped.aborted
         emit?.({
           type: 'token_request_failed',
           ...slot.facts,
@@ -158,17 +177,21 @@ export function createArrivals(context: ArrivalContext): Arrivals {
         })
         if (!willRetry) throw failure
         const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
-        await delay(Math.random() * ceiling)
+        await delay(Math.random() * ceiling, slot)
       }
     }
   }
 
-  function adopt(token: SharedToken, raw: string): Arrival {
-    return { held: hold(token, raw), from: 'shared_cache', durationMs: 0 }
+  function adopt(held: Held): Arrival {
+    return { held, from: 'shared_cache', durationMs: 0 }
   }
 
+  /**
+   * Reports a Redis failure with its name and message only: ioredis attaches the failed command
+   * and its arguments to the error (`command.args`), which for a write hold the access token.
+   */
   function sharedError(error: unknown): void {
-    emit?.({ type: 'shared_cache_error', issuer, clientId, error })
+    emit?.({ type: 'shared_cache_error', issuer, clientId, error: redisFailure(error) })
   }
 
   /** With a shared cache: take a newer token another instance stored, or renew under the lock. */
@@ -176,29 +199,40 @@ export function createArrivals(context: ArrivalContext): Arrivals {
     let locked = false
     try {
       const seen = await cache.read(key)
-      const fresh = (read: typeof seen) =>
-        read !== undefined &&
-        read.raw !== slot.current?.sharedRaw &&
-        now() < hold(read.token, read.raw).renewAt
-      if (seen !== undefined && fresh(seen)) return adopt(seen.token, seen.raw)
+      const seenHeld =
+        seen === undefined || seen.raw === slot.current?.sharedRaw || seen.raw === slot.refusedRaw
+          ? undefined
+          : hold(seen.token, seen.raw)
+      if (seenHeld !== undefined && now() < seenHeld.renewAt) return adopt(seenHeld)
       locked = await cache.lock(key, owner)
       if (!locked) {
-        // Another instance is renewing: keep serving ours if we may, else wait for theirs.
+        // Another instance is renewing: keep serving ours if we may, else take the stored one
+        // while it is usable, else wait for theirs.
         if (slot.current !== undefined && usable(slot, now())) {
           return { held: slot.current, from: undefined, durationMs: 0 }
         }
+        if (seenHeld !== undefined && now() < seenHeld.usableUntil) return adopt(seenHeld)
         // Real time, not the clock option: this waits for another instance, in this world.
         const until = performance.now() + (settings.sharedCache?.lockMs ?? 0)
-        while (performance.now() < until && !stopped.aborted) {
-          await delay(SHARED_POLL_MS)
+        const stored = async (): Promise<Held | undefined> => {
           const next = await cache.read(key)
-          if (
-            next !== undefined &&
-            next.raw !== seen?.raw &&
-            now() < hold(next.token, next.raw).usableUntil
-          ) {
-            return adopt(next.token, next.raw)
+          if (next === undefined || next.raw === seen?.raw || next.raw === slot.refusedRaw) {
+            return undefined
           }
+          const nextHeld = hold(next.token, next.raw)
+          return now() < nextHeld.usableUntil ? nextHeld : undefined
+        }
+        while (performance.now() < until && !stopped.aborted) {
+          await delay(SHARED_POLL_MS, slot)
+          // The other instance stores its token and releases the lock in one step: a free lock
+          // means its token is there, or it failed (or died) and this instance renews.
+          locked = await cache.lock(key, owner)
+          const next = await stored()
+          if (next !== undefined) {
+            if (locked) cache.unlock(key, owner).catch(sharedError)
+            return adopt(next)
+          }
+          if (locked) break
         }
       }
     } catch (error) {
@@ -213,6 +247,11 @@ export function createArrivals(context: ArrivalContext): Arrivals {
       throw error
     }
     const { held } = arrival
+    // A token that may not be served again (expires_in 0) is not stored for the fleet either.
+    if (now() >= held.usableUntil) {
+      if (locked) cache.unlock(key, owner).catch(sharedError)
+      return arrival
+    }
     try {
       const token: SharedToken = {
         accessToken: held.accessToken,
@@ -235,4 +274,13 @@ export function createArrivals(context: ArrivalContext): Arrivals {
     closedError,
     sharedError,
   }
+}
+
+/** A Redis failure without what ioredis attaches to it (the command and its arguments). */
+function redisFailure(error: unknown): Error {
+  const name = error instanceof Error ? error.name : 'Error'
+  const message = error instanceof Error ? error.message : 'shared cache failed'
+  const failure = new Error(message)
+  failure.name = name
+  return failure
 }

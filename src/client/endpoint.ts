@@ -38,11 +38,54 @@ const ASSUMED_LIFETIME_SECONDS = 60
 const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client'])
 const TRANSIENT_ERRORS = new Set(['temporarily_unavailable', 'server_error', 'slow_down'])
 
-/** Builds the token endpoint of a source. */
-export function createTokenEndpoint(options: NormalizedTokenSourceOptions): TokenEndpoint {
+// Socket errors where the request certainly never reached the provider.
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'])
+
+/**
+ * `true` when a failed request may be sent again without spending a refresh token twice: the
+ * provider answered (429, 5xx, `temporarily_unavailable`), or the request never left (connection
+ * refused, name not resolved). Never after a timeout or a connection lost mid-request.
+ */
+export function mayResend(error: TokenSourceError): boolean {
+  if (error.code !== 'ERR_TOKEN_ENDPOINT_UNAVAILABLE') return true
+  return error.status !== undefined || NOT_SENT.has(socketCodeOf(error.cause) ?? '')
+}
+
+/** The socket error code (`ECONNREFUSED`…) under undici's `TypeError('fetch failed')`. */
+function socketCodeOf(error: unknown): string | undefined {
+  if (!(error instanceof TypeError) || error.message !== 'fetch failed') return undefined
+  const code = (error.cause as { code?: unknown } | undefined)?.code
+  return typeof code === 'string' ? code : undefined
+}
+
+/** Plain http beyond loopback is allowed only when asked for, and never silently. */
+export function warnIfInsecure(endpoint: string, clientId: string): void {
+  const url = new URL(endpoint)
+  if (url.protocol !== 'http:') return
+  if (isLoopback(url.hostname)) return
+  process.emitWarning(
+    `token source of client "${clientId}" sends its credentials over plain http to ${url.host} (allowInsecureHttp: true)`,
+    { code: 'TOLLGATE_INSECURE_HTTP' },
+  )
+}
+
+/**
+ * Builds the token endpoint of a source. Requests in flight are aborted when `stopped` is (the
+ * source's `close()`).
+ */
+export function createTokenEndpoint(
+  options: NormalizedTokenSourceOptions,
+  stopped?: AbortSignal,
+): TokenEndpoint {
   const { server, clientId } = options
   const context = { clientId, issuer: server.issuer }
   let discovered: Promise<oidc.ServerMetadata> | undefined
+  const send: oidc.CustomFetch = (url, init) => {
+    const signals = [init.signal, stopped].filter((signal) => signal !== undefined)
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0]
+    const fetchImplementation = (options.fetch ?? globalThis.fetch) as unknown as oidc.CustomFetch
+    return fetchImplementation(url, signal === undefined ? init : { ...init, signal })
+  }
 
   // Plain http is allowed to loopback, or where the options say so explicitly (validated at
   // construction, with a warning): openid-client refuses it otherwise, and so do we.
@@ -52,9 +95,7 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
   }
   const configure = (config: oidc.Configuration, endpoint: string) => {
     config.timeout = options.timeoutMs / 1000
-    if (options.fetch !== undefined) {
-      config[oidc.customFetch] = options.fetch as unknown as oidc.CustomFetch
-    }
+    config[oidc.customFetch] = send
     if (new URL(endpoint).protocol === 'http:') oidc.allowInsecureRequests(config)
   }
 
@@ -65,9 +106,7 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
       config = await oidc.discovery(new URL(server.issuer), clientId, undefined, oidc.None(), {
         execute,
         timeout: options.timeoutMs / 1000,
-        ...(options.fetch === undefined
-          ? {}
-          : { [oidc.customFetch]: options.fetch as unknown as oidc.CustomFetch }),
+        [oidc.customFetch]: send,
       })
     } catch (error) {
       throw toTokenSourceError(error, context, options.credentialSource, 'discovery')
@@ -79,6 +118,7 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
         message: `discovery document of ${server.issuer} names no usable token_endpoint (https, or http to loopback)`,
       })
     }
+    warnIfInsecure(tokenEndpoint, clientId)
     return metadata
   }
 
@@ -121,13 +161,19 @@ export function createTokenEndpoint(options: NormalizedTokenSourceOptions): Toke
           message: `token endpoint of ${server.issuer} issued a token of type other than Bearer to client "${clientId}"`,
         })
       }
+      // expires_in 0 is a token for this one use: handed to the caller who asked, never cached.
       const expiresIn = response.expires_in
+      if (
+        expiresIn !== undefined &&
+        !(typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn >= 0)
+      ) {
+        throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+          message: `token endpoint of ${server.issuer} gave client "${clientId}" an unusable expires_in`,
+        })
+      }
       return {
         accessToken: response.access_token,
-        expiresInSeconds:
-          typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
-            ? expiresIn
-            : ASSUMED_LIFETIME_SECONDS,
+        expiresInSeconds: expiresIn ?? ASSUMED_LIFETIME_SECONDS,
         refreshToken: response.refresh_token,
         scope: response.scope,
       }
@@ -166,7 +212,13 @@ export async function clientAuthenticationOf(
     let key: webcrypto.CryptoKey
     try {
       key = await signingKey(input, options.privateKeyAlgorithm)
-    } catch {
+    } catch (error) {
+      if (error instanceof AlgorithmMismatch) {
+        throw failure('ERR_SECRET_UNAVAILABLE', false, context, {
+          message: `privateKeyAlgorithm ${options.privateKeyAlgorithm} does not fit the ${error.keyType} private key of client "${clientId}" (it signs with ${error.fits}): check ${options.credentialSource} and privateKeyAlgorithm`,
+          secretSource: options.credentialSource,
+        })
+      }
       throw failure('ERR_SECRET_UNAVAILABLE', false, context, {
         message: `privateKey of client "${clientId}" is not a usable private key: check ${options.credentialSource}`,
         secretSource: options.credentialSource,
@@ -192,12 +244,46 @@ function isCryptoKey(value: unknown): value is webcrypto.CryptoKey {
   return typeof CryptoKeyClass === 'function' && value instanceof CryptoKeyClass
 }
 
+type Algorithm = NonNullable<NormalizedTokenSourceOptions['privateKeyAlgorithm']>
+
+/** `privateKeyAlgorithm` names an algorithm the key cannot sign with. */
+class AlgorithmMismatch extends Error {
+  readonly keyType: string
+  readonly fits: string
+  constructor(keyType: string, fits: string) {
+    super('privateKeyAlgorithm does not fit the key')
+    this.keyType = keyType
+    this.fits = fits
+  }
+}
+
+function checkAlgorithm(
+  algorithm: Algorithm | undefined,
+  keyType: string,
+  fits: readonly Algorithm[],
+): void {
+  if (algorithm !== undefined && !fits.includes(algorithm)) {
+    throw new AlgorithmMismatch(keyType, fits.join(' or '))
+  }
+}
+
+const CRYPTO_KEY_ALGORITHMS: Readonly<Record<string, Algorithm>> = {
+  'RSASSA-PKCS1-v1_5': 'RS256',
+  'RSA-PSS': 'PS256',
+  ECDSA: 'ES256',
+  Ed25519: 'EdDSA',
+}
+
 /** Imports a private key for signing client assertions (node:crypto's WebCrypto). */
 async function signingKey(
   input: PrivateKeyInput,
   algorithm: NormalizedTokenSourceOptions['privateKeyAlgorithm'],
 ): Promise<webcrypto.CryptoKey> {
-  if (isCryptoKey(input)) return input
+  if (isCryptoKey(input)) {
+    const name = input.algorithm.name
+    checkAlgorithm(algorithm, `${name} CryptoKey`, [CRYPTO_KEY_ALGORITHMS[name] ?? 'RS256'])
+    return input
+  }
   const keyObject =
     input instanceof KeyObject
       ? input
@@ -208,13 +294,16 @@ async function signingKey(
   const jwk = keyObject.export({ format: 'jwk' })
   let params: webcrypto.RsaHashedImportParams | webcrypto.EcKeyImportParams | webcrypto.Algorithm
   if (jwk.kty === 'RSA') {
+    checkAlgorithm(algorithm, 'RSA', ['RS256', 'PS256'])
     params =
       algorithm === 'PS256'
         ? { name: 'RSA-PSS', hash: 'SHA-256' }
         : { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
   } else if (jwk.kty === 'EC' && jwk.crv === 'P-256') {
+    checkAlgorithm(algorithm, 'P-256', ['ES256'])
     params = { name: 'ECDSA', namedCurve: 'P-256' }
   } else if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') {
+    checkAlgorithm(algorithm, 'Ed25519', ['EdDSA'])
     params = { name: 'Ed25519' }
   } else {
     throw new TypeError('unsupported key type')
@@ -275,8 +364,9 @@ export function toTokenSourceError(
       message: `${where} did not answer in time`,
       cause: error,
     })
-  } else if (error instanceof TypeError) {
-    // fetch() failing: connection refused, reset, DNS. Its cause names the socket error.
+  } else if (socketCodeOf(error) !== undefined) {
+    // undici's fetch() failing: connection refused, reset, DNS; its cause names the socket
+    // error. Any other TypeError is a bug or a broken fetch option, not an outage.
     return failure('ERR_TOKEN_ENDPOINT_UNAVAILABLE', true, context, {
       message: `${where} is unreachable`,
       cause: error,

@@ -56,11 +56,24 @@ export type TokenSourceEvent =
       readonly error: TokenSourceError
     } & TokenRequestFacts)
   | {
-      /** The shared cache (Redis) failed; the source carries on with its own cache. */
+      /**
+       * The shared cache (Redis) failed; the source carries on with its own cache. `error` is a
+       * plain `Error` with the failure's name and message only (never the command's arguments).
+       */
       readonly type: 'shared_cache_error'
       readonly issuer: string
       readonly clientId: string
-      readonly error: unknown
+      readonly error: Error
+    }
+  | {
+      /**
+       * `onRefreshToken` threw (`threw`) or did not settle within `timeoutMs` (`timed_out`): the
+       * rotated refresh token is held in memory only, and is lost when the process ends.
+       */
+      readonly type: 'refresh_token_store_failed'
+      readonly issuer: string
+      readonly clientId: string
+      readonly reason: 'threw' | 'timed_out'
     }
 
 /** Receives every {@link TokenSourceEvent}. Exceptions it throws are ignored. */

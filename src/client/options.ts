@@ -6,7 +6,7 @@
  */
 import type { KeyObject, webcrypto } from 'node:crypto'
 
-import type { IssuerOptions } from '../issuers.js'
+import { type IssuerOptions, isLoopback } from '../issuers.js'
 import type { RedisClientLike } from '../rate-limit.js'
 import {
   boolean,
@@ -60,7 +60,11 @@ export interface SharedCacheOptions {
   readonly redis: RedisClientLike
   /** Prefix of the Redis keys. Default `'tollgate:token'`. */
   readonly keyPrefix?: string
-  /** How long one instance may hold the renewal lock, in ms. Default 10000. */
+  /**
+   * How long one instance may hold the renewal lock, in ms; the others wait as long for its
+   * token. Default: the longest a renewal can take (`timeoutMs` × `retry.attempts` plus the retry
+   * delays), at least 10000. A smaller value must still cover one `timeoutMs`.
+   */
   readonly lockMs?: number
 }
 
@@ -215,7 +219,13 @@ function normalize(input: unknown): NormalizedTokenSourceOptions {
   if (options.onRefreshToken !== undefined && refreshToken === undefined) {
     fail('onRefreshToken', 'needs "refreshToken"')
   }
-  const sharedCache = sharedCacheOption(options.sharedCache)
+  const retry = retryOption(options.retry)
+  const timeoutMs = integer(options.timeoutMs, 'timeoutMs', {
+    fallback: 10_000,
+    min: 100,
+    max: 120_000,
+  })
+  const sharedCache = sharedCacheOption(options.sharedCache, timeoutMs, retry)
   if (sharedCache !== undefined && refreshToken !== undefined) {
     fail(
       'sharedCache',
@@ -242,12 +252,8 @@ function normalize(input: unknown): NormalizedTokenSourceOptions {
     ),
     parameters: parametersOption(options),
     renewal: renewalOption(options.renewal),
-    retry: retryOption(options.retry),
-    timeoutMs: integer(options.timeoutMs, 'timeoutMs', {
-      fallback: 10_000,
-      min: 100,
-      max: 120_000,
-    }),
+    retry,
+    timeoutMs,
     allowInsecureHttp,
     sharedCache,
     onEvent: optionalFunction<TokenSourceEventListener>(
@@ -304,10 +310,8 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
   }
 }
 
-/** `true` for 127.0.0.0/8, ::1 and localhost: where plain http never leaves the machine. */
-export function isLoopback(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
-}
+// One definition of loopback for the gate's key URLs and the client's token endpoints.
+export { isLoopback }
 
 function urlOption(
   value: unknown,
@@ -428,7 +432,20 @@ function retryOption(value: unknown): NormalizedTokenSourceOptions['retry'] {
   })
 }
 
-function sharedCacheOption(value: unknown): NormalizedTokenSourceOptions['sharedCache'] {
+/** The longest one renewal can take: every attempt timing out, with the longest delays between. */
+function longestRenewalMs(timeoutMs: number, retry: NormalizedTokenSourceOptions['retry']): number {
+  let total = timeoutMs * retry.attempts
+  for (let attempt = 1; attempt < retry.attempts; attempt++) {
+    total += Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
+  }
+  return total
+}
+
+function sharedCacheOption(
+  value: unknown,
+  timeoutMs: number,
+  retry: NormalizedTokenSourceOptions['retry'],
+): NormalizedTokenSourceOptions['sharedCache'] {
   if (value === undefined) return undefined
   const options = record(value, 'sharedCache', ['redis', 'keyPrefix', 'lockMs'])
   const client = options['redis']
@@ -455,9 +472,10 @@ function sharedCacheOption(value: unknown): NormalizedTokenSourceOptions['shared
   return Object.freeze({
     redis: client as unknown as RedisClientLike,
     keyPrefix,
+    // A lock shorter than a renewal lets a second instance renew while the first still does.
     lockMs: integer(options['lockMs'], 'sharedCache.lockMs', {
-      fallback: 10_000,
-      min: 100,
+      fallback: Math.min(120_000, Math.max(10_000, longestRenewalMs(timeoutMs, retry))),
+      min: Math.max(100, timeoutMs),
       max: 120_000,
     }),
   })

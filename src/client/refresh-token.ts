@@ -15,14 +15,47 @@ export interface RefreshTokenHolder {
   run(grant: (refreshToken: string) => Promise<GrantResult>): Promise<GrantResult>
 }
 
+/** How the holder hands a rotated refresh token to the application's `onRefreshToken`. */
+export interface RefreshTokenStore {
+  readonly onRefreshToken: ((refreshToken: string) => void | Promise<void>) | undefined
+  /** How long `onRefreshToken` may take before the source carries on without it, in ms. */
+  readonly timeoutMs: number
+  /** `onRefreshToken` threw or did not settle in time. */
+  readonly failed: (reason: 'threw' | 'timed_out') => void
+}
+
 /** Holds the refresh token given as `input` (resolved on first use) and its rotations. */
 export function createRefreshTokenHolder(
   input: SecretInput,
   context: { readonly clientId: string; readonly issuer: string },
-  onRefreshToken: ((refreshToken: string) => void | Promise<void>) | undefined,
+  store: RefreshTokenStore,
 ): RefreshTokenHolder {
   let current: string | undefined
   let chain: Promise<unknown> = Promise.resolve()
+
+  /**
+   * Awaits `onRefreshToken`, at most `timeoutMs`: the new token is held in memory either way (the
+   * old one no longer works), and a hook that never settles must not stop every later grant.
+   */
+  async function stored(refreshToken: string): Promise<void> {
+    const { onRefreshToken, timeoutMs, failed } = store
+    if (onRefreshToken === undefined) return
+    let timer: NodeJS.Timeout | undefined
+    const outcome = await Promise.race([
+      Promise.resolve()
+        .then(() => onRefreshToken(refreshToken))
+        .then(
+          () => 'stored' as const,
+          () => 'threw' as const,
+        ),
+      new Promise<'timed_out'>((resolve) => {
+        timer = setTimeout(() => resolve('timed_out'), timeoutMs)
+      }),
+    ])
+    clearTimeout(timer)
+    if (outcome !== 'stored') failed(outcome)
+  }
+
   return {
     run(grant) {
       const run = chain.then(async () => {
@@ -34,11 +67,7 @@ export function createRefreshTokenHolder(
         const result = await grant(current)
         if (result.refreshToken !== undefined && result.refreshToken !== current) {
           current = result.refreshToken
-          try {
-            await onRefreshToken?.(result.refreshToken)
-          } catch {
-            // The new token is held in memory either way; the old one no longer works.
-          }
+          await stored(result.refreshToken)
         }
         return result
       })

@@ -53,6 +53,10 @@ interface TokenCommands {
   tollgateTokenDrop(key: string, raw: string): Promise<unknown>
 }
 
+// Deletes KEYS[1] only while it still holds ARGV[1]: the lock of its owner, or the refused token.
+const DELETE_IF_EQUAL =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
 const COMMANDS = {
   tollgateTokenRead: { numberOfKeys: 1, lua: "return redis.call('GET', KEYS[1])" },
   tollgateTokenLock: {
@@ -65,14 +69,8 @@ const COMMANDS = {
 if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
 return 1`,
   },
-  tollgateTokenUnlock: {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  },
-  tollgateTokenDrop: {
-    numberOfKeys: 1,
-    lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
-  },
+  tollgateTokenUnlock: { numberOfKeys: 1, lua: DELETE_IF_EQUAL },
+  tollgateTokenDrop: { numberOfKeys: 1, lua: DELETE_IF_EQUAL },
 } as const
 
 function parse(raw: unknown): SharedRead | undefined {
@@ -101,7 +99,9 @@ export function withDeadline<T>(
 ): Promise<T> {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), timeoutMs)
+    // Timers run before the poll phase that reads sockets: after a busy event loop the answer
+    // may be waiting unread. Yield once, as the limiter does, before giving up on it.
+    timer = setTimeout(() => setImmediate(() => reject(new Error(message))), timeoutMs)
     timer.unref()
   })
   return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))

@@ -10,10 +10,10 @@ import { inspect } from 'node:util'
 
 import { createEmit, type Emit } from '../events.js'
 import { createArrivals, type Held, type Slot } from './arrival.js'
-import { createTokenEndpoint } from './endpoint.js'
+import { createTokenEndpoint, warnIfInsecure } from './endpoint.js'
 import type { TokenSourceError } from './errors.js'
 import type { GrantType, TokenSourceEvent } from './events.js'
-import { isLoopback, normalizeTokenSourceOptions, type TokenSourceOptions } from './options.js'
+import { normalizeTokenSourceOptions, type TokenSourceOptions } from './options.js'
 import {
   type NormalizedParameters,
   normalizeParameters,
@@ -94,18 +94,28 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
       : createRefreshTokenHolder(
           settings.refreshToken,
           { clientId, issuer },
-          settings.onRefreshToken,
+          {
+            onRefreshToken: settings.onRefreshToken,
+            timeoutMs: settings.timeoutMs,
+            failed: (reason) =>
+              emit?.({ type: 'refresh_token_store_failed', issuer, clientId, reason }),
+          },
         )
   const { arrive, closedError, sharedError } = createArrivals({
     settings,
     grant,
-    endpoint: createTokenEndpoint(settings),
+    endpoint: createTokenEndpoint(settings, stopped.signal),
     refresh,
     emit,
     shared,
     owner: randomUUID(),
     stopped: stopped.signal,
   })
+  // Callers waiting for a flight are released by close(), whatever the flight is waiting on.
+  const whenStopped = new Promise<never>((_, reject) => {
+    stopped.signal.addEventListener('abort', () => reject(closedError()), { once: true })
+  })
+  whenStopped.catch(() => undefined)
 
   function keyOf(parameters: NormalizedParameters): string {
     return JSON.stringify([
@@ -149,6 +159,9 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
       retryAt: 0,
       lastError: undefined,
       lastDroppedAt: Number.NEGATIVE_INFINITY,
+      refusedRaw: undefined,
+      awaited: false,
+      sleeping: undefined,
     }
     slots.set(key, slot)
     return slot
@@ -159,12 +172,18 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
   /** The one flight of a slot: its result replaces the held token; its failure pauses the slot. */
   function fly(slot: Slot): Promise<Held> {
     const flight = (async () => {
-      const arrival = await arrive(slot)
+      const arrival = await Promise.race([arrive(slot), whenStopped])
       if (stopped.signal.aborted) throw closedError()
       return arrival
     })()
     slot.pending = flight.then(
       ({ held, from, durationMs }) => {
+        slot.pending = undefined
+        if (from === undefined && slot.current !== held) {
+          // The held token was kept while another instance renews, but invalidate() dropped it
+          // meanwhile: never put it back; wait for a new one instead.
+          return fly(slot)
+        }
         const renewal = slot.current !== undefined
         slot.current = held
         slot.failures = 0
@@ -172,7 +191,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
         // every get() in between.
         slot.retryAt = from === undefined ? now() + SHARED_RECHECK_MS : 0
         slot.lastError = undefined
-        slot.pending = undefined
+        slot.awaited = false
         // Reported once the new token is in place: a listener calling get() already receives it.
         if (from !== undefined) {
           emit?.({
@@ -193,6 +212,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
         failure.retryAfterSeconds = failure.retryable ? Math.ceil(pauseMs / 1000) : undefined
         slot.lastError = failure
         slot.pending = undefined
+        slot.awaited = false
         throw failure
       },
     )
@@ -201,9 +221,19 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
 
   function obtain(slot: Slot): Promise<string> {
     if (stopped.signal.aborted) return Promise.reject(closedError())
-    if (slot.pending !== undefined) return slot.pending.then(accessTokenOf)
+    if (slot.pending !== undefined) {
+      awaitFlight(slot)
+      return slot.pending.then(accessTokenOf)
+    }
     if (slot.lastError !== undefined && now() < slot.retryAt) return Promise.reject(slot.lastError)
+    awaitFlight(slot)
     return fly(slot).then(accessTokenOf)
+  }
+
+  /** A caller waits for `slot`'s flight: from now on its timers keep the process alive. */
+  function awaitFlight(slot: Slot): void {
+    slot.awaited = true
+    slot.sleeping?.ref()
   }
 
   function serve(slot: Slot): Promise<string> {
@@ -240,6 +270,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
       if (at - slot.lastDroppedAt < DROP_INTERVAL_MS) return false
       slot.lastDroppedAt = at
       slot.current = undefined
+      slot.refusedRaw = held.sharedRaw
       // A failed request must not keep the slot paused: the caller wants a new token now.
       slot.retryAt = 0
       slot.lastError = undefined
@@ -266,17 +297,6 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
     [inspect.custom]: { value: () => `TokenSource ${inspect(description())}` },
   })
   return Object.freeze(source)
-}
-
-/** Plain http beyond loopback is allowed only when asked for, and never silently. */
-function warnIfInsecure(endpoint: string, clientId: string): void {
-  const url = new URL(endpoint)
-  if (url.protocol !== 'http:') return
-  if (isLoopback(url.hostname)) return
-  process.emitWarning(
-    `token source of client "${clientId}" sends its credentials over plain http to ${url.host} (allowInsecureHttp: true)`,
-    { code: 'TOLLGATE_INSECURE_HTTP' },
-  )
 }
 
 function accessTokenOf(held: Held): string {

@@ -124,13 +124,18 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     if (response.token_type.toLowerCase() !== 'bearer') {
       throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'provider_error')
     }
+    // As the token source: absent is assumed short, 0 is a token for this one use, anything
+    // else that is not a non-negative number makes the answer unusable.
     const expiresIn = response.expires_in
+    if (
+      expiresIn !== undefined &&
+      !(typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn >= 0)
+    ) {
+      throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_error')
+    }
     return {
       accessToken: response.access_token,
-      expiresInSeconds:
-        typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn > 0
-          ? expiresIn
-          : ASSUMED_LIFETIME_SECONDS,
+      expiresInSeconds: expiresIn ?? ASSUMED_LIFETIME_SECONDS,
       refreshToken: response.refresh_token,
       idToken: response.id_token,
       claims: withClaims ? (response.claims() as Record<string, unknown> | undefined) : undefined,

@@ -570,7 +570,7 @@ export function createSignIn(options: SignInOptions): SignIn {
         }
         current = await refreshed(keys, sessionId, key, name)
         const held = current.accessTokens[name]
-        if (held === undefined || held.expiresAt <= now()) {
+        if (held === undefined || held.expiresAt < now()) {
           throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_unavailable')
         }
         return held.token

@@ -201,6 +201,7 @@ describe.each(APPS)('%s adapter with DPoP allowed', (_name, createApp) => {
     ])
     expect(res.status).toBe(401)
     expect(res.raw).toContain('error="invalid_dpop_proof"')
+    app.close()
   })
 
   it('refuses the DPoP scheme without a proof', async () => {
@@ -321,15 +322,21 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
     app.close()
   })
 
-  it('compares htu with the Host header and the connection when no public base URL is set', async () => {
-    const app = createApp({ ...options, dpop: { mode: 'allowed' } })
-    await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve))
-    const { port } = app.address() as { port: number }
+  it('compares htu with an allowed Host header and the connection when no public base URL is set', async () => {
+    const app = createApp({
+      ...options,
+      dpop: { mode: 'allowed', allowedHosts: ['gateway.test:8080'] },
+    })
     const token = await issuer.mint({}, { dpop: key })
-    const url = `http://127.0.0.1:${port}${ROUTE}`
-    expect((await send(app, await key.headers(token, { method: 'GET', url }))).status).toBe(200)
+    const url = `http://gateway.test:8080${ROUTE}`
+    const res = await send(app, {
+      ...(await key.headers(token, { method: 'GET', url })),
+      Host: 'GATEWAY.test:8080',
+    })
+    expect(res.status).toBe(200)
     const spoofed = await send(app, {
       ...(await key.headers(token, { method: 'GET', url: `https://api.example.test${ROUTE}` })),
+      Host: 'gateway.test:8080',
       'X-Forwarded-Proto': 'https',
       'X-Forwarded-Host': 'api.example.test',
     })
@@ -337,8 +344,58 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
     app.close()
   })
 
-  it('reads X-Forwarded-Proto and X-Forwarded-Host only when told to', async () => {
-    const app = createApp({ ...options, dpop: { mode: 'allowed', trustForwardedHeaders: true } })
+  it("refuses a proof for another service sent with that service's Host header", async () => {
+    // Service B accepts the token's audience; a proof captured on its way to service A, never
+    // used there, is sent to B with `Host: A`. Only B's own hosts can name B.
+    const app = createApp({
+      ...options,
+      dpop: { mode: 'allowed', allowedHosts: ['b.example.test'] },
+    })
+    const token = await issuer.mint({}, { dpop: key })
+    const own = await send(app, {
+      ...(await key.headers(token, { method: 'GET', url: `http://b.example.test${ROUTE}` })),
+      Host: 'b.example.test',
+    })
+    expect(own.status).toBe(200)
+    const captured = await send(app, {
+      ...(await key.headers(token, { method: 'GET', url: `http://a.example.test${ROUTE}` })),
+      Host: 'a.example.test',
+    })
+    expectAnswer(captured, PROOF_REFUSED)
+    app.close()
+  })
+
+  it.each([
+    ['a percent-encoded dot-dot segment', '/api/v1/billing/x/%2e%2e/subscriptions'],
+    ['an upper-case percent-encoded one', '/api/v1/billing/x/%2E%2E/subscriptions'],
+    ['a mixed one', '/api/v1/billing/x/.%2e/subscriptions'],
+    ['a literal dot-dot segment', '/api/v1/billing/x/../subscriptions'],
+    ['a dot segment', '/api/v1/billing/./subscriptions'],
+    ['an encoded dot segment', '/api/v1/billing/%2e/subscriptions'],
+    ['a backslash', '/api/v1/billing\\subscriptions'],
+    ['an encoded backslash', '/api/v1/billing%5Csubscriptions'],
+  ])(
+    'refuses a request target with %s, which a proof for the resolved URL would match',
+    async (_what, path) => {
+      const token = await issuer.mint({}, { dpop: key })
+      const headers = await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
+      const app = createApp(options)
+      const res = await rawRequest(app, [
+        `GET ${path} HTTP/1.1`,
+        `Authorization: ${headers.Authorization}`,
+        `DPoP: ${headers.DPoP}`,
+      ])
+      app.close()
+      expect(res.status).toBe(401)
+      expect(res.raw).toContain('error="invalid_dpop_proof"')
+    },
+  )
+
+  it('reads X-Forwarded-Proto and X-Forwarded-Host only when told to, and only for allowed hosts', async () => {
+    const app = createApp({
+      ...options,
+      dpop: { mode: 'allowed', trustForwardedHeaders: true, allowedHosts: ['api.example.test'] },
+    })
     const token = await issuer.mint({}, { dpop: key })
     const res = await send(app, {
       ...(await key.headers(token, { method: 'GET', url: `https://api.example.test${ROUTE}` })),
@@ -346,6 +403,12 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
       'X-Forwarded-Host': 'api.example.test',
     })
     expect(res.status).toBe(200)
+    const other = await send(app, {
+      ...(await key.headers(token, { method: 'GET', url: `https://evil.example${ROUTE}` })),
+      'X-Forwarded-Proto': 'https',
+      'X-Forwarded-Host': 'evil.example',
+    })
+    expectAnswer(other, PROOF_REFUSED)
     app.close()
   })
 })

@@ -88,7 +88,10 @@ describe.each(APPS)('%s adapter with resource metadata', (_name, createApp) => {
   })
 
   it('adds the DPoP members when DPoP is on', async () => {
-    const dpopApp = createApp({ ...options, dpop: { mode: 'required', algorithms: ['ES256'] } })
+    const dpopApp = createApp({
+      ...options,
+      dpop: { mode: 'required', publicBaseUrl: 'https://api.example.test', algorithms: ['ES256'] },
+    })
     const res = await request(dpopApp).get(METADATA_PATH)
     expect(res.body).toMatchObject({
       dpop_signing_alg_values_supported: ['ES256'],

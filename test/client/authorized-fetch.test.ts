@@ -19,6 +19,7 @@ let gate: Gate
 let officeUrl: string
 const refused = new Set<string>()
 let bareChallengeNext = false
+let refuseAll = false
 const seen: string[] = []
 
 beforeAll(async () => {
@@ -30,7 +31,7 @@ beforeAll(async () => {
   office = createServer((req, res) => {
     const token = (req.headers.authorization ?? '').replace(/^Bearer /, '')
     seen.push(token)
-    if (bareChallengeNext || refused.has(token)) {
+    if (bareChallengeNext || refuseAll || refused.has(token)) {
       const error = bareChallengeNext ? undefined : 'invalid_token'
       bareChallengeNext = false
       res.writeHead(401, {
@@ -61,17 +62,18 @@ afterAll(async () => {
 })
 beforeEach(() => {
   refused.clear()
+  refuseAll = false
   seen.length = 0
   provider.resetGrants()
 })
 
-function officeSource() {
+function officeSource(clock = manualClock()) {
   return createTokenSource({
     issuer: keycloak({ authUrl: provider.url, realms: ['acme'] }),
     clientId: 'billing-sync',
     clientSecret: SECRET,
     resource: 'urn:platform:office',
-    clock: manualClock(),
+    clock,
   })
 }
 
@@ -102,14 +104,21 @@ describe('createAuthorizedFetch', () => {
   })
 
   it('does not retry a second time when the new token is refused too', async () => {
-    const source = officeSource()
-    const officeFetch = createAuthorizedFetch(source)
-    refused.add(await source.get())
-    await officeFetch(`${officeUrl}/api`)
-    refused.add(await source.get())
+    const clock = manualClock()
+    const source = officeSource(clock)
+    // Every token is refused, and each request moves the clock past the source's 10-second
+    // throttle on invalidate(): only the retry-once bound can stop the retries.
+    refuseAll = true
+    const officeFetch = createAuthorizedFetch(source, {
+      fetch: (input, init) => {
+        clock.advance(11_000)
+        return fetch(input, init)
+      },
+    })
     const response = await officeFetch(`${officeUrl}/api`)
     expect(response.status).toBe(401)
-    expect(seen).toHaveLength(3)
+    expect(seen).toHaveLength(2)
+    expect(seen[0]).not.toBe(seen[1])
   })
 
   it('does not retry a 401 without error="invalid_token"', async () => {

@@ -4,7 +4,12 @@
  * that what the client side obtains, the resource-server side admits.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTokenSource, fromEnv, type TokenSourceOptions } from '../../src/client/index.js'
+import {
+  createTokenSource,
+  fromEnv,
+  type TokenSourceEvent,
+  type TokenSourceOptions,
+} from '../../src/client/index.js'
 import { createGate, keycloak } from '../../src/index.js'
 import {
   assertionKey,
@@ -65,6 +70,21 @@ describe('client_credentials', () => {
     const token = await source.get()
     const { auth: admission } = await admittedBy('office', token)
     expect(admission).toMatchObject({ clientId: auth.clientId, scopes: ['office:records:read'] })
+  })
+
+  it('refuses a privateKeyAlgorithm the key cannot sign with, before any request', async () => {
+    provider.resetGrants()
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      clientId: 'ledger-export',
+      privateKey: assertionKey.privateKey,
+      privateKeyId: 'ledger-1',
+      privateKeyAlgorithm: 'RS256',
+    })
+    const error = await rejectionOf(source.get())
+    expect(error).toMatchObject({ code: 'ERR_SECRET_UNAVAILABLE', retryable: false })
+    expect(error['message']).toContain('privateKeyAlgorithm RS256')
+    expect(provider.grants).toHaveLength(0)
   })
 
   it('signs private_key_jwt assertions with a PEM key read from the environment', async () => {
@@ -174,6 +194,67 @@ describe('refresh_token', () => {
     expect(rotated).toHaveLength(2)
     expect(new Set([first, ...rotated]).size).toBe(3)
   })
+
+  it.each([
+    ['never settles', 'timed_out', () => new Promise<void>(() => {})],
+    [
+      'throws',
+      'threw',
+      () => {
+        throw new Error('store down')
+      },
+    ],
+  ] as const)('carries on and reports it when onRefreshToken %s', async (_case, reason, hook) => {
+    const events: TokenSourceEvent[] = []
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: await signedInRefreshToken(),
+      onRefreshToken: hook,
+      timeoutMs: 100,
+      onEvent: (event) => events.push(event),
+    })
+    const first = await source.get()
+    // The next refresh, with the rotated token, is not blocked behind the hook.
+    expect(source.invalidate(first)).toBe(true)
+    expect(await source.get()).not.toBe(first)
+    expect(events.filter((event) => event.type === 'refresh_token_store_failed')).toEqual([
+      {
+        type: 'refresh_token_store_failed',
+        issuer: provider.issuer(),
+        clientId: 'office-web',
+        reason,
+      },
+      {
+        type: 'refresh_token_store_failed',
+        issuer: provider.issuer(),
+        clientId: 'office-web',
+        reason,
+      },
+    ])
+  })
+
+  it('releases a caller waiting on onRefreshToken when the source is closed', async () => {
+    let called!: () => void
+    const hookCalled = new Promise<void>((resolve) => {
+      called = resolve
+    })
+    const source = createTokenSource({
+      issuer: issuerOf(),
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: await signedInRefreshToken(),
+      onRefreshToken: () => {
+        called()
+        return new Promise<void>(() => {})
+      },
+    })
+    const waiting = rejectionOf(source.get())
+    await hookCalled
+    source.close()
+    expect(await waiting).toMatchObject({ code: 'ERR_TOKEN_SOURCE_CLOSED' })
+  })
 })
 
 describe('answers that are not a token', () => {
@@ -275,6 +356,97 @@ describe('answers that are not a token', () => {
     answer = { status: 200, body: '{"access_token":"opaque-2","token_type":"Bearer"}' }
     now = 54_000
     expect(await tokens.get()).toBe('opaque-2')
+  })
+
+  it('hands out a token with expires_in 0 to the caller who asked, and never from the cache', async () => {
+    answer = { status: 200, body: '{"access_token":"once-1","token_type":"Bearer","expires_in":0}' }
+    const tokens = source({ clock: { now: () => 1_000_000 } })
+    expect(await tokens.get()).toBe('once-1')
+    answer = { status: 200, body: '{"access_token":"once-2","token_type":"Bearer","expires_in":0}' }
+    expect(await tokens.get()).toBe('once-2')
+  })
+
+  it('sends a refresh token once: never again after a request that timed out', async () => {
+    answer = 'hang'
+    const before = requests.length
+    const error = await rejectionOf(
+      source({
+        refreshToken: 'refresh-token-value',
+        timeoutMs: 100,
+        retry: { attempts: 3, baseDelayMs: 0 },
+      }).get(),
+    )
+    expect(error).toMatchObject({ code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE', retryable: true })
+    expect(requests.length - before).toBe(1)
+  })
+
+  it('retries a refresh token request the provider answered with a 503', async () => {
+    answer = { status: 503, body: '{"error":"temporarily_unavailable"}' }
+    const before = requests.length
+    await rejectionOf(
+      source({ refreshToken: 'refresh-token-value', retry: { attempts: 2, baseDelayMs: 0 } }).get(),
+    )
+    expect(requests.length - before).toBe(2)
+  })
+
+  it('classifies a fetch option answering with something other than a Response as invalid, once', async () => {
+    let calls = 0
+    const error = await rejectionOf(
+      source({
+        retry: { attempts: 3, baseDelayMs: 0 },
+        fetch: (async () => {
+          calls++
+          return { status: 200 }
+        }) as unknown as typeof fetch,
+      }).get(),
+    )
+    expect(error).toMatchObject({ code: 'ERR_TOKEN_RESPONSE_INVALID', retryable: false })
+    expect(calls).toBe(1)
+  })
+
+  it('aborts the request in flight when the source is closed', async () => {
+    answer = 'hang'
+    const signals: AbortSignal[] = []
+    let sent!: () => void
+    const requested = new Promise<void>((resolve) => {
+      sent = resolve
+    })
+    const tokens = source({
+      timeoutMs: 60_000,
+      fetch: (input, init) => {
+        if (init?.signal) signals.push(init.signal)
+        sent()
+        return fetch(input, init)
+      },
+    })
+    const waiting = rejectionOf(tokens.get())
+    await requested
+    tokens.close()
+    expect(await waiting).toMatchObject({ code: 'ERR_TOKEN_SOURCE_CLOSED' })
+    expect(signals.map((signal) => signal.aborted)).toEqual([true])
+  })
+
+  it('warns when discovery names a plain-http token endpoint beyond loopback', async () => {
+    answer = {
+      status: 200,
+      body: JSON.stringify({
+        issuer: `${faultyUrl}/realms/acme`,
+        token_endpoint: 'http://tokens.example.invalid/token',
+      }),
+    }
+    const warnings: Error[] = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      await rejectionOf(source({ discovery: true, allowInsecureHttp: true }).get())
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('warning', onWarning)
+    }
+    expect(warnings.map((warning) => (warning as Error & { code?: string }).code)).toEqual([
+      'TOLLGATE_INSECURE_HTTP',
+    ])
+    expect(warnings[0]?.message).toContain('tokens.example.invalid')
   })
 
   it('sends every request through the fetch option', async () => {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest'
 
 import { createTokenSource, fromEnv, type TokenSourceOptions } from '../../src/client/index.js'
+import { normalizeTokenSourceOptions } from '../../src/client/options.js'
 import { keycloak } from '../../src/index.js'
 
 const SECRET = 'a-secret-that-must-not-appear-in-any-message'
@@ -113,6 +114,14 @@ describe('createTokenSource(options)', () => {
       '"sharedCache.keyPrefix"',
     ],
     [
+      'a renewal lock shorter than one request',
+      {
+        timeoutMs: 20_000,
+        sharedCache: { redis: { status: 'ready', defineCommand() {} }, lockMs: 10_000 },
+      },
+      '"sharedCache.lockMs" must be a whole number from 20000',
+    ],
+    [
       'a shared refresh token',
       { refreshToken: 'rt', sharedCache: { redis: { status: 'ready', defineCommand() {} } } },
       'works with Client Credentials sources only',
@@ -151,6 +160,17 @@ describe('createTokenSource(options)', () => {
       process.off('warning', listener)
     }
     expect(warnings).toContain('TOLLGATE_INSECURE_HTTP')
+  })
+
+  it('holds the renewal lock by default as long as a renewal can take, retries included', () => {
+    const redis = { status: 'ready', defineCommand() {} }
+    const lockMs = (options: Record<string, unknown>) =>
+      normalizeTokenSourceOptions({ ...base, sharedCache: { redis }, ...options }).sharedCache
+        ?.lockMs
+    // 3 attempts of 10 s, and retry delays of at most 200 and 400 ms between them.
+    expect(lockMs({})).toBe(30_600)
+    expect(lockMs({ timeoutMs: 1000, retry: { attempts: 1 } })).toBe(10_000)
+    expect(lockMs({ timeoutMs: 60_000 })).toBe(120_000)
   })
 
   it('does not read the environment at construction', () => {

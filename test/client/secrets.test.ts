@@ -23,6 +23,7 @@ import {
   WEB_SECRET,
 } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
+import { startRedisServer } from '../helpers/redis.js'
 
 let provider: RunningProvider
 beforeAll(async () => {
@@ -166,6 +167,34 @@ describe('no secret in any output', () => {
     } finally {
       delete process.env['TOLLGATE_TEST_HYGIENE']
       delete process.env['TOLLGATE_TEST_HYGIENE_KEY']
+    }
+  })
+
+  it('keeps the access token out of shared_cache_error events when Redis refuses a write', async () => {
+    const redis = await startRedisServer()
+    try {
+      const client = await redis.client()
+      const events: TokenSourceEvent[] = []
+      const source = createTokenSource({
+        issuer: keycloak({ authUrl: provider.url, realms: ['acme'] }),
+        clientId: 'billing-sync',
+        clientSecret: SECRET,
+        sharedCache: { redis: client },
+        clock: manualClock(),
+        onEvent: (event) => events.push(event),
+      })
+      // Redis answers the token's write with an error reply (OOM); ioredis attaches the command
+      // and its arguments, the stored token among them, to that error.
+      await client.config('SET', 'maxmemory', '1')
+      const token = await source.get()
+      const errors = events.filter((event) => event.type === 'shared_cache_error')
+      expect(errors.length).toBeGreaterThanOrEqual(1)
+      for (const event of errors) {
+        for (const text of renderings(event)) expect(text).not.toContain(token)
+        expect(event.error.message).toContain('OOM')
+      }
+    } finally {
+      await redis.stop()
     }
   })
 

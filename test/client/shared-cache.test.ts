@@ -101,6 +101,36 @@ describe('shared cache', () => {
     expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
   })
 
+  it('starts with the token in Redis while another instance holds the renewal lock', async () => {
+    const clock = manualClock()
+    const first = await instance(clock).source.get()
+    const [key] = await client.keys('tollgate:token:*')
+    await client.set(`${key}:lock`, 'another-instance', 'PX', 60_000)
+    // Past the renewal point, still usable: the new instance takes it instead of waiting.
+    clock.advance(LIFETIME_MS * 0.8)
+    const late = instance(clock)
+    expect(await late.source.get()).toBe(first)
+    expect(provider.grantCount()).toBe(1)
+    expect(late.events.filter((event) => event.type === 'token_requested')).toHaveLength(0)
+  })
+
+  it('renews itself once the other instance’s lock is gone without a token', async () => {
+    const clock = manualClock()
+    // A first instance names the Redis key; then only another instance's lock is left there.
+    await instance(clock).source.get()
+    const [key] = await client.keys('tollgate:token:*')
+    await client.del(key as string)
+    await client.set(`${key}:lock`, 'another-instance', 'PX', 60_000)
+    provider.resetGrants()
+    const waiting = instance(clock, { sharedCache: { redis: client, lockMs: 60_000 } }).source.get()
+    // The lock disappears (the other instance failed or died): the waiting one renews now, not
+    // when its own wait of lockMs (far longer than this test's timeout) ends.
+    await new Promise((resolve) => setTimeout(resolve, 120))
+    await client.del(`${key}:lock`)
+    expect(typeof (await waiting)).toBe('string')
+    expect(provider.grantCount()).toBe(1)
+  })
+
   it('keeps separate entries for separate scopes', async () => {
     const clock = manualClock()
     const billing = await instance(clock).source.get()

@@ -2,6 +2,9 @@
  * The token source's cache, single-flight, renewal schedule and failure handling, against a real
  * OpenID provider on loopback. Time is a clock the tests move; nothing waits for a token to age.
  */
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import {
@@ -20,6 +23,7 @@ import {
   WEB_SECRET,
 } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
+import { freePort } from '../helpers/redis.js'
 
 let provider: RunningProvider
 beforeAll(async () => {
@@ -76,10 +80,13 @@ describe('cache and single-flight', () => {
   })
 
   it('answers later calls from the cache without a request', async () => {
-    const { source, clock } = setup()
+    const { source, clock, events } = setup()
     const first = await source.get()
     clock.advance(LIFETIME_MS * 0.6)
     expect(await source.get()).toBe(first)
+    // A renewal in the background reports its request within get() itself, before the provider
+    // has seen it: counting events, not grants, catches one.
+    expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
     expect(provider.grantCount()).toBe(1)
   })
 
@@ -134,10 +141,12 @@ describe('cache and single-flight', () => {
 
 describe('renewal', () => {
   it('does not renew before 65% of the lifetime', async () => {
-    const { source, clock } = setup()
+    const { source, clock, events } = setup()
     const first = await source.get()
     clock.advance(LIFETIME_MS * 0.64)
     expect(await source.get()).toBe(first)
+    // A background renewal would have reported its request within that get().
+    expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
     expect(provider.grantCount()).toBe(1)
   })
 
@@ -267,6 +276,24 @@ describe('failures', () => {
       },
     })
     expect(claimsOf(await source.get())['client_id']).toBe('billing-sync')
+  })
+
+  it('keeps a process whose only work is get() alive through a retry, until it has the token', async () => {
+    const refusing = `http://127.0.0.1:${await freePort()}/token`
+    const job = fileURLToPath(new URL('../helpers/token-job.ts', import.meta.url))
+    const { code, stdout } = await new Promise<{ code: number | null; stdout: string }>(
+      (resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', job, provider.url, refusing],
+          (error, out) => {
+            if (error !== null && typeof error.code !== 'number') reject(error)
+            else resolve({ code: error === null ? 0 : (error.code as number), stdout: out })
+          },
+        )
+      },
+    )
+    expect({ code, stdout: stdout.trim() }).toEqual({ code: 0, stdout: 'token for billing-sync' })
   })
 
   it('fails every get() after close() with ERR_TOKEN_SOURCE_CLOSED', async () => {

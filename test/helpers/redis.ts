@@ -89,13 +89,16 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs 
 /** One `redis-server` process the test controls. */
 export interface RedisServer {
   readonly port: number
-  /** SIGKILL: connections drop at once, as when a host dies. Data is gone (no persistence). */
+  /** SIGKILL: connections drop at once, as when a host dies. Data since the last `SAVE` is gone. */
   kill(): Promise<void>
   /** SIGSTOP: the socket stays open but nothing answers, as with a stalled server. */
   freeze(): void
   /** SIGCONT after {@link RedisServer.freeze}. */
   thaw(): void
-  /** Starts a fresh server on the same port (after {@link RedisServer.kill}). */
+  /**
+   * Starts the server again on the same port and directory (after {@link RedisServer.kill}): empty,
+   * or with what the last `SAVE` wrote to `dump.rdb` there (`appendonly no`, no automatic saves).
+   */
   restart(): Promise<void>
   /** Stops the server for good (thaws it first if frozen). */
   stop(): Promise<void>
