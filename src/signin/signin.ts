@@ -7,21 +7,19 @@
  *
  * @module
  */
-import { randomUUID } from 'node:crypto'
-
 import * as oidc from 'openid-client'
 
-import { isTokenSourceError } from '../client/errors.js'
 import { resolveSecret } from '../client/secrets.js'
 import { createEmit } from '../events.js'
 import type { HeadersLike } from '../types.js'
 import { createBackChannelLogout } from './backchannel.js'
 import { readCookie, serializeCookie } from './cookies.js'
-import { isSignInError, SignInError, type SignInRefusalReason } from './errors.js'
+import { isSignInError, SignInError } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
 import { createKeyRing, type KeyRing, parseKeyRingText, type SignInKey } from './key-ring.js'
 import { normalizeSignInOptions, type SignInOptions } from './options.js'
 import { createSignInProvider } from './provider.js'
+import { createRefresher } from './refresh.js'
 import { safeReturnTo } from './return-to.js'
 import {
   indexOf,
@@ -117,7 +115,6 @@ const TRANSACTION_AAD = 'tollgate/signin v1\0transaction'
 const TRANSACTION_SECONDS = 600
 /** Sign-ins one browser may have under way at once (tabs); the oldest is dropped beyond that. */
 const MAX_TRANSACTIONS = 4
-const POLL_MS = 50
 const JSON_HEADERS = {
   'Content-Type': 'application/json; charset=utf-8',
   'Cache-Control': 'no-store',
@@ -165,8 +162,6 @@ export function createSignIn(options: SignInOptions): SignIn {
   const backChannel = createBackChannelLogout(() => provider.jwksUri())
   const issuer = provider.issuer
   const emit = createEmit<SignInEvent>(settings.onEvent)
-  const owner = randomUUID()
-  const flights = new Map<string, Promise<OpenSession>>()
   let ring: Promise<KeyRing> | undefined
 
   const cookieAttributes = (path: string, maxAgeSeconds: number | undefined) => ({
@@ -444,110 +439,16 @@ export function createSignIn(options: SignInOptions): SignIn {
     return session
   }
 
-  const fresh = (session: OpenSession, product: string, marginMs: number) => {
-    const held = session.accessTokens[product]
-    return held !== undefined && held.expiresAt - now() > marginMs
-  }
-
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      setTimeout(resolve, ms).unref()
-    })
-
-  /** One refresh of a session, under its lock in the store (single-flight across instances). */
-  async function refreshOnce(
-    keys: KeyRing,
-    sessionId: string,
-    key: string,
-    product: string,
-  ): Promise<OpenSession> {
-    const { parameters } = productOf(product === '' ? undefined : product)
-    const margin = settings.refreshBeforeExpiryMs
-    // Real time, not the clock option: this waits for another instance, in this world.
-    const giveUpAt = performance.now() + settings.lockMs
-    while (!(await stored(store.lock(key, owner, settings.lockMs)))) {
-      // Another instance (or tab, through it) is refreshing: take its result from the store.
-      await sleep(POLL_MS)
-      const session = await readOpen(keys, sessionId, key)
-      if (fresh(session, product, margin)) {
-        emit?.({
-          type: 'session_refreshed',
-          issuer,
-          subject: session.subject,
-          product,
-          by: 'other_instance',
-        })
-        return session
-      }
-      if (performance.now() > giveUpAt) {
-        throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'store_unavailable')
-      }
-    }
-    try {
-      // Under the lock, read again: a refresh may have finished between our read and our lock.
-      const session = await readOpen(keys, sessionId, key)
-      if (fresh(session, product, margin)) return session
-      if (session.refreshToken === undefined) {
-        await endSession(key, session, 'refresh_refused')
-        throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused')
-      }
-      let tokens: Awaited<ReturnType<typeof provider.refresh>>
-      try {
-        tokens = await provider.refresh(session.refreshToken, parameters)
-      } catch (error) {
-        if (isSignInError(error)) throw error
-        if (isTokenSourceError(error) && error.oauthError === 'invalid_grant') {
-          // The refresh token is spent, revoked or expired: the session cannot go on.
-          await endSession(key, session, 'refresh_refused')
-          throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused', error)
-        }
-        throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_unavailable', error)
-      }
-      const at = now()
-      const next: OpenSession = {
-        ...session,
-        refreshToken: tokens.refreshToken ?? session.refreshToken,
-        idToken: tokens.idToken ?? session.idToken,
-        accessTokens: {
-          ...session.accessTokens,
-          [product]: { token: tokens.accessToken, expiresAt: at + tokens.expiresInSeconds * 1000 },
-        },
-        generation: session.generation + 1,
-      }
-      const ttlMs = Math.min(settings.idleTimeoutMs, session.expiresAt - at)
-      const written = await stored(
-        store.replace(key, sealSession(keys, sessionId, next), ttlMs, owner),
-      )
-      // Not written: the session ended while we refreshed (logout, back-channel logout).
-      if (!written) throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
-      emit?.({
-        type: 'session_refreshed',
-        issuer,
-        subject: session.subject,
-        product,
-        by: 'this_instance',
-      })
-      return next
-    } finally {
-      store.unlock(key, owner).catch((error: unknown) => emit?.({ type: 'store_error', error }))
-    }
-  }
-
-  /** Single-flight within this process: one refresh per session at a time, others wait for it. */
-  async function refreshed(
-    keys: KeyRing,
-    sessionId: string,
-    key: string,
-    product: string,
-  ): Promise<OpenSession> {
-    for (let running = flights.get(key); running !== undefined; running = flights.get(key)) {
-      const session = await running
-      if (fresh(session, product, 0)) return session
-    }
-    const flight = refreshOnce(keys, sessionId, key, product).finally(() => flights.delete(key))
-    flights.set(key, flight)
-    return flight
-  }
+  const refresher = createRefresher({
+    settings,
+    provider,
+    emit,
+    stored,
+    readOpen,
+    endSession,
+    parametersOf: (product) => productOf(product === '' ? undefined : product).parameters,
+  })
+  const { fresh, refreshed } = refresher
 
   function contextFor(
     keys: KeyRing,
@@ -663,5 +564,3 @@ export function createSignIn(options: SignInOptions): SignIn {
   }
   return Object.freeze(signIn)
 }
-
-export type { SignInRefusalReason }
