@@ -20,6 +20,7 @@ import {
 import type { TokenSourceEvent, TokenSourceEventListener } from './client/events.js'
 import type { GateEvent, GateEventListener } from './events.js'
 import { createRevocationInstruments } from './revocation-otel.js'
+import type { SignInEvent, SignInEventListener } from './signin/events.js'
 
 /** Options of {@link createOtelListener}. */
 export interface OtelOptions {
@@ -264,6 +265,74 @@ export function createTokenSourceOtelListener(
       record(event)
     } catch {
       // A broken metrics SDK must not fail a token request.
+    }
+    next?.(event)
+  }
+}
+
+/** Options of {@link createSignInOtelListener}. */
+export interface SignInOtelOptions {
+  /** Where instruments come from. Default: the global meter provider. */
+  readonly meterProvider?: MeterProvider
+  /** Another listener that receives every event too. Its exceptions are its own. */
+  readonly next?: SignInEventListener
+}
+
+/**
+ * Sign-in's `onEvent` (`tollgate/signin`, `signIn()` in the adapters) that records, in the gate's
+ * meter (`tollgate`):
+ *
+ * | instrument | kind | attributes |
+ * | --- | --- | --- |
+ * | `tollgate.signin.signins` | counter | `issuer` |
+ * | `tollgate.signin.refusals` | counter | `code`, `reason` |
+ * | `tollgate.signin.refreshes` | counter | `issuer`, `product`, `by` (`this_instance`/`other_instance`) |
+ * | `tollgate.signin.sessions_ended` | counter | `reason` |
+ * | `tollgate.signin.store_errors` | counter | |
+ *
+ * Never a user, a session id or a token.
+ *
+ * @example
+ * ```ts
+ * signIn({ ...options, onEvent: createSignInOtelListener() })
+ * ```
+ */
+export function createSignInOtelListener(options: SignInOtelOptions = {}): SignInEventListener {
+  const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(SCOPE)
+  const next = options.next
+  const counter = (name: string, description: string): Counter =>
+    meter.createCounter(name, { description, unit: '{event}' })
+  const signins = counter('tollgate.signin.signins', 'Completed sign-ins')
+  const refusals = counter('tollgate.signin.refusals', 'Refused sign-in requests')
+  const refreshes = counter('tollgate.signin.refreshes', 'Session access tokens refreshed')
+  const ended = counter('tollgate.signin.sessions_ended', 'Sessions ended')
+  const storeErrors = counter('tollgate.signin.store_errors', 'Session store failures')
+
+  function record(event: SignInEvent): void {
+    switch (event.type) {
+      case 'signed_in':
+        signins.add(1, { issuer: event.issuer })
+        break
+      case 'signin_refused':
+        refusals.add(1, { code: event.code, reason: event.reason })
+        break
+      case 'session_refreshed':
+        refreshes.add(1, { issuer: event.issuer, product: event.product, by: event.by })
+        break
+      case 'session_ended':
+        ended.add(1, { reason: event.reason })
+        break
+      case 'store_error':
+        storeErrors.add(1)
+        break
+    }
+  }
+
+  return (event) => {
+    try {
+      record(event)
+    } catch {
+      // A broken metrics SDK must not fail a sign-in.
     }
     next?.(event)
   }

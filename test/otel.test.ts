@@ -16,7 +16,12 @@ import type { GateEvent } from '../src/events.js'
 import { createGate } from '../src/gate.js'
 import { keycloak } from '../src/issuers.js'
 import type { GateOptions } from '../src/options.js'
-import { createOtelListener, createTokenSourceOtelListener } from '../src/otel.js'
+import {
+  createOtelListener,
+  createSignInOtelListener,
+  createTokenSourceOtelListener,
+} from '../src/otel.js'
+import type { SignInEvent } from '../src/signin/events.js'
 import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
 
 /** Collects on demand, as a Prometheus scrape would. */
@@ -289,6 +294,55 @@ describe('createTokenSourceOtelListener', () => {
         value: 1,
       },
     ])
+    expect(seen).toEqual(events)
+  })
+})
+
+describe('createSignInOtelListener', () => {
+  it('counts sign-ins, refusals, refreshes, ended sessions and store errors, never a user', async () => {
+    const reader = new TestReader()
+    const seen: SignInEvent[] = []
+    const listener = createSignInOtelListener({
+      meterProvider: new MeterProvider({ readers: [reader] }),
+      next: (event) => seen.push(event),
+    })
+    const issuer = 'https://sso.example.com/realms/acme'
+    const events: SignInEvent[] = [
+      { type: 'signed_in', issuer, subject: 'alice' },
+      {
+        type: 'signin_refused',
+        code: 'ERR_SIGNIN_CALLBACK_INVALID',
+        reason: 'state',
+        error: undefined,
+      },
+      {
+        type: 'session_refreshed',
+        issuer,
+        subject: 'alice',
+        product: 'office',
+        by: 'other_instance',
+      },
+      { type: 'session_ended', issuer, subject: 'alice', reason: 'back_channel_logout' },
+      { type: 'store_error', error: new Error('down') },
+    ]
+    for (const event of events) listener(event)
+    const { resourceMetrics } = await reader.collect()
+    expect(points(resourceMetrics, 'tollgate.signin.signins')).toEqual([
+      { attributes: { issuer }, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.signin.refusals')).toEqual([
+      { attributes: { code: 'ERR_SIGNIN_CALLBACK_INVALID', reason: 'state' }, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.signin.refreshes')).toEqual([
+      { attributes: { issuer, product: 'office', by: 'other_instance' }, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.signin.sessions_ended')).toEqual([
+      { attributes: { reason: 'back_channel_logout' }, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.signin.store_errors')).toEqual([
+      { attributes: {}, value: 1 },
+    ])
+    expect(JSON.stringify(resourceMetrics)).not.toContain('alice')
     expect(seen).toEqual(events)
   })
 })
