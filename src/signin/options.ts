@@ -61,7 +61,11 @@ export interface SessionOptions {
 export interface SessionRefreshOptions {
   /** An access token is refreshed once it has less than this left, in seconds. Default 60. */
   readonly beforeExpirySeconds?: number
-  /** How long one instance may hold a session's refresh lock, in ms. Default 10000. */
+  /**
+   * How long one instance may hold a session's refresh lock, in ms. It must outlast a refresh
+   * (discovery and the token request, each up to `timeoutMs`): a refresh that outlived its lock
+   * could not store the rotated refresh token. Default `2 × timeoutMs + 5000`.
+   */
   readonly lockMs?: number
 }
 
@@ -280,15 +284,28 @@ function normalize(input: unknown): NormalizedSignInOptions {
         min: 0,
         max: 3600,
       }) * 1000,
-    lockMs: integer(refresh['lockMs'], 'refresh.lockMs', {
-      fallback: 10_000,
-      min: 100,
-      max: 120_000,
-    }),
+    lockMs: refreshLockMs(refresh['lockMs'], client.timeoutMs),
     postLogoutRedirectUri,
     onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
     now: client.now,
   })
+}
+
+function refreshLockMs(value: unknown, timeoutMs: number): number {
+  const longestRefreshMs = 2 * timeoutMs
+  const lockMs = integer(value, 'refresh.lockMs', {
+    fallback: Math.min(longestRefreshMs + 5000, 300_000),
+    min: 100,
+    max: 300_000,
+  })
+  if (lockMs <= longestRefreshMs) {
+    fail(
+      'refresh.lockMs',
+      `must exceed 2 × timeoutMs (${longestRefreshMs}): a refresh must end within its lock`,
+      lockMs,
+    )
+  }
+  return lockMs
 }
 
 function absoluteUrl(value: unknown, path: string): string {

@@ -92,11 +92,22 @@ describe('createSignIn options', () => {
       { ...base, refresh: { early: true } },
       '"refresh.early" is not an option',
     ],
+    [
+      'a refresh lock a refresh could outlast',
+      { ...base, timeoutMs: 5000, refresh: { lockMs: 10_000 } },
+      '"refresh.lockMs" must exceed 2 × timeoutMs (10000): a refresh must end within its lock',
+    ],
   ])('refuses %s, naming the option', (_case, options, expected) => {
     const message = messageOf(options)
     expect(message.startsWith('createSignIn(options): ')).toBe(true)
     expect(message).toContain(expected)
     expect(message).not.toContain(SECRET)
+  })
+
+  it('takes a refresh lock just longer than two requests', () => {
+    expect(() =>
+      createSignIn({ ...base, timeoutMs: 5000, refresh: { lockMs: 10_001 } }),
+    ).not.toThrow()
   })
 
   it('allows a non-Secure cookie for a baseUrl of http on loopback (local development)', () => {
