@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 
 import { metrics, trace } from '@opentelemetry/api'
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus'
-import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
+import { MeterProvider } from '@opentelemetry/sdk-metrics'
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -23,27 +23,7 @@ import {
 } from '../src/otel.js'
 import type { SignInEvent } from '../src/signin/events.js'
 import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
-
-/** Collects on demand, as a Prometheus scrape would. */
-class TestReader extends MetricReader {
-  protected override async onShutdown(): Promise<void> {}
-  protected override async onForceFlush(): Promise<void> {}
-}
-
-interface Point {
-  readonly attributes: Record<string, unknown>
-  readonly value: unknown
-}
-
-function points(collected: ResourceMetrics, name: string): Point[] {
-  const found = collected.scopeMetrics
-    .flatMap((scope) => scope.metrics)
-    .find((metric) => metric.descriptor.name === name)
-  return (found?.dataPoints ?? []).map((point) => ({
-    attributes: point.attributes,
-    value: point.value,
-  }))
-}
+import { points, TestReader } from './helpers/metrics.js'
 
 let issuer: TestIssuer
 let options: GateOptions

@@ -1,26 +1,11 @@
-import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics'
+import { MeterProvider } from '@opentelemetry/sdk-metrics'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { createGate } from '../src/gate.js'
 import { keycloak } from '../src/issuers.js'
 import { createOtelListener } from '../src/otel.js'
 import { createTestIssuer, type TestIssuer } from '../src/testing/index.js'
-
-/** Collects on demand, as a Prometheus scrape would. */
-class TestReader extends MetricReader {
-  protected override async onShutdown(): Promise<void> {}
-  protected override async onForceFlush(): Promise<void> {}
-}
-
-function points(collected: ResourceMetrics, name: string) {
-  const found = collected.scopeMetrics
-    .flatMap((scope) => scope.metrics)
-    .find((metric) => metric.descriptor.name === name)
-  return (found?.dataPoints ?? []).map((point) => ({
-    attributes: point.attributes,
-    value: point.value,
-  }))
-}
+import { points, TestReader } from './helpers/metrics.js'
 
 let issuer: TestIssuer
 
