@@ -26,7 +26,7 @@ import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
 import { createResourceMetadata } from './resource-metadata.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
-import type { ResolvedTenant } from './tenant.js'
+import type { ResolvedTenant, TenantResolver } from './tenant.js'
 import { createTenantResolver } from './tenant.js'
 import type { Admission, CheckResult, RequestLike } from './types.js'
 import { createVerdictCaches, createVerifier, type Verdict } from './verify.js'
@@ -162,6 +162,14 @@ export function createGate(options: GateOptions): Gate {
   })
   const resolveTenant = normalized.tenant && createTenantResolver(normalized.tenant)
   const limiter = normalized.rateLimit && createTenantLimiter(normalized.rateLimit, { emit })
+  // A cached token is answered without a promise chain when nothing on its way waits: a tenant
+  // without a policy hook, a limiter in process memory (issue 14: on a cache hit through the Koa
+  // adapter the awaits and the asynchronous limiter cost several times the lookup itself).
+  const consumeNow = limiter === undefined ? undefined : limiter.consumeNow
+  const synchronousTenant =
+    resolveTenant !== undefined &&
+    normalized.tenant?.policy === undefined &&
+    (limiter === undefined || consumeNow !== undefined)
   const revocation = createGateRevocation(normalized, issuers, emit)
   const revoked = revocation.step
   const pass = Promise.resolve(PASS)
@@ -243,6 +251,35 @@ export function createGate(options: GateOptions): Gate {
     return auth
   }
 
+  /**
+   * `admit()` for a cached verdict, tenant and limit without awaits (see `synchronousTenant`):
+   * the same answers, events and refusal facts.
+   */
+  function admitCached(
+    request: RequestLike,
+    verdict: Verdict,
+    scheme: CredentialScheme,
+    startedAt: number,
+  ): Promise<CheckResult> {
+    let tenant: ResolvedTenant | undefined
+    try {
+      tenant = (resolveTenant as TenantResolver)(verdict.verified) as ResolvedTenant
+      const headers =
+        consumeNow === undefined ? NO_HEADERS : consumeNow(tenant, request, verdict.verified)
+      const auth = withTenant(verdict, tenant)
+      if (emit !== undefined) reportAccepted(request, auth, startedAt)
+      return Promise.resolve({ auth, headers })
+    } catch (error) {
+      return refuse(error, request, {
+        issuer: verdict.admission.issuer,
+        tenant: tenant?.id,
+        plan: tenant?.plan,
+        startedAt,
+        scheme,
+      })
+    }
+  }
+
   async function admit(
     request: RequestLike,
     token: string,
@@ -319,11 +356,11 @@ export function createGate(options: GateOptions): Gate {
     // a cached verdict still goes through the proof check, in admit().
     if (
       cached !== undefined &&
-      resolveTenant === undefined &&
       dpop === undefined &&
       (revoked === undefined || revoked.refusal(cached.admission) === undefined)
     ) {
-      return accept(request, cached, startedAt)
+      if (resolveTenant === undefined) return accept(request, cached, startedAt)
+      if (synchronousTenant) return admitCached(request, cached, scheme, startedAt)
     }
     return admit(request, token, scheme, cached, startedAt)
   }
