@@ -59,7 +59,7 @@ function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
   for (const framework of ['express', 'koa'] as const) {
     const rows = suite.rows.filter((r) => r.framework === framework)
     if (rows.length === 0) continue
-    const ordered = ['repeated', 'pool', 'forged', 'unknown-kid'].flatMap((mode) =>
+    const ordered = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid'].flatMap((mode) =>
       rows.filter((r) => r.mode === mode),
     )
     out.push(

@@ -46,7 +46,7 @@ export interface HttpRow {
   jwksFetches?: { warmup: number; measured: number; spanSeconds: number }
 }
 
-export type HttpMode = 'repeated' | 'pool' | 'forged' | 'unknown-kid'
+export type HttpMode = 'repeated' | 'realistic' | 'pool' | 'forged' | 'unknown-kid'
 
 export interface MemoryRow {
   stage: string

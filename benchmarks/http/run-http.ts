@@ -31,13 +31,14 @@ import type {
   ServerConfig,
   ToServer,
 } from './protocol.ts'
+import { REALISTIC_CLIENTS, realisticSchedule } from './realistic.ts'
 import { sanityCheck } from './sanity.ts'
 import { type Child, newId, startChild, stopAll } from './spawn.ts'
 
 type Server = Child<ToServer, FromServer>
 type Load = Child<LoadJob, FromLoad>
 
-const MODES: readonly HttpMode[] = ['repeated', 'pool', 'forged', 'unknown-kid']
+const MODES: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
 /** Server CPU ÷ wall time under which a round is taken as disturbed by another process. */
 const BUSY_ENOUGH = 0.9
 
@@ -71,12 +72,27 @@ interface Tally {
   lastEnd: number
 }
 
+/** The realistic mode's tokens (client `c`, generation `g` at `c × generations + g`) and order. */
+function realisticTokens(issuer: BenchIssuer): { tokens: string[]; schedule: number[] } {
+  const { schedule, generations, renewalRate } = realisticSchedule(settings.realisticRequests)
+  realisticRenewalRate = renewalRate
+  const tokens: string[] = []
+  for (let client = 0; client < REALISTIC_CLIENTS; client++) {
+    for (let g = 0; g < generations; g++) {
+      tokens.push(issuer.mint({ tenant: `t${client % 100}` }, 'RS256'))
+    }
+  }
+  return { tokens, schedule }
+}
+let realisticRenewalRate = 0
+
 function writeTokens(issuer: BenchIssuer): TokenFiles {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'))
   const pool = mintPool(issuer, settings.httpPool, 'RS256', 100)
   const forged = forge(pool)
-  const sets: Record<HttpMode, string[]> = {
+  const sets: Record<HttpMode, unknown> = {
     repeated: [pool[0]!],
+    realistic: realisticTokens(issuer),
     pool,
     forged,
     'unknown-kid': unknownKid(issuer, settings.unknownKids),
@@ -332,6 +348,7 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
     result.notes.push(
       `${settings.connections} connections; per case ${settings.warmupSeconds} s warm-up discarded, then ${settings.measureSeconds} s measured in ${settings.rounds} interleaved rounds (ABBA); req/s and latency from each contender's best round, CPU per request its lowest; up to ${settings.extraRounds} extra rounds when the best round left the server under ${BUSY_ENOUGH * 100}% busy`,
       `pool: ${fmt(settings.httpPool)} distinct RS256 tokens over 100 tenants, rotated per request; tollgate's verified-token cache holds ${fmt(settings.tollgateCacheEntries)} entries`,
+      `realistic: ${fmt(REALISTIC_CLIENTS)} clients picked at random per request, each reusing its RS256 token for 50–150 requests before renewing it (${(realisticRenewalRate * 100).toFixed(1)}% of requests bring a new token); each server continues the same seeded schedule from round to round; baseline: the bare framework's pool run`,
       `forged: the pool with each signature swapped for the next token's (known kid, never valid); unknown-kid: ${fmt(settings.unknownKids)} distinct unknown kids`,
       `issuer (JWKS, discovery): ${issuer.kind}; express-jwt hands jwks-rsa's SigningKeyNotFoundError (no status) to the error handler, hence its 500s on unknown kids`,
       'server busy = server CPU time ÷ wall time in the best round: near 100% the server was the bottleneck, as intended; well below, the load generator or a neighbour process was',
