@@ -26,7 +26,7 @@ import { type GateOptions, normalizeOptions } from './options.js'
 import { createTenantLimiter } from './rate-limit.js'
 import { createResourceMetadata } from './resource-metadata.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
-import type { ResolvedTenant, TenantResolver } from './tenant.js'
+import type { ResolvedTenant } from './tenant.js'
 import { createTenantResolver } from './tenant.js'
 import type { Admission, CheckResult, RequestLike } from './types.js'
 import { createVerdictCaches, createVerifier, type Verdict } from './verify.js'
@@ -252,10 +252,10 @@ export function createGate(options: GateOptions): Gate {
   }
 
   /**
-   * `admit()` for a cached verdict, tenant and limit without awaits (see `synchronousTenant`):
-   * the same answers, events and refusal facts.
+   * `admit()` for a verdict at hand (cached, or verified without waiting for keys), when nothing
+   * after it waits (no DPoP, see `synchronousTenant`): the same answers, events and refusal facts.
    */
-  function admitCached(
+  function admitNow(
     request: RequestLike,
     verdict: Verdict,
     scheme: CredentialScheme,
@@ -263,7 +263,10 @@ export function createGate(options: GateOptions): Gate {
   ): Promise<CheckResult> {
     let tenant: ResolvedTenant | undefined
     try {
-      tenant = (resolveTenant as TenantResolver)(verdict.verified) as ResolvedTenant
+      const revocationRefusal = revoked?.refusal(verdict.admission)
+      if (revocationRefusal !== undefined) throw revocationRefusal
+      if (resolveTenant === undefined) return accept(request, verdict, startedAt)
+      tenant = resolveTenant(verdict.verified) as ResolvedTenant
       const headers =
         consumeNow === undefined ? NO_HEADERS : consumeNow(tenant, request, verdict.verified)
       const auth = withTenant(verdict, tenant)
@@ -280,17 +283,27 @@ export function createGate(options: GateOptions): Gate {
     }
   }
 
+  /**
+   * A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
+   * that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
+   */
+  function unverified(error: unknown, token: string): unknown {
+    return error instanceof InvalidTokenError && !isB64Token(token)
+      ? new InvalidRequestError({ reason: 'malformed_credentials' })
+      : error
+  }
+
   async function admit(
     request: RequestLike,
     token: string,
     scheme: CredentialScheme,
-    cached: Verdict | undefined,
+    pending: Verdict | Promise<Verdict> | undefined,
     startedAt: number,
   ): Promise<CheckResult> {
     let issuer: string | undefined
     let tenant: ResolvedTenant | undefined
     try {
-      const verdict = cached ?? (await verifier.verify(token))
+      const verdict = await (pending ?? verifier.verify(token))
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
@@ -317,15 +330,13 @@ export function createGate(options: GateOptions): Gate {
       if (emit !== undefined) reportAccepted(request, auth, startedAt)
       return { auth, headers }
     } catch (error) {
-      // A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
-      // that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
-      const malformed =
-        error instanceof InvalidTokenError && issuer === undefined && !isB64Token(token)
-      return refuse(
-        malformed ? new InvalidRequestError({ reason: 'malformed_credentials' }) : error,
-        request,
-        { issuer, tenant: tenant?.id, plan: tenant?.plan, startedAt, scheme },
-      )
+      return refuse(issuer === undefined ? unverified(error, token) : error, request, {
+        issuer,
+        tenant: tenant?.id,
+        plan: tenant?.plan,
+        startedAt,
+        scheme,
+      })
     }
   }
 
@@ -354,15 +365,23 @@ export function createGate(options: GateOptions): Gate {
     const cached = verifier.cached(token, Date.now())
     // A revoked cached token goes on to admit(), which refuses it with its facts; with DPoP on,
     // a cached verdict still goes through the proof check, in admit().
-    if (
-      cached !== undefined &&
-      dpop === undefined &&
-      (revoked === undefined || revoked.refusal(cached.admission) === undefined)
-    ) {
-      if (resolveTenant === undefined) return accept(request, cached, startedAt)
-      if (synchronousTenant) return admitCached(request, cached, scheme, startedAt)
+    if (dpop !== undefined || (resolveTenant !== undefined && !synchronousTenant)) {
+      return admit(request, token, scheme, cached, startedAt)
     }
-    return admit(request, token, scheme, cached, startedAt)
+    if (cached !== undefined) return admitNow(request, cached, scheme, startedAt)
+    // A miss with the issuer's keys at hand is verified and answered without awaits too.
+    let verdict: Verdict | Promise<Verdict>
+    try {
+      verdict = verifier.verifyNow(token)
+    } catch (error) {
+      return refuse(unverified(error, token), request, {
+        ...BEFORE_VERIFICATION,
+        startedAt,
+        scheme,
+      })
+    }
+    if (verdict instanceof Promise) return admit(request, token, scheme, verdict, startedAt)
+    return admitNow(request, verdict, scheme, startedAt)
   }
 
   function authorize(guard: Guard, auth: Admission | undefined, request?: RequestLike): void {
