@@ -109,7 +109,7 @@ const { child: load } = await startChild<LoadJob, FromLoad>({
   file: './load.ts',
   cpu: pinned ? 1 : undefined,
 })
-const serverFile = `./servers/${framework}-tollgate.ts`
+const serverFile = `./servers/${framework}-${flag('bare') ? 'bare' : 'tollgate'}.ts`
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 try {
@@ -117,7 +117,7 @@ try {
     const out = join(resultsDir, 'profiles')
     mkdirSync(out, { recursive: true })
     for (const mode of modes) {
-      const name = `${framework}-${mode}`
+      const name = `${framework}${flag('bare') ? '-bare' : ''}-${mode}-${dists[0]!.split('/').pop()}`
       const nodeArgs = [
         '--cpu-prof',
         // One file per thread (tsx's loader runs in a worker): the main thread's ends in `.0.N`.
