@@ -41,8 +41,10 @@ export const settings = {
   /** Distinct unknown kids rotated in the `unknown-kid` mode. */
   unknownKids: num('BENCH_UNKNOWN_KIDS', 1000),
   /**
-   * tollgate's verified-token cache in the HTTP servers: smaller than the pool, so the pool mode
-   * always misses (the repeated mode always hits).
+   * tollgate's verified-token cache in the HTTP servers, its default: smaller than the pool, so
+   * the pool mode always misses (the repeated mode always hits), and large enough for the
+   * realistic mode's 1,000 clients and the tokens they renewed (an LRU of 1,000 would keep
+   * 96.5% of the hits the schedule offers; 5,000 keep 98.9%).
    */
   tollgateCacheEntries: num('BENCH_TOLLGATE_CACHE', 5000),
   /** The JWKS refetch cooldown the unknown-kid target is judged against, in seconds. */

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { resultsDir, settings } from '../config.ts'
-import { AUDIENCE, forge, mintPool } from '../fixtures.ts'
+import { AUDIENCE, forge, mintPool, unknownKid } from '../fixtures.ts'
 import { startIssuer } from '../issuer.ts'
 import { type HttpMode, taskset } from '../results.ts'
 import type { FromLoad, FromServer, LoadJob, ServerConfig, ToServer } from './protocol.ts'
@@ -47,6 +47,7 @@ for (const mode of modes) {
   if (mode === 'repeated') tokens = [pool[0]]
   else if (mode === 'pool') tokens = pool
   else if (mode === 'forged') tokens = forge(pool)
+  else if (mode === 'unknown-kid') tokens = unknownKid(issuer, settings.unknownKids)
   else if (mode === 'realistic') {
     const { schedule, generations, renewalRate } = realisticSchedule(settings.realisticRequests)
     const list: string[] = []
