@@ -3,7 +3,7 @@
  * targets with pass/miss first, then one table per case, every contender of a case side by side.
  */
 import type { HttpRow, Machine, MemoryRow, MicroRow, SuiteResult } from './results.ts'
-import { evaluateTargets, type Suites } from './targets.ts'
+import { evaluateIssue14Targets, evaluateTargets, type Suites } from './targets.ts'
 
 /** A Markdown table with padded columns, as Biome formats them (README.md is format-checked). */
 function table(head: string[], rows: string[][]): string {
@@ -59,7 +59,7 @@ function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
   for (const framework of ['express', 'koa'] as const) {
     const rows = suite.rows.filter((r) => r.framework === framework)
     if (rows.length === 0) continue
-    const ordered = ['repeated', 'pool', 'forged', 'unknown-kid'].flatMap((mode) =>
+    const ordered = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid'].flatMap((mode) =>
       rows.filter((r) => r.mode === mode),
     )
     out.push(
@@ -73,6 +73,8 @@ function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
           'p50 ms',
           'p99 ms',
           'server CPU µs/req',
+          'added µs/req',
+          'raw verify µs',
           'server busy',
           'JWKS fetches (warm-up+measured)',
           'Statuses',
@@ -86,6 +88,8 @@ function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
           r.p50.toFixed(1),
           r.p99.toFixed(1),
           r.cpuUsPerReq.toFixed(1),
+          r.addedCpuUs === undefined ? '' : r.addedCpuUs.toFixed(1),
+          r.rawVerifyUs === undefined ? '' : r.rawVerifyUs.toFixed(1),
           `${Math.round(r.serverBusy * 100)}%`,
           r.jwksFetches ? `${r.jwksFetches.warmup}+${r.jwksFetches.measured}` : '',
           Object.entries(r.statuses)
@@ -115,6 +119,10 @@ export function renderReport(suites: Suites, busy?: number): string {
   if (first) parts.push(machineLine(first.machine, first.mode, first.startedAt, busy))
   const targets = evaluateTargets(suites)
   parts.push(
+    `**Targets (issue 14)**\n\n${table(
+      ['Target', 'Goal', 'Measured', 'Result'],
+      evaluateIssue14Targets(suites).map((t) => [t.label, t.goal, t.measured, verdict(t.pass)]),
+    )}`,
     `**Targets (issue 4)**\n\n${table(
       ['Target', 'Goal', 'Measured', 'Result'],
       targets.map((t) => [t.label, t.goal, t.measured, verdict(t.pass)]),

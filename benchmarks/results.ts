@@ -42,11 +42,18 @@ export interface HttpRow {
   vsBare?: number
   /** The bare framework's server CPU per request divided by this one's: the same ratio, measured by cost. */
   vsBareCpu?: number
+  /** Server CPU µs per request over the bare framework's (same baseline as `vsBare`). */
+  addedCpuUs?: number
+  /**
+   * node:crypto's raw RS256 check of one pool token, CPU µs, measured by the orchestrator just
+   * before this mode's rounds (issue 14: the miss targets are multiples of it).
+   */
+  rawVerifyUs?: number
   /** JWKS fetches served while the case ran (warm-up, measured), and the seconds that spanned. */
   jwksFetches?: { warmup: number; measured: number; spanSeconds: number }
 }
 
-export type HttpMode = 'repeated' | 'pool' | 'forged' | 'unknown-kid'
+export type HttpMode = 'repeated' | 'realistic' | 'pool' | 'forged' | 'unknown-kid'
 
 export interface MemoryRow {
   stage: string

@@ -20,7 +20,7 @@ import { runSuite as runTokenSource } from './micro/token-source.bench.ts'
 import { runSuite as runVerify } from './micro/verify.bench.ts'
 import { renderReport } from './report.ts'
 import { busyShare, machine, type SuiteResult, writeResult } from './results.ts'
-import { evaluateTargets, ratios, type Suites } from './targets.ts'
+import { evaluateIssue14Targets, evaluateTargets, ratios, type Suites } from './targets.ts'
 
 const only = process.argv
   .find((arg) => arg.startsWith('--only='))
@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     mode: settings.mode,
     machine: machine(),
     busy,
-    targets: evaluateTargets(suites),
+    targets: [...evaluateIssue14Targets(suites), ...evaluateTargets(suites)],
     ratios: ratios(suites),
     files,
   }

@@ -176,6 +176,78 @@ export function evaluateTargets(suites: Suites): Target[] {
   return targets
 }
 
+/**
+ * Issue 14's targets: the server CPU tollgate adds over the bare framework (same run, same
+ * rounds) against node:crypto's raw check of a pool token measured just before the mode, and
+ * req/s ratios for a cached token and realistic traffic.
+ */
+export function evaluateIssue14Targets(suites: Suites): Target[] {
+  const targets: Target[] = []
+  const http = suites.http?.rows ?? []
+  const row = (contender: string, mode: HttpMode) =>
+    http.find((r) => r.contender === contender && r.mode === mode)
+  const us = (n: number) => `${n.toFixed(1)} µs`
+  for (const framework of ['express', 'koa'] as const) {
+    const name = `${framework} + tollgate`
+    const title = framework === 'express' ? 'Express' : 'Koa'
+    for (const [mode, multiple, what] of [
+      ['pool', 1.5, 'miss (10k-token pool)'],
+      ['forged', 1.1, 'forged token'],
+    ] as const) {
+      const label = `${title}: ${what}, CPU added over bare vs one raw verify`
+      const r = row(name, mode)
+      targets.push(
+        r?.addedCpuUs === undefined || r.rawVerifyUs === undefined
+          ? notMeasured(label, `≤ ${multiple}×`)
+          : {
+              label,
+              goal: `≤ ${multiple}×`,
+              measured: `${x(r.addedCpuUs / r.rawVerifyUs)} (+${us(r.addedCpuUs)} vs ${us(r.rawVerifyUs)})`,
+              pass: r.addedCpuUs <= multiple * r.rawVerifyUs,
+            },
+      )
+    }
+    const hitGoal = framework === 'express' ? 0.95 : 0.9
+    const hit = row(name, 'repeated')
+    const hitLabel = `${title}: cached token (repeated, memory limiter) vs bare`
+    targets.push(
+      hit?.vsBare === undefined
+        ? notMeasured(hitLabel, `≥ ${hitGoal}×`)
+        : {
+            label: hitLabel,
+            goal: `≥ ${hitGoal}×`,
+            measured: x(hit.vsBare),
+            pass: hit.vsBare >= hitGoal,
+          },
+    )
+    const bare = row(`${framework} (bare)`, 'repeated')
+    const addedLabel = `${title}: cached token, CPU added over bare`
+    targets.push(
+      hit?.addedCpuUs === undefined || bare === undefined
+        ? notMeasured(addedLabel, '≤ 5% of bare')
+        : {
+            label: addedLabel,
+            goal: '≤ 5% of bare',
+            measured: `${((100 * hit.addedCpuUs) / bare.cpuUsPerReq).toFixed(1)}% (+${us(hit.addedCpuUs)} over ${us(bare.cpuUsPerReq)})`,
+            pass: hit.addedCpuUs <= 0.05 * bare.cpuUsPerReq,
+          },
+    )
+    const realistic = row(name, 'realistic')
+    const realisticLabel = `${title}: realistic traffic vs bare`
+    targets.push(
+      realistic?.vsBare === undefined
+        ? notMeasured(realisticLabel, '≥ 0.9×')
+        : {
+            label: realisticLabel,
+            goal: '≥ 0.9×',
+            measured: `${x(realistic.vsBare)} (+${us(realistic.addedCpuUs ?? 0)})`,
+            pass: realistic.vsBare >= 0.9,
+          },
+    )
+  }
+  return targets
+}
+
 function memoryTarget(memory: SuiteResult<MemoryRow> | undefined): Target {
   const label = `Memory, ${settings.memoryTokens.toLocaleString('en-US')} tokens / ${settings.memoryTenants.toLocaleString('en-US')} tenants`
   const goal = 'bounded: heap flat once the cache and tenants are saturated'

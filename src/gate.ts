@@ -162,6 +162,14 @@ export function createGate(options: GateOptions): Gate {
   })
   const resolveTenant = normalized.tenant && createTenantResolver(normalized.tenant)
   const limiter = normalized.rateLimit && createTenantLimiter(normalized.rateLimit, { emit })
+  // A cached token is answered without a promise chain when nothing on its way waits: a tenant
+  // without a policy hook, a limiter in process memory (issue 14: on a cache hit through the Koa
+  // adapter the awaits and the asynchronous limiter cost several times the lookup itself).
+  const consumeNow = limiter === undefined ? undefined : limiter.consumeNow
+  const synchronousTenant =
+    resolveTenant !== undefined &&
+    normalized.tenant?.policy === undefined &&
+    (limiter === undefined || consumeNow !== undefined)
   const revocation = createGateRevocation(normalized, issuers, emit)
   const revoked = revocation.step
   const pass = Promise.resolve(PASS)
@@ -243,17 +251,59 @@ export function createGate(options: GateOptions): Gate {
     return auth
   }
 
+  /**
+   * `admit()` for a verdict at hand (cached, or verified without waiting for keys), when nothing
+   * after it waits (no DPoP, see `synchronousTenant`): the same answers, events and refusal facts.
+   */
+  function admitNow(
+    request: RequestLike,
+    verdict: Verdict,
+    scheme: CredentialScheme,
+    startedAt: number,
+  ): Promise<CheckResult> {
+    let tenant: ResolvedTenant | undefined
+    try {
+      const revocationRefusal = revoked?.refusal(verdict.admission)
+      if (revocationRefusal !== undefined) throw revocationRefusal
+      if (resolveTenant === undefined) return accept(request, verdict, startedAt)
+      tenant = resolveTenant(verdict.verified) as ResolvedTenant
+      const headers =
+        consumeNow === undefined ? NO_HEADERS : consumeNow(tenant, request, verdict.verified)
+      const auth = withTenant(verdict, tenant)
+      if (emit !== undefined) reportAccepted(request, auth, startedAt)
+      return Promise.resolve({ auth, headers })
+    } catch (error) {
+      return refuse(error, request, {
+        issuer: verdict.admission.issuer,
+        tenant: tenant?.id,
+        plan: tenant?.plan,
+        startedAt,
+        scheme,
+      })
+    }
+  }
+
+  /**
+   * A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
+   * that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
+   */
+  function unverified(error: unknown, token: string): unknown {
+    return error instanceof InvalidTokenError && !isB64Token(token)
+      ? new InvalidRequestError({ reason: 'malformed_credentials' })
+      : error
+  }
+
   async function admit(
     request: RequestLike,
     token: string,
     scheme: CredentialScheme,
-    cached: Verdict | undefined,
+    pending: Verdict | Promise<Verdict> | undefined,
     startedAt: number,
   ): Promise<CheckResult> {
     let issuer: string | undefined
     let tenant: ResolvedTenant | undefined
     try {
-      const verdict = cached ?? (await verifier.verify(token))
+      const verdict = await (pending ?? verifier.verify(token))
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
@@ -280,15 +330,13 @@ export function createGate(options: GateOptions): Gate {
       if (emit !== undefined) reportAccepted(request, auth, startedAt)
       return { auth, headers }
     } catch (error) {
-      // A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
-      // that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
-      const malformed =
-        error instanceof InvalidTokenError && issuer === undefined && !isB64Token(token)
-      return refuse(
-        malformed ? new InvalidRequestError({ reason: 'malformed_credentials' }) : error,
-        request,
-        { issuer, tenant: tenant?.id, plan: tenant?.plan, startedAt, scheme },
-      )
+      return refuse(issuer === undefined ? unverified(error, token) : error, request, {
+        issuer,
+        tenant: tenant?.id,
+        plan: tenant?.plan,
+        startedAt,
+        scheme,
+      })
     }
   }
 
@@ -317,15 +365,23 @@ export function createGate(options: GateOptions): Gate {
     const cached = verifier.cached(token, Date.now())
     // A revoked cached token goes on to admit(), which refuses it with its facts; with DPoP on,
     // a cached verdict still goes through the proof check, in admit().
-    if (
-      cached !== undefined &&
-      resolveTenant === undefined &&
-      dpop === undefined &&
-      (revoked === undefined || revoked.refusal(cached.admission) === undefined)
-    ) {
-      return accept(request, cached, startedAt)
+    if (dpop !== undefined || (resolveTenant !== undefined && !synchronousTenant)) {
+      return admit(request, token, scheme, cached, startedAt)
     }
-    return admit(request, token, scheme, cached, startedAt)
+    if (cached !== undefined) return admitNow(request, cached, scheme, startedAt)
+    // A miss with the issuer's keys at hand is verified and answered without awaits too.
+    let verdict: Verdict | Promise<Verdict>
+    try {
+      verdict = verifier.verifyNow(token)
+    } catch (error) {
+      return refuse(unverified(error, token), request, {
+        ...BEFORE_VERIFICATION,
+        startedAt,
+        scheme,
+      })
+    }
+    if (verdict instanceof Promise) return admit(request, token, scheme, verdict, startedAt)
+    return admitNow(request, verdict, scheme, startedAt)
   }
 
   function authorize(guard: Guard, auth: Admission | undefined, request?: RequestLike): void {

@@ -141,6 +141,22 @@ export class IssuerKeys {
   }
 
   /**
+   * `resolve()` without waiting, when it would not have to: the matching keys while the key set
+   * is fresh and has some, else `undefined` (then `resolve()` decides: refetch, stale keys, 503).
+   * A cache miss with known keys is then verified without a promise (issue 14).
+   */
+  resolveNow(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] | undefined {
+    const now = Date.now()
+    const age = now - this.fetchedAt
+    const { maxAgeMs } = this.options
+    if (age >= maxAgeMs) return undefined
+    const found = this.match(kid, alg)
+    if (found.length === 0) return undefined
+    if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
+    return found
+  }
+
+  /**
    * For a cached verdict: `false` once the keys are past the stale bound (the verdict must not
    * outlive the keys that made it). Also starts the background refresh a hit would otherwise
    * never trigger, so traffic served from the cache still keeps keys fresh.

@@ -1,17 +1,16 @@
 /**
- * Per-tenant rate limits: one or more fixed windows per plan, in process memory (over
- * rate-limiter-flexible) or in Redis (a single server or a Cluster, `rate-limit-redis.ts`) shared
- * by every gateway process. The only module that sees rate-limiter-flexible's result shapes: a
- * refusal becomes a {@link RateLimitedError}, a store failure the configured fallback.
+ * Per-tenant rate limits: one or more fixed windows per plan, in process memory
+ * (`rate-limit-memory.ts`, synchronous) or in Redis (a single server or a Cluster, `rate-limit-redis.ts`) shared
+ * by every gateway process. A refusal becomes a {@link RateLimitedError}, a store failure the
+ * configured fallback.
  *
  * @module
  */
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
-
 import { RateLimitedError, ServiceUnavailableError } from './errors.js'
 import type { Emit } from './events.js'
 import type { HeaderWindow, PlanHeaders, WindowState } from './rate-limit-headers.js'
 import { createPlanHeaders, secondsUntil } from './rate-limit-headers.js'
+import { MemoryWindow } from './rate-limit-memory.js'
 import type { NormalizedRateLimitOptions, RateLimitWindow } from './rate-limit-options.js'
 import type { StoreCount } from './rate-limit-redis.js'
 import { createRedisStore } from './rate-limit-redis.js'
@@ -46,12 +45,24 @@ export interface TenantLimiter {
     request: RequestLike,
     verified: VerifiedToken,
   ): Promise<Record<string, string>>
+  /**
+   * The same as `consume`, synchronously (returns the headers or throws), when the store is
+   * process memory; `undefined` with Redis. The gate answers a cached token with it without a
+   * promise chain.
+   */
+  readonly consumeNow:
+    | ((
+        tenant: ResolvedTenant,
+        request: RequestLike,
+        verified: VerifiedToken,
+      ) => Record<string, string>)
+    | undefined
 }
 
 interface Window extends HeaderWindow {
   readonly keySuffix: string
   /** The window in process memory: the store without Redis, the fallback with it. */
-  readonly memory: RateLimiterMemory
+  readonly memory: MemoryWindow
   /** Tenants the store reported as spent, until their window resets: refused without asking. */
   readonly blocked: Map<string, number>
 }
@@ -143,7 +154,28 @@ export function createTenantLimiter(
     // Each instance admits its share of the window: the instances seen on the store lately
     // ('auto'), or the configured divisor.
     const divisor = o.fallbackDivisor === 'auto' ? (store?.instances() ?? 1) : o.fallbackDivisor
-    return settle(tenant, plan, await consumeInMemory(plan, tenant, points, divisor))
+    return settle(tenant, plan, consumeInMemory(plan, tenant, points, divisor))
+  }
+
+  function planOf(tenant: ResolvedTenant): Plan {
+    const planName = o.tenantPlans.get(tenant.id) ?? tenant.plan
+    return (planName === undefined ? undefined : plans.get(planName)) ?? defaultPlan
+  }
+
+  /** The memory store: nothing to wait for, so nothing asynchronous. */
+  function consumeNow(
+    tenant: ResolvedTenant,
+    request: RequestLike,
+    verified: VerifiedToken,
+  ): Record<string, string> {
+    const plan = planOf(tenant)
+    const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
+    const id = tenant.id
+    const blocked = blockedState(plan, id)
+    if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
+    const outcome = consumeInMemory(plan, id, points, 1)
+    rememberSpent(id, outcome)
+    return settle(id, plan, outcome)
   }
 
   async function consume(
@@ -151,17 +183,12 @@ export function createTenantLimiter(
     request: RequestLike,
     verified: VerifiedToken,
   ): Promise<Record<string, string>> {
-    const planName = o.tenantPlans.get(tenant.id) ?? tenant.plan
-    const plan = (planName === undefined ? undefined : plans.get(planName)) ?? defaultPlan
+    if (store === undefined) return consumeNow(tenant, request, verified)
+    const plan = planOf(tenant)
     const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
     const id = tenant.id
     const blocked = blockedState(plan, id)
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
-    if (store === undefined) {
-      const outcome = await consumeInMemory(plan, id, points, 1)
-      rememberSpent(id, outcome)
-      return settle(id, plan, outcome)
-    }
 
     const probe = degraded
     if (probe) {
@@ -186,7 +213,7 @@ export function createTenantLimiter(
     return settle(id, plan, outcome)
   }
 
-  return { consume }
+  return { consume, consumeNow: store === undefined ? consumeNow : undefined }
 }
 
 /** The store's counts, shortest window first, up to the first window over its points. */
@@ -206,22 +233,13 @@ function outcomeOf(plan: Plan, counts: readonly StoreCount[]): Outcome {
  * Consumes window by window in process memory, shortest first; stops at the first refusal.
  * Each window admits `ceil(points / divisor)`.
  */
-async function consumeInMemory(
-  plan: Plan,
-  tenant: string,
-  points: number,
-  divisor: number,
-): Promise<Outcome> {
+function consumeInMemory(plan: Plan, tenant: string, points: number, divisor: number): Outcome {
   const states: State[] = []
+  const now = Date.now()
   for (const window of plan.windows) {
-    const res = await window.memory
-      .consume(`{${tenant}}${window.keySuffix}`, points)
-      .catch((rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) return rejection
-        throw rejection
-      })
+    const count = window.memory.consume(tenant, points, now)
     const share = Math.ceil(window.points / divisor)
-    const [state, admitted] = stateOf(window, res.consumedPoints, res.msBeforeNext, share)
+    const [state, admitted] = stateOf(window, count.consumed, count.resetAt - now, share)
     if (!admitted) return { admitted: false, state }
     states.push(state)
   }
@@ -289,7 +307,7 @@ function buildWindow(plan: string, window: RateLimitWindow, count: number): Wind
     points: window.points,
     durationSeconds: window.durationSeconds,
     keySuffix: `:${plan}:${window.durationSeconds}`,
-    memory: new RateLimiterMemory({ points: window.points, duration: window.durationSeconds }),
+    memory: new MemoryWindow(window.durationSeconds),
     blocked: new Map(),
   }
 }

@@ -53,6 +53,11 @@ export interface Verifier {
   cached(token: string, nowMs: number): Verdict | undefined
   /** Full verification. Rejects with `InvalidTokenError`, `TokenExpiredError` or `ServiceUnavailableError`. */
   verify(token: string): Promise<Verdict>
+  /**
+   * `verify`, synchronously when the issuer's keys need no fetch: the verdict, or a promise of it
+   * when they do. Throws synchronously what is refused before that.
+   */
+  verifyNow(token: string): Verdict | Promise<Verdict>
 }
 
 /** Everything verification needs, built once by `createGate()`. */
@@ -103,8 +108,8 @@ export function createVerifier(context: VerifierContext): Verifier {
   const verdicts = context.caches?.verdicts
   const forgeries = context.caches?.forgeries
 
-  async function verifyToken(token: string): Promise<Verdict> {
-    const now = Date.now()
+  /** Everything before the keys: size, remembered forgeries, parse, header rules, issuer. */
+  function prepare(token: string, now: number) {
     if (token.length > maxTokenBytes) throw invalid('too_large')
     if (forgeries?.get(token, now) !== undefined) throw invalid('signature')
     const parsed = parseCompactJWS(token)
@@ -126,18 +131,42 @@ export function createVerifier(context: VerifierContext): Verifier {
     const iss = payload.iss
     const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
     if (issuer === undefined) throw invalid('unknown_issuer')
+    return { parsed, alg: alg as JWSAlgorithm, kid, iss: iss as string, issuer }
+  }
 
-    const candidates = await issuer.keys.resolve(kid, alg as JWSAlgorithm)
-    const key = findSigner(parsed, candidates, alg as JWSAlgorithm)
+  /** The signature against the candidate keys, then the claims; caches the outcome. */
+  function conclude(
+    token: string,
+    prepared: ReturnType<typeof prepare>,
+    candidates: readonly PreparedKey[],
+    now: number,
+  ): Verdict {
+    const { parsed, alg } = prepared
+    const key = findSigner(parsed, candidates, alg)
     if (key === undefined) {
       if (candidates.length === 0) throw invalid('unknown_kid')
       forgeries?.set(token, true, candidates, ALWAYS, now)
       throw invalid('signature')
     }
-    const validity = checkClaims(header as TokenHeader, payload, rules, Date.now())
-    const verdict = buildVerdict(token, parsed, iss as string, issuer.realm)
+    const validity = checkClaims(parsed.header as TokenHeader, parsed.payload, rules, Date.now())
+    const verdict = buildVerdict(token, parsed, prepared.iss, prepared.issuer.realm)
     verdicts?.set(token, verdict, [key], validity, now)
     return verdict
+  }
+
+  function verifyNow(token: string): Verdict | Promise<Verdict> {
+    const now = Date.now()
+    const prepared = prepare(token, now)
+    const keys = prepared.issuer.keys
+    const candidates = keys.resolveNow(prepared.kid as string | undefined, prepared.alg)
+    if (candidates !== undefined) return conclude(token, prepared, candidates, now)
+    return keys
+      .resolve(prepared.kid as string | undefined, prepared.alg)
+      .then((resolved) => conclude(token, prepared, resolved, now))
+  }
+
+  async function verifyToken(token: string): Promise<Verdict> {
+    return verifyNow(token)
   }
 
   return {
@@ -152,6 +181,7 @@ export function createVerifier(context: VerifierContext): Verifier {
             return issuer?.keys.stillUsable(nowMs) ? verdict : undefined
           },
     verify: verifyToken,
+    verifyNow,
   }
 }
 

@@ -299,7 +299,7 @@ describe('createTenantLimiter (memory store)', () => {
     for (let index = 0; index < 1000; index++) {
       await limiter.consume({ id: `tenant-${index}`, plan: undefined }, get, token)
     }
-    // rate-limiter-flexible's memory store holds one expiry timer per key; the key goes with it.
+    // The memory store holds one expiry timer per tenant window; the count goes with it.
     expect(vi.getTimerCount()).toBe(2000)
     vi.advanceTimersByTime(1000)
     expect(vi.getTimerCount()).toBe(1000)

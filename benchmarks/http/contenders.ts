@@ -11,7 +11,7 @@ export interface HttpContender {
   modes: readonly HttpMode[]
 }
 
-const ALL: readonly HttpMode[] = ['repeated', 'pool', 'forged', 'unknown-kid']
+const ALL: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
 const VALID: readonly HttpMode[] = ['repeated', 'pool']
 
 export const contenders: readonly HttpContender[] = [

@@ -26,32 +26,57 @@ interface RequestIterator {
   nextRequest(): unknown
 }
 
-const built = new Map<string, PrebuiltRequest[]>()
+interface Prebuilt {
+  requests: PrebuiltRequest[]
+  /** Request order as indexes into `requests` (the realistic mode); absent: rotate in order. */
+  schedule?: number[]
+  /** Where the next run on the same server picks up, so a schedule is never replayed. */
+  position: number
+}
+
+const built = new Map<string, Prebuilt>()
 
 /** The bytes autocannon itself would write for a GET with one extra header. */
-function prebuild(job: LoadJob): PrebuiltRequest[] {
+function prebuild(job: LoadJob): Prebuilt {
   const key = `${job.url} ${job.tokensFile}`
-  let requests = built.get(key)
-  if (!requests) {
-    const tokens = JSON.parse(readFileSync(job.tokensFile, 'utf8')) as string[]
+  let prebuilt = built.get(key)
+  if (!prebuilt) {
+    const parsed = JSON.parse(readFileSync(job.tokensFile, 'utf8')) as
+      | string[]
+      | { tokens: string[]; schedule: number[] }
+    const tokens = Array.isArray(parsed) ? parsed : parsed.tokens
     if (!Array.isArray(tokens) || tokens.length === 0)
       throw new Error(`${job.tokensFile}: no tokens`)
     const url = new URL(job.url)
-    requests = tokens.map((token) => {
+    const requests = tokens.map((token): PrebuiltRequest => {
       const headers = { authorization: `Bearer ${token}` }
       const head = `GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: keep-alive\r\nauthorization: ${headers.authorization}\r\n\r\n`
       return { method: 'GET', path: url.pathname, headers, requestBuffer: Buffer.from(head) }
     })
-    built.clear()
-    built.set(key, requests)
+    prebuilt = { requests, position: 0 }
+    if (!Array.isArray(parsed)) prebuilt.schedule = parsed.schedule
+    // One mode at a time: the servers of the mode before are done with theirs.
+    for (const other of built.keys()) if (!other.endsWith(` ${job.tokensFile}`)) built.delete(other)
+    built.set(key, prebuilt)
   }
-  return requests
+  return prebuilt
 }
 
 async function run(job: LoadJob): Promise<LoadOutcome> {
-  const requests = prebuild(job)
-  let next = 0
-  const take = () => requests[next++ % requests.length]!
+  const prebuilt = prebuild(job)
+  const { requests, schedule } = prebuilt
+  // A schedule goes on where the last run on this server stopped: replaying it would turn its
+  // first uses of a token (misses) into hits.
+  let next = schedule === undefined ? 0 : prebuilt.position
+  const take =
+    schedule === undefined
+      ? () => requests[next++ % requests.length]!
+      : () => {
+          const request = requests[schedule[next % schedule.length]!]!
+          next++
+          prebuilt.position = next
+          return request
+        }
   const result = await autocannon({
     url: job.url,
     connections: job.connections,

@@ -11,6 +11,7 @@ import { join } from 'node:path'
 import { isMain, settings } from '../config.ts'
 import { AUDIENCE, type BenchIssuer, forge, mintPool, unknownKid } from '../fixtures.ts'
 import { startIssuer } from '../issuer.ts'
+import { rawVerifier } from '../micro/crypto-limit.ts'
 import { connectRedis } from '../redis.ts'
 import {
   busyShare,
@@ -31,13 +32,14 @@ import type {
   ServerConfig,
   ToServer,
 } from './protocol.ts'
+import { REALISTIC_CLIENTS, realisticSchedule } from './realistic.ts'
 import { sanityCheck } from './sanity.ts'
 import { type Child, newId, startChild, stopAll } from './spawn.ts'
 
 type Server = Child<ToServer, FromServer>
 type Load = Child<LoadJob, FromLoad>
 
-const MODES: readonly HttpMode[] = ['repeated', 'pool', 'forged', 'unknown-kid']
+const MODES: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
 /** Server CPU ÷ wall time under which a round is taken as disturbed by another process. */
 const BUSY_ENOUGH = 0.9
 
@@ -46,6 +48,7 @@ interface TokenFiles {
   files: Record<HttpMode, string>
   valid: string
   forged: string
+  pool: readonly string[]
 }
 
 interface Running {
@@ -71,12 +74,27 @@ interface Tally {
   lastEnd: number
 }
 
+/** The realistic mode's tokens (client `c`, generation `g` at `c × generations + g`) and order. */
+function realisticTokens(issuer: BenchIssuer): { tokens: string[]; schedule: number[] } {
+  const { schedule, generations, renewalRate } = realisticSchedule(settings.realisticRequests)
+  realisticRenewalRate = renewalRate
+  const tokens: string[] = []
+  for (let client = 0; client < REALISTIC_CLIENTS; client++) {
+    for (let g = 0; g < generations; g++) {
+      tokens.push(issuer.mint({ tenant: `t${client % 100}` }, 'RS256'))
+    }
+  }
+  return { tokens, schedule }
+}
+let realisticRenewalRate = 0
+
 function writeTokens(issuer: BenchIssuer): TokenFiles {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'))
   const pool = mintPool(issuer, settings.httpPool, 'RS256', 100)
   const forged = forge(pool)
-  const sets: Record<HttpMode, string[]> = {
+  const sets: Record<HttpMode, unknown> = {
     repeated: [pool[0]!],
+    realistic: realisticTokens(issuer),
     pool,
     forged,
     'unknown-kid': unknownKid(issuer, settings.unknownKids),
@@ -86,7 +104,7 @@ function writeTokens(issuer: BenchIssuer): TokenFiles {
     files[mode] = join(dir, `${mode}.json`)
     writeFileSync(files[mode], JSON.stringify(sets[mode]))
   }
-  return { dir, files, valid: pool[1]!, forged: forged[1]! }
+  return { dir, files, valid: pool[1]!, forged: forged[1]!, pool }
 }
 
 async function cpuMicros(server: Server): Promise<number> {
@@ -135,6 +153,29 @@ function printRow(row: HttpRow): void {
     `  ${row.mode.padEnd(11)} ${row.contender.padEnd(38)} ${fmt(row.rps).padStart(7)} req/s  p50 ${row.p50.toFixed(1)} ms  p99 ${row.p99.toFixed(1)} ms  ` +
       `cpu ${fmt(row.cpuUsPerReq, 1)} µs/req${ratio}${fetches}  [${codes}]${row.errors ? `  errors ${row.errors}` : ''}`,
   )
+}
+
+/**
+ * CPU µs of node:crypto's raw check (crypto-limit.ts) of one pool token, in this process: the
+ * lowest of a few 200 ms rounds of CPU time (not wall time), so a neighbour taking the CPU
+ * between samples does not count.
+ */
+function rawVerifyMicros(issuer: BenchIssuer, pool: readonly string[]): number {
+  const verify = rawVerifier('RS256', issuer.keys.RS256.publicKey)
+  let best = Number.POSITIVE_INFINITY
+  let i = 0
+  for (let round = 0; round < 5; round++) {
+    const start = process.cpuUsage()
+    const wall = Date.now()
+    let n = 0
+    while (Date.now() - wall < 200) {
+      verify(pool[i++ % pool.length]!)
+      n++
+    }
+    const spent = process.cpuUsage(start)
+    best = Math.min(best, (spent.user + spent.system) / n)
+  }
+  return best
 }
 
 function unavailable(
@@ -258,6 +299,7 @@ function addRatios(rows: HttpRow[]): void {
     if (!bare || bare === row) continue
     row.vsBare = row.rps / bare.rps
     row.vsBareCpu = row.cpuUsPerReq > 0 ? bare.cpuUsPerReq / row.cpuUsPerReq : undefined
+    row.addedCpuUs = row.cpuUsPerReq - bare.cpuUsPerReq
   }
 }
 
@@ -319,7 +361,9 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
         for (const mode of MODES) {
           const participants = group.filter((g) => g.contender.modes.includes(mode))
           if (participants.length === 0) continue
+          const rawVerifyUs = rawVerifyMicros(issuer, tokens.pool)
           const rows = await runMode(mode, participants, generator, tokens, issuer)
+          for (const row of rows) row.rawVerifyUs = rawVerifyUs
           result.rows.push(...rows)
           addRatios(result.rows)
           for (const row of rows) printRow(row)
@@ -332,6 +376,7 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
     result.notes.push(
       `${settings.connections} connections; per case ${settings.warmupSeconds} s warm-up discarded, then ${settings.measureSeconds} s measured in ${settings.rounds} interleaved rounds (ABBA); req/s and latency from each contender's best round, CPU per request its lowest; up to ${settings.extraRounds} extra rounds when the best round left the server under ${BUSY_ENOUGH * 100}% busy`,
       `pool: ${fmt(settings.httpPool)} distinct RS256 tokens over 100 tenants, rotated per request; tollgate's verified-token cache holds ${fmt(settings.tollgateCacheEntries)} entries`,
+      `realistic: ${fmt(REALISTIC_CLIENTS)} clients picked at random per request, each reusing its RS256 token for 50–150 requests before renewing it (${(realisticRenewalRate * 100).toFixed(1)}% of requests bring a new token); each server continues the same seeded schedule from round to round; baseline: the bare framework's pool run`,
       `forged: the pool with each signature swapped for the next token's (known kid, never valid); unknown-kid: ${fmt(settings.unknownKids)} distinct unknown kids`,
       `issuer (JWKS, discovery): ${issuer.kind}; express-jwt hands jwks-rsa's SigningKeyNotFoundError (no status) to the error handler, hence its 500s on unknown kids`,
       'server busy = server CPU time ÷ wall time in the best round: near 100% the server was the bottleneck, as intended; well below, the load generator or a neighbour process was',

@@ -23,10 +23,12 @@ export async function startChild<In extends object, Out extends { type: string }
   file: string
   cpu: number | undefined
   env?: Record<string, string>
+  /** Extra Node flags (`--cpu-prof`, `--trace-gc`…), for profiling runs. */
+  nodeArgs?: readonly string[]
   readyTimeoutMs?: number
 }): Promise<{ child: Child<In, Out>; ready: Out }> {
   const script = fileURLToPath(new URL(options.file, import.meta.url))
-  const node = [process.execPath, '--import', tsx, script]
+  const node = [process.execPath, ...(options.nodeArgs ?? []), '--import', tsx, script]
   const [command, ...args] =
     options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node]
   const proc = spawn(command!, args, {

@@ -1,0 +1,67 @@
+/**
+ * In-process A/B of two builds (issue 14): the same cases with each build's `gate.check`, rounds
+ * interleaved (measure.ts rotates the order), best round kept.
+ *
+ *   tsx micro/ab.ts ../node_modules/.dist-old ../dist [--cases=hit,miss,realistic]
+ *
+ * hit: 1,000 cached RS256 tokens over 100 tenants, per-tenant memory limiter (the repeated and
+ * realistic HTTP modes' common case). miss: the same gate with its cache off over 2,048 tokens,
+ * next to node:crypto's raw check of the same tokens (crypto-limit.ts).
+ */
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { bearer, mintPool } from '../fixtures.ts'
+import { startIssuer } from '../issuer.ts'
+import { type CoreModule, type Gate, gateOptions } from '../tollgate.ts'
+import { rawVerifier } from './crypto-limit.ts'
+import { type Contender, measureCase } from './measure.ts'
+
+const dists = process.argv.slice(2).filter((a) => !a.startsWith('--'))
+const cases = (process.argv.find((a) => a.startsWith('--cases='))?.slice(8) ?? 'hit,miss').split(
+  ',',
+)
+const issuer = await startIssuer()
+const gates: Gate[] = []
+const cores = await Promise.all(
+  dists.map(
+    async (dist) =>
+      [
+        dist,
+        (await import(pathToFileURL(join(resolve(dist), 'src/index.js')).href)) as CoreModule,
+      ] as const,
+  ),
+)
+const tokens = mintPool(issuer, 2048, 'RS256', 100)
+const requests = tokens.map(bearer)
+
+async function gateFor(core: CoreModule, cacheEntries: number | false, pool: number) {
+  const gate = core.createGate(
+    gateOptions(core, { authUrl: issuer.url, cacheEntries, limiter: 'memory' }),
+  )
+  gates.push(gate)
+  await gate.ready()
+  for (let i = 0; i < pool; i++) await gate.check(requests[i]!)
+  let i = 0
+  return () => gate.check(requests[i++ % pool]!)
+}
+
+if (cases.includes('hit')) {
+  const contenders: Contender[] = []
+  for (const [dist, core] of cores)
+    contenders.push([`${dist} hit`, await gateFor(core, 10_000, 1000)])
+  await measureCase('gate.check, cache hit, memory limiter', contenders)
+}
+if (cases.includes('miss')) {
+  const raw = rawVerifier('RS256', issuer.keys.RS256.publicKey)
+  let n = 0
+  const contenders: Contender[] = [['node:crypto (limit)', () => raw(tokens[n++ % tokens.length]!)]]
+  for (const [dist, core] of cores) {
+    contenders.push([`${dist} miss, cache off`, await gateFor(core, false, 2048)])
+    // 1,000 entries under a rotation of 2,048: every check misses, and inserts and evicts.
+    contenders.push([`${dist} miss, cache on`, await gateFor(core, 1000, 2048)])
+  }
+  await measureCase('gate.check, cache miss, memory limiter', contenders, 'node:crypto (limit)')
+}
+for (const gate of gates) await gate.close?.()
+await issuer.close()
+process.exit(0)
