@@ -198,7 +198,8 @@ function windowsOption(value: unknown, path: string): readonly RateLimitWindow[]
     }
     return {
       points: integer(points, `${at}.points`, { min: 1, max: Number.MAX_SAFE_INTEGER }),
-      // rate-limiter-flexible's Redis store works in whole seconds and mishandles shorter windows.
+      // Whole seconds: the Redis keys name the window by its seconds and expire with `EX`, and the
+      // RateLimit header fields (draft-10) count in seconds.
       durationSeconds: integer(durationSeconds, `${at}.durationSeconds`, {
         min: 1,
         max: 31_622_400,
