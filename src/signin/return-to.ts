@@ -2,7 +2,8 @@
  * Where the user goes after signing in: only a path on this site. Anything that a browser could
  * read as another origin is refused (open redirect, RFC 9700 §4.11): `//evil`, `/\evil` (browsers
  * treat `\` as `/`), absolute URLs, control characters (stripped by URL parsers, so `/\t/evil`
- * becomes `//evil`) and the same tricks percent-encoded once.
+ * becomes `//evil`), the same tricks percent-encoded once, and dot segments that resolve to any of
+ * them (`/.//evil`, `/a/..//evil`, `/%2e%2e//evil`): the resolved path is checked again.
  *
  * @module
  */
@@ -38,5 +39,16 @@ export function safeReturnTo(value: unknown): string | undefined {
     return undefined
   }
   if (url.origin !== BASE) return undefined
-  return `${url.pathname}${url.search}${url.hash}`
+  const path = `${url.pathname}${url.search}${url.hash}`
+  // Dot segments resolve after the checks above: `/.//evil`, `/a/..//evil` and `/%2e//evil`
+  // all come out as `//evil`. The result is what the browser gets, so it passes the same checks.
+  if (!path.startsWith('/') || path.startsWith('//') || hasUnsafeCharacter(path)) return undefined
+  let decodedPath: string
+  try {
+    decodedPath = decodeURIComponent(path)
+  } catch {
+    return undefined
+  }
+  if (decodedPath.startsWith('//') || hasUnsafeCharacter(decodedPath)) return undefined
+  return path
 }

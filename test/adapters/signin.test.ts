@@ -274,6 +274,11 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       '/%2F%2Fevil.example',
       '/%5C%5Cevil.example',
       '/%09/evil.example',
+      '/.//evil.example/x',
+      '/%2e//evil.example',
+      '/a/..//evil.example',
+      '/%2e%2e//evil.example',
+      '/./%5Cevil.example',
       'javascript:alert(1)',
       '',
     ])('sends the user to / instead of the returnTo %j', async (returnTo) => {
