@@ -31,12 +31,7 @@ interface SessionCommands {
   ): Promise<unknown>
   tollgateSessionLock(lock: string, owner: string, ttlMs: number): Promise<unknown>
   tollgateSessionUnlock(lock: string, owner: string): Promise<unknown>
-  tollgateSessionCreate(
-    key: string,
-    value: string,
-    ttlMs: number,
-    ...indexes: string[]
-  ): Promise<unknown>
+  tollgateSessionIndex(index: string, member: string, ttlMs: number): Promise<unknown>
 }
 
 const COMMANDS = {
@@ -60,6 +55,15 @@ return 1`,
   tollgateSessionUnlock: {
     numberOfKeys: 1,
     lua: "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+  },
+  // An index lives as long as the longest session in it may: its lifetime is only ever lengthened
+  // (PEXPIRE ... GT, which Redis 6 lacks). A shorter one would let an active session drop out of
+  // it, and a back-channel logout by sid or sub would no longer find it.
+  tollgateSessionIndex: {
+    numberOfKeys: 1,
+    lua: `redis.call('SADD', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1`,
   },
 } as const
 
@@ -94,8 +98,6 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as SessionCommands & {
     del(key: string): Promise<unknown>
-    sadd(key: string, member: string): Promise<unknown>
-    pexpire(key: string, ms: number): Promise<unknown>
     set(key: string, value: string, mode: 'PX', ms: number): Promise<unknown>
     smembers(key: string): Promise<string[]>
   }
@@ -109,11 +111,11 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       )
       return typeof value === 'string' ? value : undefined
     },
-    async create(key, value, ttlMs, indexes) {
+    async create(key, value, ttlMs, indexes, indexTtlMs = ttlMs) {
       await bounded(commands.set(sessionKey(key), value, 'PX', Math.max(1, ttlMs)))
+      const indexLifetime = Math.max(1, ttlMs, indexTtlMs)
       for (const name of indexes) {
-        await bounded(commands.sadd(indexKey(name), key))
-        await bounded(commands.pexpire(indexKey(name), Math.max(1, ttlMs)))
+        await bounded(commands.tollgateSessionIndex(indexKey(name), key, indexLifetime))
       }
     },
     async replace(key, value, ttlMs, owner) {

@@ -371,6 +371,8 @@ export function createSignIn(options: SignInOptions): SignIn {
           sealSession(keys, sessionId, session),
           Math.min(settings.idleTimeoutMs, settings.absoluteTimeoutMs),
           indexes,
+          // The index outlives every read that extends the session (back-channel logout).
+          settings.absoluteTimeoutMs,
         ),
       )
       cookies.push(sessionCookie(keys.sign(sessionId), settings.absoluteTimeoutMs / 1000))

@@ -12,8 +12,19 @@
 export interface SessionStore {
   /** The session's value, its idle lifetime extended to `idleMs`; `undefined` when absent. */
   read(key: string, idleMs: number): Promise<string | undefined>
-  /** Stores a new session for `ttlMs` and records it under each of `indexes` (sid, sub). */
-  create(key: string, value: string, ttlMs: number, indexes: readonly string[]): Promise<void>
+  /**
+   * Stores a new session for `ttlMs` (its idle lifetime, extended by each read) and records it
+   * under each of `indexes` (sid, sub) for at least `indexTtlMs` (the session's absolute lifetime;
+   * default `ttlMs`): an index must outlive every read-extended session in it, or a back-channel
+   * logout would not find an active session. An index's lifetime is only ever lengthened.
+   */
+  create(
+    key: string,
+    value: string,
+    ttlMs: number,
+    indexes: readonly string[],
+    indexTtlMs?: number,
+  ): Promise<void>
   /**
    * Replaces a session, only while `owner` holds its lock and the session still exists (a
    * logout during a refresh wins). `true` when written.

@@ -10,9 +10,13 @@ import type { Server } from 'node:http'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import type { SignInEvent } from '../../src/signin/index.js'
+import {
+  createRedisSessionStore,
+  type SessionStore,
+  type SignInEvent,
+} from '../../src/signin/index.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
-import { freePort } from '../helpers/redis.js'
+import { freePort, type RedisServer, startRedisServer } from '../helpers/redis.js'
 import {
   SIGNIN_APPS,
   SIGNIN_CLIENT,
@@ -23,17 +27,33 @@ import {
 
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
 
-describe.each(SIGNIN_APPS)('%s back-channel logout', (_name, createApp) => {
+/** Each adapter with the memory store (the default) and with the Redis store. */
+const CASES = SIGNIN_APPS.flatMap(([name, createApp]) => [
+  [`${name}, memory store,`, createApp, 'memory'] as const,
+  [`${name}, Redis store,`, createApp, 'redis'] as const,
+])
+
+describe.each(CASES)('%s back-channel logout', (_name, createApp, storeKind) => {
   let provider: RunningProvider
   let server: Server
   let origin: string
+  let redis: RedisServer | undefined
   const events: SignInEvent[] = []
   beforeAll(async () => {
     const port = await freePort()
     origin = `http://127.0.0.1:${port}`
     provider = await startSignInProvider({ origin, backchannel: true })
+    let store: SessionStore | undefined
+    if (storeKind === 'redis') {
+      redis = await startRedisServer()
+      store = createRedisSessionStore({ redis: await redis.client() })
+    }
     server = createApp(
-      signInOptions(provider, { baseUrl: origin, onEvent: (event) => events.push(event) }),
+      signInOptions(provider, {
+        baseUrl: origin,
+        onEvent: (event) => events.push(event),
+        ...(store === undefined ? {} : { store }),
+      }),
     )
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   })
@@ -41,6 +61,7 @@ describe.each(SIGNIN_APPS)('%s back-channel logout', (_name, createApp) => {
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
     await provider.close()
+    await redis?.stop()
   })
 
   const logoutToken = (

@@ -3,6 +3,8 @@
  * Koa) share it, and a session's rotating refresh token is spent exactly once however many
  * requests on both instances need a fresh token at the same moment. Raw Redis holds no token.
  */
+import { randomUUID } from 'node:crypto'
+
 import type { Redis } from 'ioredis'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -145,5 +147,37 @@ describe('Redis session store', () => {
     }
     const after = await request(express).get('/public').set('Cookie', cookie)
     expect(after.body).toEqual({ signedIn: true })
+  })
+
+  it('keeps a read-extended session in its sid and sub indexes past the idle lifetime', async () => {
+    const client = clients[0] as Redis
+    const store = createRedisSessionStore({ redis: client, keyPrefix: 'index-life' })
+    // Idle 300 ms, absolute 30 s: real Redis expiries, read every 100 ms for three idle windows.
+    await store.create('s1', 'sealed', 300, ['sid.a', 'sub.a'], 30_000)
+    for (let read = 0; read < 9; read++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      expect(await store.read('s1', 300)).toBe('sealed')
+    }
+    expect(await store.indexed('sid.a')).toEqual(['s1'])
+    expect(await store.indexed('sub.a')).toEqual(['s1'])
+    // A later, shorter session of the same user never shortens the index.
+    await store.create('s2', 'sealed', 300, ['sub.a'], 300)
+    expect(await client.pttl('index-life:index:sub.a')).toBeGreaterThan(1000)
+  })
+
+  it('gives the indexes of a signed-in session its absolute lifetime, not its idle one', async () => {
+    const client = clients[0] as Redis
+    const prefix = `absolute-${randomUUID()}`
+    const app = expressSignInApp(
+      signInOptions(provider, {
+        store: createRedisSessionStore({ redis: client, keyPrefix: prefix }),
+        keys: testKeys(),
+        session: { idleTimeoutSeconds: 60, absoluteTimeoutSeconds: 3600 },
+      }),
+    )
+    await signInWith(app, provider)
+    const indexes = await client.keys(`${prefix}:index:*`)
+    expect(indexes.length).toBeGreaterThanOrEqual(1)
+    for (const index of indexes) expect(await client.pttl(index)).toBeGreaterThan(60_000)
   })
 })
