@@ -4,11 +4,12 @@
  * here too: by `sid` (that provider session), or by `sub` (every session of the user) (§2.7).
  * The token is verified by the gate's verifier (`logout-token.ts`: the issuer's keys through
  * tollgate's key sets, algorithm allow-list, `events`, no `nonce`, `iat` window, `sid`/`sub`);
- * its `jti` is accepted once, through the session store's lock (§2.6 step 7).
+ * its `jti` is accepted once, through the session store's lock (§2.6 step 7), and the claim is
+ * released when the sessions could not be ended, so that the provider's retry still counts.
  *
  * @module
  */
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 
 import { DEFAULT_ALGORITHMS } from '../algorithms.js'
 import { logoutTokenOf } from '../callback-body.js'
@@ -83,29 +84,49 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
     const token = await logoutTokenOf(request)
     if (token === undefined) throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', 'logout_token')
     const now = settings.now()
-    let target: { issuer: string; sid: string | undefined; sub: string | undefined }
+    let logout: Awaited<ReturnType<typeof verifyLogoutToken>>
     try {
-      const logout = await verifyLogoutToken(token, await rulesOf(internals), now)
-      // §2.6 step 7: each jti once while its iat window lasts; the store's lock is a claim-once.
-      const windowEnd = (logout.iat + MAX_AGE_SECONDS + CLOCK_TOLERANCE_SECONDS) * 1000
-      const id = createHash('sha256').update(`${logout.issuer}\0${logout.jti}`).digest('base64url')
-      const fresh = await settings.store.lock(
-        `logout-jti.${id}`,
-        'seen',
-        Math.max(1000, windowEnd - now),
-      )
-      if (!fresh) throw new LogoutRefusal('replayed', logout.issuer)
-      target = { issuer: logout.issuer, sid: logout.sid, sub: logout.sub }
+      logout = await verifyLogoutToken(token, await rulesOf(internals), now)
     } catch (error) {
       if (error instanceof LogoutRefusal) {
         throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', 'logout_token', error)
       }
       throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
     }
-    await sessions.endSessions(
-      target.issuer,
-      target.sid !== undefined ? { sid: target.sid } : { sub: target.sub },
-    )
+    // §2.6 step 7: each jti once while its iat window lasts; the store's lock is a claim-once.
+    const windowEnd = (logout.iat + MAX_AGE_SECONDS + CLOCK_TOLERANCE_SECONDS) * 1000
+    const id = createHash('sha256').update(`${logout.issuer}\0${logout.jti}`).digest('base64url')
+    const claim = `logout-jti.${id}`
+    const claimant = randomUUID()
+    let fresh: boolean
+    try {
+      fresh = await settings.store.lock(claim, claimant, Math.max(1000, windowEnd - now))
+    } catch (error) {
+      internals.emit?.({ type: 'store_error', error })
+      throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'store_unavailable', error)
+    }
+    if (!fresh) {
+      throw new SignInError(
+        'ERR_LOGOUT_TOKEN_INVALID',
+        'logout_token',
+        new LogoutRefusal('replayed', logout.issuer),
+      )
+    }
+    try {
+      await sessions.endSessions(
+        logout.issuer,
+        logout.sid !== undefined ? { sid: logout.sid } : { sub: logout.sub },
+      )
+    } catch (error) {
+      // The sessions did not end (503): release the claim, so that the provider's retry of this
+      // very token is not refused as a replay and ends them then.
+      await settings.store
+        .unlock(claim, claimant)
+        .catch((unlockError: unknown) =>
+          internals.emit?.({ type: 'store_error', error: unlockError }),
+        )
+      throw error
+    }
     return OK
   }
 }

@@ -11,6 +11,7 @@ import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import {
+  createMemorySessionStore,
   createRedisSessionStore,
   type SessionStore,
   type SignInEvent,
@@ -18,6 +19,7 @@ import {
 import type { RunningProvider } from '../helpers/oidc-provider.js'
 import { freePort, type RedisServer, startRedisServer } from '../helpers/redis.js'
 import {
+  expressSignInApp,
   SIGNIN_APPS,
   SIGNIN_CLIENT,
   signInOptions,
@@ -152,5 +154,142 @@ describe.each(CASES)('%s back-channel logout', (_name, createApp, storeKind) => 
     const res = await request(origin).get('/auth/backchannel-logout')
     expect(res.status).toBe(405)
     expect(res.headers['allow']).toBe('POST')
+  })
+})
+
+describe('back-channel logout by sid, and while the store fails', () => {
+  let provider: RunningProvider
+  beforeAll(async () => {
+    // Back-channel logout on at the provider, so that its ID tokens carry `sid`; nothing listens
+    // at the application's origin, so that ending a provider session ends nothing here.
+    provider = await startSignInProvider({ backchannel: true })
+  })
+  afterAll(async () => {
+    await provider.close()
+  })
+
+  /** A memory store whose `indexed` or `lock` throws while the flag is set (a Redis timeout). */
+  function failingStore() {
+    const inner = createMemorySessionStore()
+    const failing = { indexed: false, lock: false }
+    const store: SessionStore = {
+      ...inner,
+      async indexed(name) {
+        if (failing.indexed) throw new Error('session store timed out')
+        return inner.indexed(name)
+      },
+      async lock(key, owner, ttlMs) {
+        if (failing.lock) throw new Error('session store timed out')
+        return inner.lock(key, owner, ttlMs)
+      },
+    }
+    return { store, failing }
+  }
+
+  const logoutToken = (sub: string) => {
+    const now = Math.floor(Date.now() / 1000)
+    return provider.sign(
+      {
+        iss: provider.issuer(),
+        aud: SIGNIN_CLIENT,
+        iat: now,
+        exp: now + 120,
+        jti: randomUUID(),
+        sub,
+        events: { [LOGOUT_EVENT]: {} },
+      },
+      { typ: 'logout+jwt' },
+    )
+  }
+
+  it('answers 503 and accepts the retry of the same token, which ends the session', async () => {
+    const { store, failing } = failingStore()
+    const app = expressSignInApp(signInOptions(provider, { store }))
+    const { cookie } = await signInWith(app, provider, 'gina')
+    const token = await logoutToken('gina')
+    const post = () =>
+      request(app).post('/auth/backchannel-logout').type('form').send({ logout_token: token })
+    failing.indexed = true
+    expect((await post()).status).toBe(503)
+    failing.indexed = false
+    // The provider retries the very same token: not a replay, since nothing ended the first time.
+    expect((await post()).status).toBe(200)
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: false,
+    })
+    // Once it has ended the sessions, the token is spent.
+    expect((await post()).status).toBe(400)
+  })
+
+  it('ends only the session of the logout token sid, not the other sessions of that user', async () => {
+    // The sids the provider put in the ID tokens, one per provider session.
+    const sids: string[] = []
+    const recordSids: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init)
+      if (response.headers.get('content-type')?.includes('application/json')) {
+        const body = (await response.clone().json()) as { id_token?: unknown }
+        if (typeof body.id_token === 'string') {
+          const payload = JSON.parse(
+            Buffer.from(body.id_token.split('.')[1] as string, 'base64url').toString(),
+          ) as { sid?: string }
+          if (payload.sid !== undefined) sids.push(payload.sid)
+        }
+      }
+      return response
+    }
+    const app = expressSignInApp(signInOptions(provider, { fetch: recordSids }))
+    const first = await signInWith(app, provider, 'ivan')
+    // A second provider session for the same user: another sid.
+    await provider.endProviderSession('ivan')
+    const second = await signInWith(app, provider, 'ivan')
+    expect(sids).toHaveLength(2)
+    expect(sids[0]).not.toBe(sids[1])
+    const now = Math.floor(Date.now() / 1000)
+    const token = await provider.sign(
+      {
+        iss: provider.issuer(),
+        aud: SIGNIN_CLIENT,
+        iat: now,
+        exp: now + 120,
+        jti: randomUUID(),
+        sub: 'ivan',
+        sid: sids[0],
+        events: { [LOGOUT_EVENT]: {} },
+      },
+      { typ: 'logout+jwt' },
+    )
+    const res = await request(app)
+      .post('/auth/backchannel-logout')
+      .type('form')
+      .send({ logout_token: token })
+    expect(res.status).toBe(200)
+    const signedIn = async (cookie: string) =>
+      (await request(app).get('/public').set('Cookie', cookie)).body.signedIn as boolean
+    expect(await signedIn(first.cookie)).toBe(false)
+    expect(await signedIn(second.cookie)).toBe(true)
+  })
+
+  it('reports a store failure while claiming the jti as store_unavailable (503)', async () => {
+    const { store, failing } = failingStore()
+    const events: SignInEvent[] = []
+    const app = expressSignInApp(
+      signInOptions(provider, { store, onEvent: (event) => events.push(event) }),
+    )
+    const { cookie } = await signInWith(app, provider, 'hank')
+    const token = await logoutToken('hank')
+    failing.lock = true
+    const res = await request(app)
+      .post('/auth/backchannel-logout')
+      .type('form')
+      .send({ logout_token: token })
+    failing.lock = false
+    expect(res.status).toBe(503)
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'signin_refused', reason: 'store_unavailable' }),
+    )
+    expect(events).not.toContainEqual(expect.objectContaining({ reason: 'keys_unavailable' }))
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
   })
 })

@@ -239,9 +239,9 @@ export function inspectableStore(clock?: { now(): number }) {
   const raw = new Map<string, string>()
   const store: SessionStore = {
     ...inner,
-    async create(key, value, ttlMs, indexes) {
+    async create(key, value, ttlMs, indexes, indexTtlMs) {
       raw.set(key, value)
-      await inner.create(key, value, ttlMs, indexes)
+      await inner.create(key, value, ttlMs, indexes, indexTtlMs)
     },
     async replace(key, value, ttlMs, owner) {
       const written = await inner.replace(key, value, ttlMs, owner)
