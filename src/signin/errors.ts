@@ -66,6 +66,7 @@ export type SignInRefusalReason =
   | 'provider_error'
   | 'provider_unavailable'
   | 'store_unavailable'
+  | 'refresh_lock_lost'
   | 'keys_unavailable'
   | 'method'
   | 'unknown_product'

@@ -49,6 +49,18 @@ export type SignInEvent =
       readonly reason: SessionEndReason
     }
   | {
+      /**
+       * A refresh outlasted its lock: the session still exists, but another owner's lock (or
+       * none) was in place, so the rotated tokens were not stored. The request is answered 503;
+       * raise `refresh.lockMs` if this recurs.
+       */
+      readonly type: 'refresh_lock_lost'
+      readonly issuer: string
+      readonly subject: string
+      /** The product's name, `''` for the sign-in's own token. */
+      readonly product: string
+    }
+  | {
       /** The session store failed; the request was answered 503. */
       readonly type: 'store_error'
       readonly error: unknown

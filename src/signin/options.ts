@@ -63,8 +63,9 @@ export interface SessionRefreshOptions {
   readonly beforeExpirySeconds?: number
   /**
    * How long one instance may hold a session's refresh lock, in ms. It must outlast a refresh
-   * (discovery and the token request, each up to `timeoutMs`): a refresh that outlived its lock
-   * could not store the rotated refresh token. Default `2 × timeoutMs + 5000`.
+   * (up to three provider requests, each up to `timeoutMs`: discovery, the token request, and the
+   * keys that verify the refreshed ID token): a refresh that outlived its lock could not store the
+   * rotated refresh token. Must exceed `3 × timeoutMs`. Default `3 × timeoutMs + 5000`.
    */
   readonly lockMs?: number
 }
@@ -292,7 +293,8 @@ function normalize(input: unknown): NormalizedSignInOptions {
 }
 
 function refreshLockMs(value: unknown, timeoutMs: number): number {
-  const longestRefreshMs = 2 * timeoutMs
+  // Discovery, the token request and the JWKS request for the refreshed ID token's signature.
+  const longestRefreshMs = 3 * timeoutMs
   const lockMs = integer(value, 'refresh.lockMs', {
     fallback: Math.min(longestRefreshMs + 5000, 300_000),
     min: 100,
@@ -301,7 +303,7 @@ function refreshLockMs(value: unknown, timeoutMs: number): number {
   if (lockMs <= longestRefreshMs) {
     fail(
       'refresh.lockMs',
-      `must exceed 2 × timeoutMs (${longestRefreshMs}): a refresh must end within its lock`,
+      `must exceed 3 × timeoutMs (${longestRefreshMs}): a refresh must end within its lock`,
       lockMs,
     )
   }

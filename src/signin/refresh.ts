@@ -130,8 +130,16 @@ export function createRefresher(context: RefreshContext): Refresher {
       const written = await stored(
         store.replace(key, sealSession(keys, sessionId, next), ttlMs, owner),
       )
-      // Not written: the session ended while we refreshed (logout, back-channel logout).
-      if (!written) throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
+      if (!written) {
+        // Still there: this refresh outlasted its lock (another owner, or none, holds it now), so
+        // the rotated tokens could not be stored. Not a sign-out: reported, answered 503.
+        if ((await stored(store.read(key, settings.idleTimeoutMs))) !== undefined) {
+          emit?.({ type: 'refresh_lock_lost', issuer, subject: session.subject, product })
+          throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'refresh_lock_lost')
+        }
+        // Gone: the session ended while we refreshed (logout, back-channel logout).
+        throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
+      }
       emit?.({
         type: 'session_refreshed',
         issuer,

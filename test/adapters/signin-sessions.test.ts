@@ -9,7 +9,12 @@ import { inspect } from 'node:util'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { fromEnv, type SignInEvent, type SignInKey } from '../../src/signin/index.js'
+import {
+  createMemorySessionStore,
+  fromEnv,
+  type SignInEvent,
+  type SignInKey,
+} from '../../src/signin/index.js'
 import { createKeyRing } from '../../src/signin/key-ring.js'
 import { manualClock } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
@@ -164,6 +169,46 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     expect(renewed.body.jti).not.toBe(first.body.jti)
     expect(renewed.body).toMatchObject({ aud: 'gateway' })
     expect(provider.grantCount('refresh_token')).toBe(grants + 1)
+  })
+
+  it('reports a refresh that outlasted its lock as refresh_lock_lost (503), not as a sign-out', async () => {
+    const clock = manualClock()
+    const events: SignInEvent[] = []
+    const keys = testKeys()
+    let slow = false
+    // The token request of a refresh takes longer than the lock (on the sign-in clock, which the
+    // memory store's lock expiry follows).
+    const slowRefresh: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init)
+      if (slow && String(init?.body ?? '').includes('grant_type=refresh_token')) {
+        clock.advance(21_000)
+      }
+      return response
+    }
+    const app = createApp(
+      signInOptions(provider, {
+        store: createMemorySessionStore({ clock }),
+        clock,
+        keys: () => keys,
+        fetch: slowRefresh,
+        timeoutMs: 5000,
+        refresh: { lockMs: 20_000 },
+        onEvent: (event) => events.push(event),
+      }),
+    )
+    const { cookie } = await signInWith(app, provider)
+    clock.advance(290_000)
+    slow = true
+    const res = await request(app).get('/token/gateway').set('Cookie', cookie)
+    expect(res.status).toBe(503)
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'refresh_lock_lost', product: 'gateway' }),
+    )
+    expect(events).not.toContainEqual(expect.objectContaining({ type: 'session_ended' }))
+    slow = false
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
   })
 
   it('ends the session cleanly when the provider refuses the refresh token (invalid_grant)', async () => {

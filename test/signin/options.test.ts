@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 
 import { createSignIn, fromEnv, keycloak, type SignInOptions } from '../../src/signin/index.js'
+import { normalizeSignInOptions } from '../../src/signin/options.js'
 
 const SECRET = 'options-secret-Kp3sW9-must-never-be-printed'
 const base: SignInOptions = {
@@ -94,8 +95,8 @@ describe('createSignIn options', () => {
     ],
     [
       'a refresh lock a refresh could outlast',
-      { ...base, timeoutMs: 5000, refresh: { lockMs: 10_000 } },
-      '"refresh.lockMs" must exceed 2 × timeoutMs (10000): a refresh must end within its lock',
+      { ...base, timeoutMs: 5000, refresh: { lockMs: 15_000 } },
+      '"refresh.lockMs" must exceed 3 × timeoutMs (15000): a refresh must end within its lock',
     ],
   ])('refuses %s, naming the option', (_case, options, expected) => {
     const message = messageOf(options)
@@ -104,10 +105,18 @@ describe('createSignIn options', () => {
     expect(message).not.toContain(SECRET)
   })
 
-  it('takes a refresh lock just longer than two requests', () => {
+  it('takes a refresh lock just longer than three requests (discovery, token, keys)', () => {
     expect(() =>
-      createSignIn({ ...base, timeoutMs: 5000, refresh: { lockMs: 10_001 } }),
+      createSignIn({ ...base, timeoutMs: 5000, refresh: { lockMs: 15_001 } }),
     ).not.toThrow()
+  })
+
+  it('defaults the refresh lock to 3 × timeoutMs + 5000', () => {
+    expect(() => createSignIn({ ...base, timeoutMs: 20_000 })).not.toThrow()
+    expect(normalizeSignInOptions({ ...base, timeoutMs: 5000 }).lockMs).toBe(20_000)
+    expect(normalizeSignInOptions(base).lockMs).toBe(
+      3 * normalizeSignInOptions(base).client.timeoutMs + 5000,
+    )
   })
 
   it('allows a non-Secure cookie for a baseUrl of http on loopback (local development)', () => {
