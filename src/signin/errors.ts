@@ -17,7 +17,7 @@ export type SignInErrorCode =
   | 'ERR_SIGNIN_REFUSED'
   /** The provider, the session store or the key ring cannot be reached or read. 503. */
   | 'ERR_SIGNIN_UNAVAILABLE'
-  /** A request a sign-in route does not take (wrong method, a product the options do not name). 400/405. */
+  /** A request a sign-in route does not take (wrong method, a cross-site logout, a product the options do not name). 400/405. */
   | 'ERR_SIGNIN_BAD_REQUEST'
   /** A back-channel logout token that does not pass verification. 400. */
   | 'ERR_LOGOUT_TOKEN_INVALID'
@@ -69,6 +69,7 @@ export type SignInRefusalReason =
   | 'refresh_lock_lost'
   | 'keys_unavailable'
   | 'method'
+  | 'cross_site'
   | 'unknown_product'
   | 'logout_token'
 

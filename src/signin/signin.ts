@@ -403,8 +403,25 @@ export function createSignIn(options: SignInOptions): SignIn {
     })
   }
 
+  /**
+   * `true` when a browser says the request comes from another site: an `Origin` other than
+   * `baseUrl`'s (`null` included), or `Sec-Fetch-Site: cross-site`. A request without either
+   * (an old browser, a script) is not refused; `SameSite=Lax` keeps its cookie off cross-site POSTs.
+   */
+  function crossSite(request: SignInRequest): boolean {
+    const header = (name: string) => {
+      const value = request.headers[name]
+      return Array.isArray(value) ? value.join(',') : value
+    }
+    const origin = header('origin')
+    if (origin !== undefined && origin !== new URL(settings.baseUrl).origin) return true
+    return header('sec-fetch-site')?.trim().toLowerCase() === 'cross-site'
+  }
+
   async function logout(request: SignInRequest): Promise<SignInResponse> {
     if (request.method !== 'POST') return methodNotAllowed('POST')
+    // Logout CSRF: a form on another site must not sign the user out.
+    if (crossSite(request)) throw new SignInError('ERR_SIGNIN_BAD_REQUEST', 'cross_site')
     const keys = await keyRing()
     const sessionId = readSessionId(keys, request)
     let idToken: string | undefined

@@ -142,7 +142,46 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     expect(after.status).toBe(401)
   })
 
-  it('refuses a logout by GET (a link on another site cannot sign the user out)', async () => {
+  it.each([
+    [
+      'an Origin of another site',
+      { Origin: 'https://evil.example', 'Sec-Fetch-Site': 'cross-site' },
+    ],
+    ['an Origin of null', { Origin: 'null' }],
+    ['an Origin of a sibling subdomain', { Origin: 'http://other.127.0.0.1:4999' }],
+    ['Sec-Fetch-Site: cross-site without Origin', { 'Sec-Fetch-Site': 'cross-site' }],
+  ])('refuses a cross-site logout form POST (%s), keeping the session', async (_case, headers) => {
+    const app = createApp(signInOptions(provider))
+    const { cookie } = await signInWith(app, provider)
+    const out = await request(app)
+      .post('/auth/logout')
+      .set('Cookie', cookie)
+      .set(headers)
+      .type('form')
+      .send('')
+    expect(out.status).toBe(400)
+    expect(out.headers['set-cookie']).toBeUndefined()
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
+  })
+
+  it('signs out on a same-origin logout form POST (Origin: baseUrl, Sec-Fetch-Site: same-origin)', async () => {
+    const app = createApp(signInOptions(provider))
+    const { cookie } = await signInWith(app, provider)
+    const out = await request(app)
+      .post('/auth/logout')
+      .set('Cookie', cookie)
+      .set({ Origin: APP_ORIGIN, 'Sec-Fetch-Site': 'same-origin' })
+      .type('form')
+      .send('')
+    expect(out.status).toBe(303)
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: false,
+    })
+  })
+
+  it('answers a logout by GET with 405 and Allow: POST', async () => {
     const res = await request(createApp(signInOptions(provider))).get('/auth/logout')
     expect(res.status).toBe(405)
     expect(res.headers['allow']).toBe('POST')
