@@ -56,6 +56,7 @@ export type SignInRefusalReason =
   | 'no_session'
   | 'session_expired'
   | 'session_unreadable'
+  | 'session_key_unknown'
   | 'refresh_refused'
   | 'transaction_missing'
   | 'state'

@@ -39,6 +39,8 @@ export interface KeyRing {
   verify(signed: string): string | undefined
   /** The id of the key new ciphertexts use. */
   readonly currentId: string
+  /** `true` when `sealed` names a key id this ring does not hold (another instance's newer ring). */
+  sealedUnderUnknownKey(sealed: string): boolean
 }
 
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/
@@ -134,6 +136,11 @@ export function createKeyRing(input: readonly SignInKey[]): KeyRing {
 
   const ring: KeyRing = {
     currentId: current.id,
+    sealedUnderUnknownKey(sealed) {
+      if (typeof sealed !== 'string') return false
+      const parts = sealed.split('.')
+      return parts.length === 4 && KEY_ID.test(parts[0] as string) && !keys.has(parts[0] as string)
+    },
     encrypt(plaintext, aad) {
       const iv = randomBytes(IV_BYTES)
       const cipher = createCipheriv('aes-256-gcm', current.aes, iv, { authTagLength: TAG_BYTES })

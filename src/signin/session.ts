@@ -105,6 +105,20 @@ export function sealSession(ring: KeyRing, sessionId: string, session: OpenSessi
 }
 
 /**
+ * `true` when a stored session was sealed under a key id `ring` does not hold: during a rolling
+ * deploy that rotates keys, an instance still on the old ring meets sessions sealed by one on the
+ * new ring. Such a session is not this instance's to end.
+ */
+export function sealedUnderUnknownKey(ring: KeyRing, raw: string): boolean {
+  try {
+    const value = JSON.parse(raw) as { user?: unknown }
+    return typeof value?.user === 'string' && ring.sealedUnderUnknownKey(value.user)
+  } catch {
+    return false
+  }
+}
+
+/**
  * Opens a stored session for `sessionId` at `issuer`: `undefined` when anything does not parse,
  * names another issuer, or does not decrypt (tampered, unknown key, another session's data).
  */

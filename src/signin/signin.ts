@@ -27,6 +27,7 @@ import {
   type OpenSession,
   openSession,
   PROFILE_CLAIMS,
+  sealedUnderUnknownKey,
   sealSession,
   storeKeyOf,
 } from './session.js'
@@ -112,6 +113,8 @@ export interface SessionEnder {
 }
 
 const TRANSACTION_AAD = 'tollgate/signin v1\0transaction'
+/** How often a key ring given as a function or `fromEnv()` is read again: 5 minutes. */
+export const KEY_RING_REREAD_MS = 300_000
 const TRANSACTION_SECONDS = 600
 /** Sign-ins one browser may have under way at once (tabs); the oldest is dropped beyond that. */
 const MAX_TRANSACTIONS = 4
@@ -163,6 +166,7 @@ export function createSignIn(options: SignInOptions): SignIn {
   const issuer = provider.issuer
   const emit = createEmit<SignInEvent>(settings.onEvent)
   let ring: Promise<KeyRing> | undefined
+  let ringReadAt = 0
 
   const cookieAttributes = (path: string, maxAgeSeconds: number | undefined) => ({
     path,
@@ -178,20 +182,35 @@ export function createSignIn(options: SignInOptions): SignIn {
   const transactionCookie = (value: string, maxAgeSeconds: number) =>
     serializeCookie(settings.transactionCookieName, value, cookieAttributes('/', maxAgeSeconds))
 
+  const readRing = async (): Promise<KeyRing> => {
+    const value = await resolveSecret<string | readonly SignInKey[]>(
+      settings.keys,
+      { clientId: client.clientId, issuer, option: 'keys' },
+      (input): input is string | readonly SignInKey[] =>
+        typeof input === 'string' || Array.isArray(input),
+    )
+    return createKeyRing(typeof value === 'string' ? parseKeyRingText(value) : value)
+  }
+  // A ring from a function or the environment is read again every KEY_RING_REREAD_MS, so that
+  // a rotation reaches running processes; a ring given as an array never changes.
+  const rereadRing = !Array.isArray(settings.keys)
+
   function keyRing(): Promise<KeyRing> {
-    ring ??= (async () => {
-      const value = await resolveSecret<string | readonly SignInKey[]>(
-        settings.keys,
-        { clientId: client.clientId, issuer, option: 'keys' },
-        (input): input is string | readonly SignInKey[] =>
-          typeof input === 'string' || Array.isArray(input),
-      )
-      return createKeyRing(typeof value === 'string' ? parseKeyRingText(value) : value)
-    })().catch((error: unknown) => {
-      // Not kept: a key mounted a moment later is read by the next request.
-      ring = undefined
-      throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
-    })
+    if (ring !== undefined && rereadRing && now() - ringReadAt >= KEY_RING_REREAD_MS) {
+      const previous = ring
+      ringReadAt = now()
+      // A failed re-read keeps the ring in use (a secrets manager's hiccup signs nobody out);
+      // the next re-read is due KEY_RING_REREAD_MS later.
+      ring = readRing().catch(() => previous)
+    }
+    if (ring === undefined) {
+      ringReadAt = now()
+      ring = readRing().catch((error: unknown) => {
+        // Not kept: a key mounted a moment later is read by the next request.
+        ring = undefined
+        throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
+      })
+    }
     return ring
   }
 
@@ -446,6 +465,12 @@ export function createSignIn(options: SignInOptions): SignIn {
     const raw = await stored(store.read(key, settings.idleTimeoutMs))
     if (raw === undefined) throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
     const session = openSession(keys, sessionId, issuer, raw)
+    if (session === undefined && sealedUnderUnknownKey(keys, raw)) {
+      // Sealed under a key this instance's ring does not hold yet (a rolling deploy adding a
+      // key): not signed in here, but the session is left in the store for the instances that
+      // can open it. A key retired from every ring leaves such sessions to their store expiry.
+      throw new SignInError('ERR_SIGNIN_REQUIRED', 'session_key_unknown')
+    }
     if (session === undefined) {
       // Tampered, another session's ciphertext, or a key no longer in the ring: fail closed.
       await endSession(key, undefined, 'unreadable')
@@ -513,21 +538,34 @@ export function createSignIn(options: SignInOptions): SignIn {
     const keys = await keyRing()
     const sessionId = keys.verify(signed)
     const signedOut = { context: anonymous, headers: { 'Set-Cookie': [clearSessionCookie] } }
+    // Not signed in here, but the cookie is kept: it may be another instance's, signed or sealed
+    // under a key this ring does not hold yet (a rolling deploy); a forged one is harmless.
+    const notHere = { context: anonymous, headers: {} }
     if (sessionId === undefined) {
-      // A cookie this ring did not sign (forged, altered, or signed by a retired key).
+      // A cookie this ring did not sign (forged, altered, signed by a retired key or by a key
+      // another instance already has).
       emit?.({
         type: 'signin_refused',
         code: 'ERR_SIGNIN_REQUIRED',
         reason: 'session_unreadable',
         error: undefined,
       })
-      return signedOut
+      return notHere
     }
     const key = storeKeyOf(sessionId)
     try {
       const session = await readOpen(keys, sessionId, key)
       return { context: contextFor(keys, sessionId, key, session), headers: {} }
     } catch (error) {
+      if (isSignInError(error) && error.reason === 'session_key_unknown') {
+        emit?.({
+          type: 'signin_refused',
+          code: error.code,
+          reason: error.reason,
+          error: undefined,
+        })
+        return notHere
+      }
       if (isSignInError(error) && error.code === 'ERR_SIGNIN_REQUIRED') return signedOut
       throw error
     }

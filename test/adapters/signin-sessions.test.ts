@@ -16,6 +16,7 @@ import {
   type SignInKey,
 } from '../../src/signin/index.js'
 import { createKeyRing } from '../../src/signin/key-ring.js'
+import { KEY_RING_REREAD_MS } from '../../src/signin/signin.js'
 import { manualClock } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
 import {
@@ -153,6 +154,82 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     const res = await request(after).get('/token/gateway').set('Cookie', cookie)
     expect(res.status).toBe(200)
     expect(JSON.parse([...inspect.raw.values()][0] as string).rt).toMatch(/^k2\./)
+  })
+
+  it('reads a key ring given as a function again every 5 minutes, so that a rotation reaches a running process', async () => {
+    const clock = manualClock()
+    const inspect = inspectableStore(clock)
+    const [newest, older] = testKeys() as [SignInKey, SignInKey]
+    let ring: SignInKey[] = [older]
+    let reads = 0
+    const app = createApp(
+      signInOptions(provider, {
+        store: inspect.store,
+        clock,
+        keys: () => {
+          reads++
+          return ring
+        },
+      }),
+    )
+    const first = await signInWith(app, provider)
+    expect(reads).toBe(1)
+    const newestSeal = () => JSON.parse([...inspect.raw.values()].at(-1) as string).rt as string
+    expect(newestSeal()).toMatch(/^k1\./)
+    ring = [newest, older]
+    clock.advance(KEY_RING_REREAD_MS - 1000)
+    await signInWith(app, provider, 'user-2')
+    expect(reads).toBe(1)
+    expect(newestSeal()).toMatch(/^k1\./)
+    clock.advance(1000)
+    await signInWith(app, provider, 'user-3')
+    expect(reads).toBe(2)
+    expect(newestSeal()).toMatch(/^k2\./)
+    // Sessions sealed under the older key still open.
+    expect((await request(app).get('/public').set('Cookie', first.cookie)).body).toEqual({
+      signedIn: true,
+    })
+  })
+
+  it('leaves a session sealed under a key this instance does not hold yet in the store (rolling key rotation)', async () => {
+    const clock = manualClock()
+    const inspect = inspectableStore(clock)
+    const events: SignInEvent[] = []
+    const [newest, older] = testKeys() as [SignInKey, SignInKey]
+    const instance = (ring: SignInKey[]) =>
+      createApp(
+        signInOptions(provider, {
+          store: inspect.store,
+          clock,
+          keys: () => ring,
+          onEvent: (event) => events.push(event),
+        }),
+      )
+    // Mid-deploy: the old instance holds [older], the new one already seals under `newest`.
+    const oldInstance = instance([older])
+    const newInstance = instance([newest, older])
+    const { cookie } = await signInWith(oldInstance, provider)
+    clock.advance(250_000)
+    expect((await request(newInstance).get('/token/gateway').set('Cookie', cookie)).status).toBe(
+      200,
+    )
+    expect(JSON.parse([...inspect.raw.values()][0] as string).rt).toMatch(/^k2\./)
+    // The old instance cannot open it: not signed in there, but nothing ends.
+    const there = await request(oldInstance).get('/public').set('Cookie', cookie)
+    expect(there.body).toEqual({ signedIn: false })
+    expect(there.headers['set-cookie']).toBeUndefined()
+    expect((await request(oldInstance).get('/token/gateway').set('Cookie', cookie)).status).toBe(
+      401,
+    )
+    expect(inspect.raw.size).toBe(1)
+    expect(events).not.toContainEqual(expect.objectContaining({ type: 'session_ended' }))
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'signin_refused', reason: 'session_key_unknown' }),
+    )
+    // The new instance still has the user.
+    expect((await request(newInstance).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
   })
 
   it('refreshes the access token once it is within a minute of expiry, not before', async () => {
