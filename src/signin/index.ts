@@ -34,5 +34,5 @@ export type {
   SignInResponse,
 } from './signin.js'
 export { createSignIn } from './signin.js'
-export type { MemorySessionStoreOptions, SessionStore } from './store.js'
+export type { MemorySessionStore, MemorySessionStoreOptions, SessionStore } from './store.js'
 export { createMemorySessionStore } from './store.js'

@@ -47,11 +47,20 @@ export interface MemorySessionStoreOptions {
   readonly clock?: { now(): number }
 }
 
+/** The memory store, with its size for monitoring and tests. */
+export interface MemorySessionStore extends SessionStore {
+  /** Sessions held, and index entries (session keys recorded under a sid or sub) held. */
+  size(): { readonly sessions: number; readonly indexEntries: number }
+}
+
 /**
  * A store in this process's memory: sessions end with the process and are not shared, so two
- * instances need {@link createRedisSessionStore}. Bounded (`maxSessions`).
+ * instances need {@link createRedisSessionStore}. Bounded (`maxSessions`): a session's index
+ * entries go with it (delete, expiry, eviction).
  */
-export function createMemorySessionStore(options: MemorySessionStoreOptions = {}): SessionStore {
+export function createMemorySessionStore(
+  options: MemorySessionStoreOptions = {},
+): MemorySessionStore {
   const maxSessions = options.maxSessions ?? 10_000
   if (!Number.isInteger(maxSessions) || maxSessions < 1) {
     throw new TypeError(
@@ -63,11 +72,22 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
   const sessions = new Map<string, { value: string; expiresAt: number }>()
   const locks = new Map<string, { owner: string; until: number }>()
   const indexes = new Map<string, Set<string>>()
+  /** The indexes each session is recorded under, so that its entries go with it. */
+  const indexesOf = new Map<string, readonly string[]>()
+  const remove = (key: string) => {
+    sessions.delete(key)
+    for (const name of indexesOf.get(key) ?? []) {
+      const members = indexes.get(name)
+      members?.delete(key)
+      if (members?.size === 0) indexes.delete(name)
+    }
+    indexesOf.delete(key)
+  }
   const live = (key: string) => {
     const entry = sessions.get(key)
     if (entry === undefined) return undefined
     if (now() >= entry.expiresAt) {
-      sessions.delete(key)
+      remove(key)
       return undefined
     }
     return entry
@@ -80,11 +100,13 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       return entry.value
     },
     async create(key, value, ttlMs, names) {
+      if (sessions.has(key)) remove(key)
       if (sessions.size >= maxSessions) {
         const oldest = sessions.keys().next().value
-        if (oldest !== undefined) sessions.delete(oldest)
+        if (oldest !== undefined) remove(oldest)
       }
       sessions.set(key, { value, expiresAt: now() + ttlMs })
+      indexesOf.set(key, [...names])
       for (const name of names) {
         let members = indexes.get(name)
         if (members === undefined) {
@@ -98,11 +120,13 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
       const lock = locks.get(key)
       if (lock === undefined || lock.owner !== owner || now() >= lock.until) return false
       if (live(key) === undefined) return false
-      sessions.set(key, { value, expiresAt: now() + ttlMs })
+      const entry = sessions.get(key) as { value: string; expiresAt: number }
+      entry.value = value
+      entry.expiresAt = now() + ttlMs
       return true
     },
     async delete(key) {
-      sessions.delete(key)
+      remove(key)
     },
     async lock(key, owner, ttlMs) {
       if (locks.size >= maxSessions) {
@@ -117,12 +141,16 @@ export function createMemorySessionStore(options: MemorySessionStoreOptions = {}
     async unlock(key, owner) {
       if (locks.get(key)?.owner === owner) locks.delete(key)
     },
+    size() {
+      let indexEntries = 0
+      for (const members of indexes.values()) indexEntries += members.size
+      return { sessions: sessions.size, indexEntries }
+    },
     async indexed(name) {
       const members = indexes.get(name)
       if (members === undefined) return []
-      for (const key of members) if (live(key) === undefined) members.delete(key)
-      if (members.size === 0) indexes.delete(name)
-      return [...members]
+      for (const key of members) live(key)
+      return [...(indexes.get(name) ?? [])]
     },
   }
 }

@@ -232,6 +232,16 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     })
   })
 
+  it('leaves no index entries in the memory store after many sign-ins and sign-outs', async () => {
+    const store = createMemorySessionStore()
+    const app = createApp(signInOptions(provider, { store }))
+    for (let round = 0; round < 6; round++) {
+      const { cookie } = await signInWith(app, provider, `many-${round % 3}`)
+      expect((await request(app).post('/auth/logout').set('Cookie', cookie)).status).toBe(303)
+    }
+    expect(store.size()).toEqual({ sessions: 0, indexEntries: 0 })
+  })
+
   it('refreshes the access token once it is within a minute of expiry, not before', async () => {
     const { app, clock } = setup()
     const { cookie } = await signInWith(app, provider)

@@ -91,6 +91,30 @@ describe('memory session store', () => {
     expect(await store.read('a', 1000)).toBeUndefined()
   })
 
+  it('drops index entries with their sessions: deleted, expired or evicted (bounded memory)', async () => {
+    let now = 0
+    const store = createMemorySessionStore({ maxSessions: 100, clock: { now: () => now } })
+    for (let round = 0; round < 1000; round++) {
+      await store.create(`d${round}`, 'v', 60_000, [`sub.user${round}`, `sid.${round}`])
+      await store.delete(`d${round}`)
+    }
+    expect(store.size()).toEqual({ sessions: 0, indexEntries: 0 })
+    // Expired: gone from the indexes once seen expired (read, indexed, or a later create).
+    for (let round = 0; round < 50; round++) {
+      await store.create(`e${round}`, 'v', 1000, [`sub.user${round}`])
+    }
+    now = 2000
+    for (let round = 0; round < 50; round++)
+      expect(await store.read(`e${round}`, 1000)).toBeUndefined()
+    expect(store.size()).toEqual({ sessions: 0, indexEntries: 0 })
+    // Evicted beyond maxSessions: their entries go too.
+    for (let round = 0; round < 1000; round++) {
+      await store.create(`f${round}`, 'v', 60_000, [`sub.user${round}`, 'sub.everyone'])
+    }
+    expect(store.size()).toEqual({ sessions: 100, indexEntries: 200 })
+    expect(await store.indexed('sub.everyone')).toHaveLength(100)
+  })
+
   it('keeps at most maxSessions, dropping the oldest', async () => {
     const store = createMemorySessionStore({ maxSessions: 2 })
     await store.create('a', 'v', 60_000, [])
