@@ -65,11 +65,21 @@ export function signIn(options: SignInOptions): SignInMiddleware {
   const core = createSignIn(options)
 
   function signInMiddleware(req: Request, res: Response, next: NextFunction): void {
-    // Two-argument then: a throw in a later handler can never come back here.
+    // Two-argument then: a throw in a later handler can never come back here. Writing the
+    // response can throw (headers already sent by an earlier middleware): that goes to next(err),
+    // never to an unhandled rejection.
     core.handle(requestOf(req)).then((outcome) => {
-      if (outcome.response !== undefined) return send(res, outcome.response)
-      req.signin = outcome.context
-      for (const [name, values] of Object.entries(outcome.headers)) res.append(name, [...values])
+      try {
+        if (outcome.response !== undefined) {
+          send(res, outcome.response)
+          return
+        }
+        req.signin = outcome.context
+        for (const [name, values] of Object.entries(outcome.headers)) res.append(name, [...values])
+      } catch (error) {
+        next(error)
+        return
+      }
       next()
     }, next)
   }

@@ -446,10 +446,17 @@ export function createSignIn(options: SignInOptions): SignIn {
     let idToken: string | undefined
     if (sessionId !== undefined) {
       const key = storeKeyOf(sessionId)
-      const raw = await stored(store.read(key, settings.idleTimeoutMs))
-      const session = raw === undefined ? undefined : openSession(keys, sessionId, issuer, raw)
-      idToken = session?.idToken
-      if (raw !== undefined) await endSession(key, session, 'logout')
+      try {
+        const raw = await stored(store.read(key, settings.idleTimeoutMs))
+        const session = raw === undefined ? undefined : openSession(keys, sessionId, issuer, raw)
+        idToken = session?.idToken
+        if (raw !== undefined) await endSession(key, session, 'logout')
+      } catch (error) {
+        // The store is down (503): the user asked to sign out, so this browser's cookie goes
+        // all the same; the stored session ends at its idle timeout.
+        if (isSignInError(error)) return errorResponse(error, [clearSessionCookie])
+        throw error
+      }
     }
     const parameters: Record<string, string> = {
       post_logout_redirect_uri: settings.postLogoutRedirectUri,

@@ -2,8 +2,10 @@
  * Sign-in through both adapters against the real provider: the flow, and every way a callback,
  * a cookie or a stored session can be forged, replayed or swapped, refused the same way by each.
  */
+import express from 'express'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { signIn as expressSignIn } from '../../adapters/express/index.js'
 import type { SignInEvent } from '../../src/signin/index.js'
 import { createKeyRing } from '../../src/signin/key-ring.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
@@ -364,5 +366,34 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       const me = await request(app).get('/me').set('Cookie', forged).set('Accept', 'text/html')
       expect(me.status).toBe(302)
     })
+  })
+})
+
+describe('Express sign-in when the response was already started', () => {
+  it('hands the error to next(err), not to an unhandled rejection', async () => {
+    const errors: unknown[] = []
+    const app = express()
+    // An earlier middleware has already sent the headers.
+    app.use((_req, res, next) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain' })
+      res.write('started')
+      next()
+    })
+    app.use(expressSignIn(signInOptions(provider)))
+    app.use(
+      (
+        error: unknown,
+        _req: express.Request,
+        res: express.Response,
+        _next: express.NextFunction,
+      ) => {
+        errors.push(error)
+        res.end()
+      },
+    )
+    const res = await request(app).get('/auth/login?returnTo=/records')
+    expect(res.status).toBe(200)
+    expect(errors).toHaveLength(1)
+    expect((errors[0] as { code?: string }).code).toBe('ERR_HTTP_HEADERS_SENT')
   })
 })

@@ -149,6 +149,28 @@ describe('Redis session store', () => {
     expect(after.body).toEqual({ signedIn: true })
   })
 
+  it.each([
+    ['express', 'express'],
+    ['koa', 'koa'],
+  ] as const)(
+    '%s: a sign-out while Redis does not answer is a 503 that still clears the cookie',
+    async (_name, which) => {
+      const instances = fleet()
+      const app = instances[which]
+      const { cookie } = await signInWith(app, provider)
+      redis.freeze()
+      let res: request.Response
+      try {
+        res = await request(app).post('/auth/logout').set('Cookie', cookie)
+      } finally {
+        redis.thaw()
+      }
+      expect(res.status).toBe(503)
+      const cleared = (res.headers['set-cookie'] as unknown as string[] | undefined) ?? []
+      expect(cleared.some((line) => /^__Host-tollgate\.sid=;/.test(line))).toBe(true)
+    },
+  )
+
   it('keeps a read-extended session in its sid and sub indexes past the idle lifetime', async () => {
     const client = clients[0] as Redis
     const store = createRedisSessionStore({ redis: client, keyPrefix: 'index-life' })
