@@ -12,6 +12,7 @@ import type { RunningProvider } from '../helpers/oidc-provider.js'
 import {
   ALL_SIGNIN_APPS,
   APP_ORIGIN,
+  cookieHeader,
   cookiesOf,
   signInOptions,
   signInWith,
@@ -181,6 +182,47 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
       signedIn: false,
     })
+  })
+
+  /** A sign-in in a browser that already holds `cookie` (its own session, or one planted in it). */
+  async function signInHolding(app: ReturnType<typeof createApp>, cookie: string, user: string) {
+    const started = await startSignIn(app)
+    const back = await provider.followAuthorization(
+      started.location,
+      `${APP_ORIGIN}/auth/callback`,
+      user,
+    )
+    const res = await request(app)
+      .get(`${back.pathname}${back.search}`)
+      .set('Cookie', `${cookieHeader(started.cookies)}; ${cookie}`)
+    expect(res.status).toBe(302)
+    return cookiesOf(res).get('__Host-tollgate.sid') as string
+  }
+  const signedIn = async (app: ReturnType<typeof createApp>, cookie: string) =>
+    (await request(app).get('/public').set('Cookie', cookie)).body.signedIn as boolean
+
+  it('ends the browser’s previous session at a new sign-in (session fixation)', async () => {
+    const app = createApp(signInOptions(provider))
+    const { cookie: first } = await signInWith(app, provider, 'alice')
+    const second = await signInHolding(app, first, 'alice')
+    expect(`__Host-tollgate.sid=${second}`).not.toBe(first)
+    expect(await signedIn(app, first)).toBe(false)
+    expect(await signedIn(app, `__Host-tollgate.sid=${second}`)).toBe(true)
+  })
+
+  it('does not keep a session cookie an attacker planted before the victim signs in', async () => {
+    const app = createApp(signInOptions(provider))
+    // The attacker's own session, its cookie planted in the victim's browser.
+    const { cookie: planted } = await signInWith(app, provider, 'mallory')
+    const attacker = (await request(app).get('/me').set('Cookie', planted)).body.subject as string
+    const victim = await signInHolding(app, planted, 'victor')
+    expect(victim).toBeTruthy()
+    expect(`__Host-tollgate.sid=${victim}`).not.toBe(planted)
+    // The planted session ended: nothing the attacker holds follows the victim's session.
+    expect(await signedIn(app, planted)).toBe(false)
+    const me = await request(app).get('/me').set('Cookie', `__Host-tollgate.sid=${victim}`)
+    expect(me.status).toBe(200)
+    expect(me.body.subject).not.toBe(attacker)
   })
 
   it('answers a logout by GET with 405 and Allow: POST', async () => {

@@ -127,9 +127,7 @@ describe('Redis session store', () => {
       request(express).get('/token/office').set('Cookie', cookie),
     ])
     expect(again.map((answer) => answer.status)).toEqual([200, 200])
-    expect(
-      provider.grants.slice(before + 2).map((grant) => [grant.grantType, grant.ok]),
-    ).toEqual([
+    expect(provider.grants.slice(before + 2).map((grant) => [grant.grantType, grant.ok])).toEqual([
       ['refresh_token', true],
       ['refresh_token', true],
     ])
