@@ -289,6 +289,7 @@ export interface SignInOtelOptions {
  * | `tollgate.signin.refreshes` | counter | `issuer`, `product`, `by` (`this_instance`/`other_instance`) |
  * | `tollgate.signin.sessions_ended` | counter | `reason` |
  * | `tollgate.signin.store_errors` | counter | |
+ * | `tollgate.signin.refresh_locks_lost` | counter | `issuer`, `product` (raise `refresh.lockMs` when it counts) |
  *
  * Never a user, a session id or a token.
  *
@@ -307,6 +308,10 @@ export function createSignInOtelListener(options: SignInOtelOptions = {}): SignI
   const refreshes = counter('tollgate.signin.refreshes', 'Session access tokens refreshed')
   const ended = counter('tollgate.signin.sessions_ended', 'Sessions ended')
   const storeErrors = counter('tollgate.signin.store_errors', 'Session store failures')
+  const locksLost = counter(
+    'tollgate.signin.refresh_locks_lost',
+    'Refreshes that outlasted their lock (rotated tokens not stored)',
+  )
 
   function record(event: SignInEvent): void {
     switch (event.type) {
@@ -324,6 +329,9 @@ export function createSignInOtelListener(options: SignInOtelOptions = {}): SignI
         break
       case 'store_error':
         storeErrors.add(1)
+        break
+      case 'refresh_lock_lost':
+        locksLost.add(1, { issuer: event.issuer, product: event.product })
         break
     }
   }

@@ -279,7 +279,7 @@ describe('createTokenSourceOtelListener', () => {
 })
 
 describe('createSignInOtelListener', () => {
-  it('counts sign-ins, refusals, refreshes, ended sessions and store errors, never a user', async () => {
+  it('counts sign-ins, refusals, refreshes, ended sessions, store errors and lost refresh locks, never a user', async () => {
     const reader = new TestReader()
     const seen: SignInEvent[] = []
     const listener = createSignInOtelListener({
@@ -304,6 +304,7 @@ describe('createSignInOtelListener', () => {
       },
       { type: 'session_ended', issuer, subject: 'alice', reason: 'back_channel_logout' },
       { type: 'store_error', error: new Error('down') },
+      { type: 'refresh_lock_lost', issuer, subject: 'alice', product: 'office' },
     ]
     for (const event of events) listener(event)
     const { resourceMetrics } = await reader.collect()
@@ -321,6 +322,9 @@ describe('createSignInOtelListener', () => {
     ])
     expect(points(resourceMetrics, 'tollgate.signin.store_errors')).toEqual([
       { attributes: {}, value: 1 },
+    ])
+    expect(points(resourceMetrics, 'tollgate.signin.refresh_locks_lost')).toEqual([
+      { attributes: { issuer, product: 'office' }, value: 1 },
     ])
     expect(JSON.stringify(resourceMetrics)).not.toContain('alice')
     expect(seen).toEqual(events)
