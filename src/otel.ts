@@ -160,14 +160,7 @@ export function createOtelListener(options: OtelOptions = {}): GateEventListener
     }
   }
 
-  return (event) => {
-    try {
-      record(event)
-    } catch {
-      // A broken metrics SDK must not refuse or crash requests.
-    }
-    next?.(event)
-  }
+  return listenerOf(record, next)
 }
 
 /** Options of {@link createTokenSourceOtelListener}. */
@@ -260,14 +253,7 @@ export function createTokenSourceOtelListener(
     }
   }
 
-  return (event) => {
-    try {
-      record(event)
-    } catch {
-      // A broken metrics SDK must not fail a token request.
-    }
-    next?.(event)
-  }
+  return listenerOf(record, next)
 }
 
 /** Options of {@link createSignInOtelListener}. */
@@ -336,11 +322,20 @@ export function createSignInOtelListener(options: SignInOtelOptions = {}): SignI
     }
   }
 
+  return listenerOf(record, next)
+}
+
+/** A recorder as a listener: a broken metrics SDK never fails the request, token or sign-in it
+ * reports on, and `next` receives every event. */
+function listenerOf<Event>(
+  record: (event: Event) => void,
+  next: ((event: Event) => void) | undefined,
+): (event: Event) => void {
   return (event) => {
     try {
       record(event)
     } catch {
-      // A broken metrics SDK must not fail a sign-in.
+      // Metrics are for operators; they must never change an answer.
     }
     next?.(event)
   }

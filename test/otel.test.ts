@@ -190,23 +190,52 @@ describe('createOtelListener', () => {
     ).not.toThrow()
   })
 
-  it('survives a metrics SDK that throws', () => {
-    const broken = {
-      getMeter: () => {
-        const instrument = {
-          add: () => {
-            throw new Error('sdk bug')
-          },
-          record: () => {
-            throw new Error('sdk bug')
-          },
-        }
-        return { createCounter: () => instrument, createHistogram: () => instrument }
-      },
-    }
-    const listener = createOtelListener({ meterProvider: broken as never })
-    expect(() => listener({ type: 'limiter_store_error', error: undefined })).not.toThrow()
-  })
+  const broken = {
+    getMeter: () => {
+      const instrument = {
+        add: () => {
+          throw new Error('sdk bug')
+        },
+        record: () => {
+          throw new Error('sdk bug')
+        },
+      }
+      return { createCounter: () => instrument, createHistogram: () => instrument }
+    },
+  }
+
+  it.each([
+    [
+      'the gate',
+      (next: (event: unknown) => void) =>
+        createOtelListener({ meterProvider: broken as never, next }) as (event: unknown) => void,
+      { type: 'limiter_store_error', error: undefined },
+    ],
+    [
+      'a token source',
+      (next: (event: unknown) => void) =>
+        createTokenSourceOtelListener({ meterProvider: broken as never, next }) as (
+          event: unknown,
+        ) => void,
+      { type: 'shared_cache_error', error: new Error('down') },
+    ],
+    [
+      'sign-in',
+      (next: (event: unknown) => void) =>
+        createSignInOtelListener({ meterProvider: broken as never, next }) as (
+          event: unknown,
+        ) => void,
+      { type: 'store_error', error: new Error('down') },
+    ],
+  ])(
+    'survives a metrics SDK that throws, for %s, and still passes the event on',
+    (_name, create, event) => {
+      const seen: unknown[] = []
+      const listener = create((received) => seen.push(received))
+      expect(() => listener(event)).not.toThrow()
+      expect(seen).toEqual([event])
+    },
+  )
 })
 
 describe('createTokenSourceOtelListener', () => {
