@@ -27,6 +27,11 @@ const only = process.argv
   ?.slice('--only='.length)
   .split(',')
 const wanted = (name: string) => !only || only.includes(name)
+// `--skip=dpop`: leaves one micro suite out (the DPoP suite can exhaust its replay cache on a fast machine).
+const skipped = (name: string) =>
+  (process.argv.find((arg) => arg.startsWith('--skip='))?.slice('--skip='.length) ?? '')
+    .split(',')
+    .includes(name)
 
 async function main(): Promise<void> {
   const startedAt = new Date().toISOString()
@@ -49,7 +54,7 @@ async function main(): Promise<void> {
     suites.rateLimit = keep(await runRateLimit())
     suites.tokenSource = keep(await runTokenSource())
     suites.revocation = keep(await runRevocation())
-    suites.dpop = keep(await runDpop())
+    if (!skipped('dpop')) suites.dpop = keep(await runDpop())
   }
   if (wanted('memory')) suites.memory = keep(await runMemory())
   if (wanted('http')) suites.http = keep(await runHttp())

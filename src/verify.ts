@@ -150,7 +150,9 @@ export function createVerifier(context: VerifierContext): Verifier {
     }
     const validity = checkClaims(parsed.header as TokenHeader, parsed.payload, rules, Date.now())
     const verdict = buildVerdict(token, parsed, prepared.iss, prepared.issuer.realm)
-    verdicts?.set(token, verdict, [key], validity, now)
+    // A lone candidate is the key set's own array for that kid, never mutated (a refresh builds new
+    // ones): the verdict can depend on it without a new array per miss.
+    verdicts?.set(token, verdict, candidates.length === 1 ? candidates : [key], validity, now)
     return verdict
   }
 
@@ -208,13 +210,23 @@ function signatureMatches(data: Buffer, signature: Buffer, verifier: PreparedVer
   }
 }
 
-function deepFreeze<T>(value: T): T {
-  Object.freeze(value)
-  for (const key in value) {
-    const child = value[key]
-    if (typeof child === 'object' && child !== null) deepFreeze(child)
+// Parsed JSON only (plain objects and arrays, no inherited enumerables): index and own-key loops
+// instead of `for…in`, which walks arrays by string keys and checks the prototype chain.
+function deepFreeze<T extends object>(value: T): T {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child: unknown = value[i]
+      if (typeof child === 'object' && child !== null) deepFreeze(child)
+    }
+  } else {
+    const record = value as Record<string, unknown>
+    const keys = Object.keys(record)
+    for (let i = 0; i < keys.length; i++) {
+      const child = record[keys[i] as string]
+      if (typeof child === 'object' && child !== null) deepFreeze(child)
+    }
   }
-  return value
+  return Object.freeze(value)
 }
 
 function buildVerdict(

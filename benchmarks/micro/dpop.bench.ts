@@ -74,7 +74,8 @@ export async function runSuite(): Promise<SuiteResult<MicroRow>> {
         mode: 'allowed',
         publicBaseUrl: BASE,
         maxProofAgeSeconds: 600,
-        replay: { maxEntries: POOL },
+        // One client signs every proof: its per-key share (a tenth by default) must hold the pool too.
+        replay: { maxEntries: POOL, maxEntriesPerKey: POOL },
       },
     } as GateOptions
     const readyGate = async (options: GateOptions) => {
