@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { constants, type KeyObject } from 'node:crypto'
+import { constants, type KeyObject, verify } from 'node:crypto'
 
 /** Every algorithm tollgate can verify. */
 export type JWSAlgorithm =
@@ -91,4 +91,22 @@ export function prepareVerifier(
     }
   }
   return { hash: null, key, signatureBytes: crv === 'Ed448' ? 114 : 64 }
+}
+
+/**
+ * Whether `signature` is a valid signature of `data` under `verifier`. A signature of the wrong
+ * length (a DER-encoded ECDSA signature, a truncated RSA one) is refused before `crypto.verify`;
+ * a malformed one is `false`, never an exception.
+ */
+export function signatureMatches(
+  data: Buffer,
+  signature: Buffer,
+  verifier: PreparedVerifier,
+): boolean {
+  if (verifier.signatureBytes !== 0 && signature.length !== verifier.signatureBytes) return false
+  try {
+    return verify(verifier.hash, data, verifier.key, signature)
+  } catch {
+    return false
+  }
 }

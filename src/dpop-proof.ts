@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { hash, verify as verifySignature } from 'node:crypto'
+import { hash } from 'node:crypto'
 
 import { LRUCache } from 'lru-cache'
 
-import type { JWSAlgorithm, PreparedVerifier } from './algorithms.js'
+import { type JWSAlgorithm, signatureMatches } from './algorithms.js'
 import { InvalidDpopProofError, InvalidTokenError } from './errors.js'
 import { type PreparedKey, prepareKey } from './jwk.js'
 import { parseCompactJWS } from './jws.js'
@@ -97,15 +97,6 @@ export function normalizeHtu(value: string): string | undefined {
     return UNRESERVED.test(character) ? character : encoded.toUpperCase()
   })
   return `${url.protocol}//${url.host}${path}`
-}
-
-function signatureMatches(data: Buffer, signature: Buffer, verifier: PreparedVerifier): boolean {
-  if (verifier.signatureBytes !== 0 && signature.length !== verifier.signatureBytes) return false
-  try {
-    return verifySignature(verifier.hash, data, verifier.key, signature)
-  } catch {
-    return false
-  }
 }
 
 /** Creates the proof checker of one gate. */

@@ -6,9 +6,7 @@
  *
  * @module
  */
-import { verify as verifySignatureBytes } from 'node:crypto'
-
-import type { JWSAlgorithm, PreparedVerifier } from './algorithms.js'
+import { type JWSAlgorithm, signatureMatches } from './algorithms.js'
 import { VerdictCache } from './cache.js'
 import { type ClaimRules, checkClaims, readRoles, readScopes } from './claims.js'
 import { InvalidTokenError, type RefusalReason } from './errors.js'
@@ -199,15 +197,6 @@ export function findSigner(
     if (verifier !== undefined && signatureMatches(data, parsed.signature, verifier)) return key
   }
   return undefined
-}
-
-function signatureMatches(data: Buffer, signature: Buffer, verifier: PreparedVerifier): boolean {
-  if (verifier.signatureBytes !== 0 && signature.length !== verifier.signatureBytes) return false
-  try {
-    return verifySignatureBytes(verifier.hash, data, verifier.key, signature)
-  } catch {
-    return false
-  }
 }
 
 // Parsed JSON only (plain objects and arrays, no inherited enumerables): index and own-key loops
