@@ -15,8 +15,8 @@ import {
   assertionKey,
   claimsOf,
   POST_SECRET,
-  REDIRECT_URI,
   SECRET,
+  signedInRefreshToken,
   startPlatformProvider,
   WEB_SECRET,
 } from '../helpers/client-fixtures.js'
@@ -141,35 +141,18 @@ describe('client_credentials', () => {
 })
 
 describe('refresh_token', () => {
-  async function signedInRefreshToken(): Promise<string> {
-    const code = await provider.authorize({
-      clientId: 'office-web',
-      redirectUri: REDIRECT_URI,
+  const refreshTokenOfSignIn = () =>
+    signedInRefreshToken(provider, {
       scope: 'openid offline_access office:records:read',
       resource: 'urn:platform:office',
     })
-    // The code exchange is the sign-in side's job (issue 11); here openid-client does it directly.
-    const client = await import('openid-client')
-    const config = new client.Configuration(
-      { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
-      'office-web',
-      undefined,
-      client.ClientSecretBasic(WEB_SECRET),
-    )
-    client.allowInsecureRequests(config)
-    const tokens = await client.authorizationCodeGrant(
-      config,
-      new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
-    )
-    return tokens.refresh_token as string
-  }
 
   it('obtains an access token with a refresh token, and the gate admits it', async () => {
     const source = createTokenSource({
       issuer: issuerOf(),
       clientId: 'office-web',
       clientSecret: WEB_SECRET,
-      refreshToken: await signedInRefreshToken(),
+      refreshToken: await refreshTokenOfSignIn(),
       resource: 'urn:platform:office',
     })
     const { auth } = await admittedBy('office', await source.get())
@@ -177,7 +160,7 @@ describe('refresh_token', () => {
   })
 
   it('hands each rotated refresh token to onRefreshToken and uses it for the next renewal', async () => {
-    const first = await signedInRefreshToken()
+    const first = await refreshTokenOfSignIn()
     const rotated: string[] = []
     const source = createTokenSource({
       issuer: issuerOf(),
@@ -210,7 +193,7 @@ describe('refresh_token', () => {
       issuer: issuerOf(),
       clientId: 'office-web',
       clientSecret: WEB_SECRET,
-      refreshToken: await signedInRefreshToken(),
+      refreshToken: await refreshTokenOfSignIn(),
       onRefreshToken: hook,
       timeoutMs: 100,
       onEvent: (event) => events.push(event),
@@ -244,7 +227,7 @@ describe('refresh_token', () => {
       issuer: issuerOf(),
       clientId: 'office-web',
       clientSecret: WEB_SECRET,
-      refreshToken: await signedInRefreshToken(),
+      refreshToken: await refreshTokenOfSignIn(),
       onRefreshToken: () => {
         called()
         return new Promise<void>(() => {})

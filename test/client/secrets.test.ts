@@ -17,8 +17,8 @@ import { keycloak } from '../../src/index.js'
 import {
   assertionKey,
   manualClock,
-  REDIRECT_URI,
   SECRET,
+  signedInRefreshToken,
   startPlatformProvider,
   WEB_SECRET,
 } from '../helpers/client-fixtures.js'
@@ -111,28 +111,14 @@ describe('no secret in any output', () => {
         }).get(),
       )
       await attempt(make({ clientId: 'ledger-export', privateKey: 'not a key' }).get())
-      const code = await provider.authorize({
-        clientId: 'office-web',
-        redirectUri: REDIRECT_URI,
+      const refreshToken = await signedInRefreshToken(provider, {
         scope: 'openid offline_access billing:read',
       })
-      const client = await import('openid-client')
-      const config = new client.Configuration(
-        { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
-        'office-web',
-        undefined,
-        client.ClientSecretBasic(WEB_SECRET),
-      )
-      client.allowInsecureRequests(config)
-      const { refresh_token: refreshToken } = await client.authorizationCodeGrant(
-        config,
-        new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
-      )
       const rotated: string[] = []
       const refreshing = make({
         clientId: 'office-web',
         clientSecret: WEB_SECRET,
-        refreshToken: refreshToken as string,
+        refreshToken,
         onRefreshToken: (token) => {
           rotated.push(token)
         },

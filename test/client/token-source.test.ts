@@ -17,8 +17,8 @@ import { keycloak } from '../../src/index.js'
 import {
   claimsOf,
   manualClock,
-  REDIRECT_URI,
   SECRET,
+  signedInRefreshToken,
   startPlatformProvider,
   WEB_SECRET,
 } from '../helpers/client-fixtures.js'
@@ -345,29 +345,12 @@ describe('secret from the environment', () => {
 })
 
 describe('refresh tokens', () => {
-  async function refreshToken(): Promise<string> {
-    const code = await provider.authorize({
-      clientId: 'office-web',
-      redirectUri: REDIRECT_URI,
+  const refreshToken = () =>
+    signedInRefreshToken(provider, {
       scope: 'openid offline_access billing:read office:records:read',
       resource: ['urn:platform:gateway', 'urn:platform:office'],
+      tokenResource: 'urn:platform:gateway',
     })
-    const client = await import('openid-client')
-    const config = new client.Configuration(
-      { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
-      'office-web',
-      undefined,
-      client.ClientSecretBasic(WEB_SECRET),
-    )
-    client.allowInsecureRequests(config)
-    const tokens = await client.authorizationCodeGrant(
-      config,
-      new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
-      undefined,
-      { resource: 'urn:platform:gateway' },
-    )
-    return tokens.refresh_token as string
-  }
 
   it('refreshes for two resources at once without ever sending a rotated-out refresh token', async () => {
     const { source } = setup({

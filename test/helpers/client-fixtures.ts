@@ -88,3 +88,40 @@ export function claimsOf(token: string): Record<string, unknown> {
     unknown
   >
 }
+
+/**
+ * A refresh token of client `office-web`, as a user's sign-in at the real provider hands it out:
+ * authorization with auto-consent, then the code exchange done directly with openid-client (the
+ * sign-in side's job, not the token source's).
+ */
+export async function signedInRefreshToken(
+  provider: RunningProvider,
+  request: {
+    readonly scope: string
+    readonly resource?: string | readonly string[]
+    /** The `resource` of the code exchange itself. */
+    readonly tokenResource?: string
+  },
+): Promise<string> {
+  const code = await provider.authorize({
+    clientId: 'office-web',
+    redirectUri: REDIRECT_URI,
+    scope: request.scope,
+    ...(request.resource === undefined ? {} : { resource: request.resource }),
+  })
+  const client = await import('openid-client')
+  const config = new client.Configuration(
+    { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
+    'office-web',
+    undefined,
+    client.ClientSecretBasic(WEB_SECRET),
+  )
+  client.allowInsecureRequests(config)
+  const tokens = await client.authorizationCodeGrant(
+    config,
+    new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
+    undefined,
+    request.tokenResource === undefined ? undefined : { resource: request.tokenResource },
+  )
+  return tokens.refresh_token as string
+}
