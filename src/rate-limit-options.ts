@@ -8,7 +8,15 @@
 import type { RateLimitHeaderMode } from './rate-limit-headers.js'
 import { PLAN_NAME_PATTERN, type VerifiedToken } from './tenant.js'
 import type { RequestLike } from './types.js'
-import { fail, integer, isRecord, oneOf, optionalFunction, record } from './validate.js'
+import {
+  fail,
+  integer,
+  isRecord,
+  oneOf,
+  optionalFunction,
+  record,
+  redisKeyPrefix,
+} from './validate.js'
 
 /** A fixed window: at most `points` per `durationSeconds`. */
 export interface RateLimitWindow {
@@ -165,7 +173,7 @@ export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOp
       '(request, verified) => points',
     ),
     redis: storeOption(options.store),
-    keyPrefix: keyPrefixOption(options.keyPrefix),
+    keyPrefix: redisKeyPrefix(options.keyPrefix, 'rateLimit.keyPrefix', 'tollgate:rl'),
     storeTimeoutMs: integer(options.storeTimeoutMs, 'rateLimit.storeTimeoutMs', {
       fallback: 50,
       min: 1,
@@ -271,17 +279,4 @@ function storeOption(value: unknown): RedisClientLike | undefined {
     )
   }
   return client as unknown as RedisClientLike
-}
-
-function keyPrefixOption(value: unknown): string {
-  if (value === undefined) return 'tollgate:rl'
-  // Braces would move the Redis Cluster hash tag off the tenant id.
-  if (typeof value !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(value)) {
-    fail(
-      'rateLimit.keyPrefix',
-      'must be 1 to 64 printable ASCII characters without spaces or braces',
-      value,
-    )
-  }
-  return value
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { fail, integer, isRecord, oneOf, record } from './validate.js'
+import { fail, integer, isRecord, oneOf, record, redisKeyPrefix } from './validate.js'
 
 /**
  * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) that shares the
@@ -101,7 +101,7 @@ export function normalizeRevocationOptions(
   return Object.freeze({
     redis: storeOption(options.store),
     maxTokenLifetimeSeconds,
-    keyPrefix: keyPrefixOption(options.keyPrefix),
+    keyPrefix: redisKeyPrefix(options.keyPrefix, 'revocation.keyPrefix', 'tollgate:rv'),
     onStoreError: oneOf(options.onStoreError, 'revocation.onStoreError', [
       'enforce-known',
       'deny',
@@ -168,17 +168,4 @@ function storeOption(value: unknown): RevocationRedisClient | undefined {
     )
   }
   return client as unknown as RevocationRedisClient
-}
-
-function keyPrefixOption(value: unknown): string {
-  if (value === undefined) return 'tollgate:rv'
-  // Braces would move the Redis Cluster hash tag that keeps both keys in one slot.
-  if (typeof value !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(value)) {
-    fail(
-      'revocation.keyPrefix',
-      'must be 1 to 64 printable ASCII characters without spaces or braces',
-      value,
-    )
-  }
-  return value
 }

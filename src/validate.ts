@@ -27,6 +27,18 @@ export function fail(path: string, expectation: string, ...value: [unknown?]): n
   throw new TypeError(`createGate(options): "${path}" ${expectation}${got}`)
 }
 
+/**
+ * A prefix for Redis keys: 1 to 64 printable ASCII characters, no spaces, no braces (a brace
+ * would move the Redis Cluster hash tag `{…}` that keeps related keys in one slot), or `fallback`.
+ */
+export function redisKeyPrefix(value: unknown, path: string, fallback: string): string {
+  if (value === undefined) return fallback
+  if (typeof value !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(value)) {
+    fail(path, 'must be 1 to 64 printable ASCII characters without spaces or braces', value)
+  }
+  return value
+}
+
 /** `true` for a plain options object (not null, not an array). */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)

@@ -16,6 +16,7 @@ import {
   oneOf,
   optionalFunction,
   record,
+  redisKeyPrefix,
   validateFor,
 } from '../validate.js'
 import type { TokenSourceEventListener } from './events.js'
@@ -460,15 +461,7 @@ function sharedCacheOption(
       client,
     )
   }
-  const keyPrefix = options['keyPrefix'] ?? 'tollgate:token'
-  // Braces would move the Redis Cluster hash tag that keeps a token and its lock on one node.
-  if (typeof keyPrefix !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(keyPrefix)) {
-    fail(
-      'sharedCache.keyPrefix',
-      'must be 1 to 64 printable ASCII characters without spaces or braces',
-      keyPrefix,
-    )
-  }
+  const keyPrefix = redisKeyPrefix(options['keyPrefix'], 'sharedCache.keyPrefix', 'tollgate:token')
   return Object.freeze({
     redis: client as unknown as RedisClientLike,
     keyPrefix,

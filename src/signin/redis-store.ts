@@ -8,6 +8,7 @@
  */
 import { withDeadline } from '../client/shared-cache.js'
 import type { RedisClientLike } from '../rate-limit.js'
+import { redisKeyPrefix, validateFor } from '../validate.js'
 import type { SessionStore } from './store.js'
 
 /** Options of {@link createRedisSessionStore}. */
@@ -79,13 +80,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       'createRedisSessionStore(options): "redis" must be an ioredis Redis or Cluster client',
     )
   }
-  const prefix = options.keyPrefix ?? 'tollgate:session'
-  // Braces would move the hash tag that keeps a session and its lock on one node.
-  if (typeof prefix !== 'string' || !/^[\x21-\x7A\x7C\x7E]{1,64}$/.test(prefix)) {
-    throw new TypeError(
-      'createRedisSessionStore(options): "keyPrefix" must be 1 to 64 printable ASCII characters without spaces or braces',
-    )
-  }
+  const prefix = validateFor('createRedisSessionStore(options):', () =>
+    redisKeyPrefix(options.keyPrefix, 'keyPrefix', 'tollgate:session'),
+  )
   const timeoutMs = options.timeoutMs ?? 1000
   if (!Number.isInteger(timeoutMs) || timeoutMs < 10 || timeoutMs > 60_000) {
     throw new TypeError(

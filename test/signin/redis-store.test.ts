@@ -225,3 +225,19 @@ describe('Redis session store', () => {
     for (const index of indexes) expect(await client.pttl(index)).toBeGreaterThan(60_000)
   })
 })
+
+describe('createRedisSessionStore options', () => {
+  it.each(['a{b}', 'has space', '', 'x'.repeat(65), 42])(
+    'refuses the key prefix %j, which could move the hash tag of a session and its lock',
+    (keyPrefix) => {
+      expect(() =>
+        createRedisSessionStore({
+          redis: { defineCommand() {} } as never,
+          keyPrefix: keyPrefix as never,
+        }),
+      ).toThrow(
+        /^createRedisSessionStore\(options\): "keyPrefix" must be 1 to 64 printable ASCII characters without spaces or braces/,
+      )
+    },
+  )
+})
