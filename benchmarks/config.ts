@@ -56,6 +56,13 @@ export const settings = {
   memoryTenants: num('BENCH_MEMORY_TENANTS', 10_000),
   memoryCacheEntries: num('BENCH_MEMORY_CACHE', 10_000),
   redisUrl: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379/15',
+  /**
+   * HTTP contenders to run, as comma-separated parts of their names (`tollgate,floor`); the bare
+   * frameworks always run, being every ratio's baseline. Empty: all of them.
+   */
+  httpContenders: (process.env.BENCH_HTTP_CONTENDERS ?? '').split(',').filter(Boolean),
+  /** HTTP token modes to run (`repeated,pool`). Empty: all of them. */
+  httpModes: (process.env.BENCH_HTTP_MODES ?? '').split(',').filter(Boolean),
 } as const
 
 export const benchDir = fileURLToPath(new URL('.', import.meta.url))

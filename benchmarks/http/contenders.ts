@@ -13,6 +13,10 @@ export interface HttpContender {
 
 const ALL: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
 const VALID: readonly HttpMode[] = ['repeated', 'pool']
+/** The floor middleware (`servers/floor.ts`) runs every mode a target is judged on. */
+const JUDGED: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged']
+/** Contender names read `<framework> + floor (…)`: the targets quote its figure beside tollgate's. */
+export const FLOOR = 'floor (inline node:crypto + Map)'
 
 export const contenders: readonly HttpContender[] = [
   {
@@ -37,6 +41,12 @@ export const contenders: readonly HttpContender[] = [
     modes: VALID,
   },
   {
+    name: `express + ${FLOOR}`,
+    framework: 'express',
+    file: './servers/express-floor.ts',
+    modes: JUDGED,
+  },
+  {
     name: 'express + express-jwt + jwks-rsa',
     framework: 'express',
     file: './servers/express-jwt.ts',
@@ -56,5 +66,6 @@ export const contenders: readonly HttpContender[] = [
     tollgate: 'memory',
     modes: ALL,
   },
+  { name: `koa + ${FLOOR}`, framework: 'koa', file: './servers/koa-floor.ts', modes: JUDGED },
   { name: 'koa + koa-jwt + jwks-rsa', framework: 'koa', file: './servers/koa-jwt.ts', modes: ALL },
 ]

@@ -57,6 +57,12 @@ interface Running {
   port: number
 }
 
+/** `BENCH_HTTP_CONTENDERS` narrows a run to some contenders; the bare baselines always run. */
+const chosen = (contender: HttpContender) =>
+  contender.bare === true ||
+  settings.httpContenders.length === 0 ||
+  settings.httpContenders.some((part) => contender.name.includes(part))
+
 /** What one contender accumulates over the rounds of one mode. */
 interface Tally {
   rounds: number
@@ -341,7 +347,7 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
     for (const framework of ['express', 'koa'] as const) {
       const group: Running[] = []
       try {
-        for (const contender of contenders.filter((c) => c.framework === framework)) {
+        for (const contender of contenders.filter((c) => c.framework === framework && chosen(c))) {
           const why = unavailable(contender, redisProblem)
           if (why) {
             result.skipped.push({ what: contender.name, why })
@@ -359,6 +365,7 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
           await sanityCheck(contender.name, ready.port, tokens, contender.bare)
         }
         for (const mode of MODES) {
+          if (settings.httpModes.length > 0 && !settings.httpModes.includes(mode)) continue
           const participants = group.filter((g) => g.contender.modes.includes(mode))
           if (participants.length === 0) continue
           const rawVerifyUs = rawVerifyMicros(issuer, tokens.pool)

@@ -6,11 +6,14 @@
  *
  * hit: 1,000 cached RS256 tokens over 100 tenants, per-tenant memory limiter (the repeated and
  * realistic HTTP modes' common case). miss: the same gate with its cache off over 2,048 tokens,
- * next to node:crypto's raw check of the same tokens (crypto-limit.ts).
+ * next to node:crypto's raw check of the same tokens (crypto-limit.ts). Both cases also run the HTTP
+ * suite's floor middleware (http/servers/floor.ts) in process: what tollgate costs beyond it is
+ * tollgate's own, with no kernel or framework in the figure.
  */
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { bearer, mintPool } from '../fixtures.ts'
+import { AUDIENCE, bearer, mintPool } from '../fixtures.ts'
+import { floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
 import { type CoreModule, type Gate, gateOptions } from '../tollgate.ts'
 import { rawVerifier } from './crypto-limit.ts'
@@ -45,8 +48,23 @@ async function gateFor(core: CoreModule, cacheEntries: number | false, pool: num
   return () => gate.check(requests[i++ % pool]!)
 }
 
+async function floorFor(cacheEntries: number, pool: number) {
+  const check = await floorVerifier({
+    authUrl: issuer.url,
+    issuer: issuer.issuer,
+    jwksUri: issuer.jwksUri,
+    audience: AUDIENCE,
+    cacheEntries,
+    limiter: 'off',
+  })
+  const headers = requests.map((request) => request.headers.authorization as string)
+  for (let i = 0; i < pool; i++) check(headers[i])
+  let i = 0
+  return () => check(headers[i++ % pool])
+}
+
 if (cases.includes('hit')) {
-  const contenders: Contender[] = []
+  const contenders: Contender[] = [['floor hit', await floorFor(10_000, 1000)]]
   for (const [dist, core] of cores)
     contenders.push([`${dist} hit`, await gateFor(core, 10_000, 1000)])
   await measureCase('gate.check, cache hit, memory limiter', contenders)
@@ -54,7 +72,10 @@ if (cases.includes('hit')) {
 if (cases.includes('miss')) {
   const raw = rawVerifier('RS256', issuer.keys.RS256.publicKey)
   let n = 0
-  const contenders: Contender[] = [['node:crypto (limit)', () => raw(tokens[n++ % tokens.length]!)]]
+  const contenders: Contender[] = [
+    ['node:crypto (limit)', () => raw(tokens[n++ % tokens.length]!)],
+    ['floor miss, cache on', await floorFor(1000, 2048)],
+  ]
   for (const [dist, core] of cores) {
     contenders.push([`${dist} miss, cache off`, await gateFor(core, false, 2048)])
     // 1,000 entries under a rotation of 2,048: every check misses, and inserts and evicts.
