@@ -29,7 +29,7 @@ export interface Verdict {
   readonly verified: VerifiedToken
   readonly admission: Admission
   /** The gate's answer for this token when it has no tenants, built once and then reused. */
-  answer: Promise<CheckResult> | undefined
+  answer: CheckResult | undefined
   /**
    * The last admission built with a tenant, so a token repeated by the same tenant does not
    * allocate a new admission per request.

@@ -6,11 +6,11 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { createGate, type Gate } from '../../src/gate.js'
+import { type Gate, openGate } from '../../src/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
-import type { Admission, RequestLike } from '../../src/types.js'
+import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 declare global {
   namespace Express {
@@ -36,7 +36,10 @@ export interface TollgateMiddleware
 }
 
 function requestOf(req: Request): RequestLike {
-  const { headers, rawHeaders, method, originalUrl: url, body } = req
+  const { headers, rawHeaders, method, originalUrl: url } = req
+  // Body parsers set `req.body` on the request itself. Without one, reading it walks the five
+  // prototypes Express swaps in per request, a lookup no inline cache keeps (issue 14's profile).
+  const body = Object.hasOwn(req, 'body') ? req.body : undefined
   const secure = (req.socket as { encrypted?: boolean }).encrypted === true
   return { headers, rawHeaders, method, url, body, secure }
 }
@@ -60,23 +63,27 @@ function send(res: Response, { status, headers, body }: ErrorResponse): void {
  * @throws TypeError at creation when `options` are invalid.
  */
 export function tollgate(options: GateOptions): TollgateMiddleware {
-  const gate = createGate(options)
+  const { gate, decide } = openGate(options)
   const refuse = (error: unknown, res: Response, next: NextFunction): void => {
     if (gate.errorHandling === 'framework') return void next(error)
     send(res, renderError(error))
+  }
+  const admit = (req: Request, res: Response, result: CheckResult, next: NextFunction): void => {
+    if (result.auth !== undefined) req.auth = result.auth
+    for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
+    next()
   }
 
   function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
     const request = requestOf(req)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return void send(res, metadata)
+    // A decision that needed no I/O goes on to `next()` at once, as any synchronous middleware.
+    const decided = decide(request)
+    if (!(decided instanceof Promise)) return void admit(req, res, decided, next)
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
-    gate.check(request).then(
-      (result) => {
-        if (result.auth !== undefined) req.auth = result.auth
-        for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
-        next()
-      },
+    decided.then(
+      (result) => admit(req, res, result, next),
       (error: unknown) => refuse(error, res, next),
     )
   }

@@ -6,7 +6,7 @@
 import type { Context, Middleware } from 'koa'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { createGate, type Gate } from '../../src/gate.js'
+import { type Gate, openGate } from '../../src/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
 import type { GateOptions } from '../../src/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
@@ -59,39 +59,40 @@ function send(ctx: Context, { status, headers, body }: ErrorResponse): void {
  * @throws TypeError at creation when `options` are invalid.
  */
 export function tollgate(options: GateOptions): TollgateMiddleware {
-  const gate = createGate(options)
+  const { gate, decide } = openGate(options)
   const refuse = (error: unknown, ctx: Context): void => {
     if (gate.errorHandling === 'framework') throw error
     send(ctx, renderError(error))
   }
+  const admit = (ctx: Context, result: CheckResult, next: () => Promise<unknown>) => {
+    if (result.auth !== undefined) ctx.state.auth = result.auth
+    ctx.set(result.headers)
+    return next()
+  }
 
-  const tollgateMiddleware: Middleware<TollgateState> = async function tollgateMiddleware(
-    ctx,
-    next,
-  ) {
+  // Not async: a decision that needed no I/O goes on to `next()` without a microtask between.
+  const tollgateMiddleware: Middleware<TollgateState> = function tollgateMiddleware(ctx, next) {
     const request = requestOf(ctx)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return send(ctx, metadata)
-    let result: CheckResult
-    try {
-      result = await gate.check(request)
-    } catch (error) {
-      return refuse(error, ctx)
-    }
-    if (result.auth !== undefined) ctx.state.auth = result.auth
-    ctx.set(result.headers)
-    await next()
+    const decided = decide(request)
+    if (!(decided instanceof Promise)) return admit(ctx, decided, next)
+    // Two-argument then: a throw further down the chain is never taken for a refusal.
+    return decided.then(
+      (result) => admit(ctx, result, next),
+      (error: unknown) => refuse(error, ctx),
+    )
   }
 
   const guards = guardMiddleware(
     (guard): Middleware<TollgateState> =>
-      async function tollgateGuard(ctx, next) {
+      function tollgateGuard(ctx, next) {
         try {
           gate.authorize(guard, ctx.state.auth, requestOf(ctx))
         } catch (error) {
           return refuse(error, ctx)
         }
-        await next()
+        return next()
       },
   )
   const endpoints = callbackEndpoints(
