@@ -8,7 +8,9 @@
  * realistic HTTP modes' common case). miss: the same gate with its cache off over 2,048 tokens,
  * next to node:crypto's raw check of the same tokens (crypto-limit.ts). Both cases also run the HTTP
  * suite's floor middleware (http/servers/floor.ts) in process: what tollgate costs beyond it is
- * tollgate's own, with no kernel or framework in the figure.
+ * tollgate's own, with no kernel or framework in the figure. adapters: each build's Koa and Express
+ * middleware on a cached token, called in process on one reused request and response (no socket),
+ * down to an empty `next`: what the adapter adds to `gate.check`, which HTTP rounds cannot resolve.
  */
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -82,6 +84,52 @@ if (cases.includes('miss')) {
     contenders.push([`${dist} miss, cache on`, await gateFor(core, 1000, 2048)])
   }
   await measureCase('gate.check, cache miss, memory limiter', contenders, 'node:crypto (limit)')
+}
+if (cases.includes('adapters')) {
+  const { IncomingMessage, ServerResponse } = await import('node:http')
+  const { Socket } = await import('node:net')
+  const Koa = (await import('koa')).default
+  const koaApp = new Koa()
+  const koa: Contender[] = []
+  const express: Contender[] = []
+  const options = gateOptions(cores[0]![1], {
+    authUrl: issuer.url,
+    cacheEntries: 10_000,
+    limiter: 'memory',
+  })
+  for (const dist of dists) {
+    const root = pathToFileURL(join(resolve(dist), 'adapters')).href
+    const koaModule = (await import(`${root}/koa/index.js`)) as {
+      tollgate: (o: unknown) => unknown
+    }
+    const expressModule = (await import(`${root}/express/index.js`)) as {
+      tollgate: (o: unknown) => unknown
+    }
+    const req = new IncomingMessage(new Socket())
+    req.method = 'GET'
+    req.url = '/hello'
+    req.headers = { ...requests[0]!.headers }
+    const res = new ServerResponse(req)
+    const ctx = koaApp.createContext(req, res)
+    const koaMiddleware = koaModule.tollgate(options) as (
+      c: unknown,
+      n: () => Promise<void>,
+    ) => unknown
+    const done = () => Promise.resolve()
+    koa.push([`${dist} koa`, () => koaMiddleware(ctx, done)])
+    const expressMiddleware = expressModule.tollgate(options) as (
+      q: unknown,
+      r: unknown,
+      n: () => void,
+    ) => void
+    const expressReq = Object.assign(Object.create(req), { originalUrl: '/hello' })
+    express.push([
+      `${dist} express`,
+      () => new Promise<void>((next) => expressMiddleware(expressReq, res, next)),
+    ])
+  }
+  await measureCase('Koa middleware, cached token, memory limiter', koa)
+  await measureCase('Express middleware, cached token, memory limiter', express)
 }
 for (const gate of gates) await gate.close?.()
 await issuer.close()
