@@ -47,11 +47,11 @@ function errorParameters(error: TollgateError, code: Exclude<Challenge, null | u
  * With DPoP `allowed`, both schemes are offered (RFC 9449 §7.2) and the error goes to the one
  * the request used, or to `DPoP` for proof and nonce errors; with `required`, only `DPoP`.
  */
+/** Distinct challenges a gate keeps built: refusals come in a few kinds, each with its fixed text. */
+const REMEMBERED_CHALLENGES = 64
+
 export function createChallenger(settings: ChallengeSettings): Challenger {
   const { realm, resourceMetadataUrl, dpop } = settings
-  if (resourceMetadataUrl === undefined && dpop === undefined) {
-    return (error) => withChallenge(error, realm)
-  }
   const realmParameter = `realm="${challengeValue(realm)}"`
   const metadataParameter =
     resourceMetadataUrl === undefined
@@ -76,8 +76,19 @@ export function createChallenger(settings: ChallengeSettings): Challenger {
       : `${bearer(errorPart)}, ${dpopChallenge('')}`
   }
 
+  // Built once per kind of refusal, not per refused request (issue 14: a forged-token flood).
+  const built = new Map<string, string | undefined>()
   return (error, scheme) => {
-    const value = render(error, scheme)
+    const scope = error instanceof InsufficientScopeError ? error.requiredScope : undefined
+    const kind = `${error.challenge}\n${scheme}\n${error.message}\n${scope}`
+    let value = built.get(kind)
+    if (value === undefined && !built.has(kind)) {
+      value =
+        resourceMetadataUrl === undefined && dpop === undefined
+          ? withChallenge(error, realm).headers['WWW-Authenticate']
+          : render(error, scheme)
+      if (built.size < REMEMBERED_CHALLENGES) built.set(kind, value)
+    }
     if (value !== undefined) error.headers['WWW-Authenticate'] = value
     return error
   }

@@ -513,10 +513,24 @@ export function renderError(error: unknown): ErrorResponse {
     return {
       status: error.status,
       headers: { ...error.headers, ...RESPONSE_HEADERS },
-      body: JSON.stringify({ error: error.error, error_description: error.message }),
+      body: bodyOf(error),
     }
   }
   return { status: 500, headers: { ...RESPONSE_HEADERS }, body: INTERNAL_ERROR_BODY }
+}
+
+/** Bodies by `error` and message: a handful of fixed texts, serialized once each. */
+const bodies = new Map<string, string>()
+const REMEMBERED_BODIES = 64
+
+function bodyOf(error: TollgateError): string {
+  const kind = `${error.error}\n${error.message}`
+  let body = bodies.get(kind)
+  if (body === undefined) {
+    body = JSON.stringify({ error: error.error, error_description: error.message })
+    if (bodies.size < REMEMBERED_BODIES) bodies.set(kind, body)
+  }
+  return body
 }
 
 const RESPONSE_HEADERS = {

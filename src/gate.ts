@@ -297,9 +297,12 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
   /**
    * A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
    * that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
+   * Only tokens refused before they could be split need it: canonical segments are b64tokens.
    */
   function unverified(error: unknown, token: string): unknown {
-    return error instanceof InvalidTokenError && !isB64Token(token)
+    return error instanceof InvalidTokenError &&
+      (error.reason === 'malformed' || error.reason === 'too_large') &&
+      !isB64Token(token)
       ? new InvalidRequestError({ reason: 'malformed_credentials' })
       : error
   }

@@ -27,6 +27,21 @@ function decodeCanonical(segment: string): Buffer | undefined {
   return bytes.length > 0 && bytes.toString('base64url') === segment ? bytes : undefined
 }
 
+/** A compact JWS split into canonical parts, its header parsed and its payload not yet. */
+export interface SplitJWS {
+  readonly header: Record<string, unknown>
+  /** The payload's bytes: {@link parsePayload} reads them, once the signature has been checked. */
+  readonly payloadBytes: Buffer
+  /** The ASCII signing input (`header.payload`). */
+  readonly signingInput: string
+  readonly signature: Buffer
+}
+
+/** A JSON object in valid UTF-8 (a JWS header or payload), or `undefined`. */
+export function parsePayload(bytes: Buffer): Record<string, unknown> | undefined {
+  return decodeJSONObject(bytes)
+}
+
 function decodeJSONObject(bytes: Buffer): Record<string, unknown> | undefined {
   let text = bytes.toString('utf8')
   // Buffer decoding replaces invalid UTF-8 with U+FFFD; only then pay for the strict decoder,
@@ -48,8 +63,12 @@ function decodeJSONObject(bytes: Buffer): Record<string, unknown> | undefined {
   return value as Record<string, unknown>
 }
 
-/** Parses a compact JWS, or returns `undefined` for anything that is not one. */
-export function parseCompactJWS(token: string): ParsedJWS | undefined {
+/**
+ * Splits a compact JWS and parses its header, or returns `undefined` for anything that is not
+ * one. The payload is left as bytes, so a gate that knows which keys to try can check the
+ * signature before parsing JSON it cannot yet trust.
+ */
+export function splitCompactJWS(token: string): SplitJWS | undefined {
   const firstDot = token.indexOf('.')
   const secondDot = token.indexOf('.', firstDot + 1)
   // Exactly two dots: a JWE (four) or a nested/unsecured form is not an access token here.
@@ -63,12 +82,20 @@ export function parseCompactJWS(token: string): ParsedJWS | undefined {
   const signature = payloadBytes && decodeCanonical(token.slice(secondDot + 1))
   if (signature === undefined) return undefined
   const header = decodeJSONObject(headerBytes as Buffer)
-  const payload = header && decodeJSONObject(payloadBytes as Buffer)
-  if (payload === undefined) return undefined
+  if (header === undefined) return undefined
   return {
-    header: header as Record<string, unknown>,
-    payload,
+    header,
+    payloadBytes: payloadBytes as Buffer,
     signingInput: token.slice(0, secondDot),
     signature,
   }
+}
+
+/** Parses a compact JWS, or returns `undefined` for anything that is not one. */
+export function parseCompactJWS(token: string): ParsedJWS | undefined {
+  const split = splitCompactJWS(token)
+  const payload = split && decodeJSONObject(split.payloadBytes)
+  if (payload === undefined) return undefined
+  const { header, signingInput, signature } = split as SplitJWS
+  return { header, payload, signingInput, signature }
 }

@@ -11,7 +11,7 @@ import { VerdictCache } from './cache.js'
 import { type ClaimRules, checkClaims, readRoles, readScopes } from './claims.js'
 import { InvalidTokenError, type RefusalReason } from './errors.js'
 import type { IssuerKeys, PreparedKey } from './jwks.js'
-import { type ParsedJWS, parseCompactJWS } from './jws.js'
+import { type ParsedJWS, parsePayload, type SplitJWS, splitCompactJWS } from './jws.js'
 import type { Admission, CheckResult, TokenClaims, TokenHeader } from './types.js'
 
 /** A token after signature, issuer, audience and time checks passed. */
@@ -105,14 +105,29 @@ export function createVerifier(context: VerifierContext): Verifier {
   const { rules, algorithms, maxTokenBytes } = context
   const verdicts = context.caches?.verdicts
   const forgeries = context.caches?.forgeries
+  // With one issuer its keys are known before the payload is read: the signature is checked first
+  // and the payload parsed only once it is authentic (a forged token costs no JSON parse).
+  const [onlyIssuer] = context.keys.size === 1 ? context.keys : []
+
+  type Claimed = ReturnType<typeof readPayload>
+
+  /** The payload as a JSON object, and the configured issuer its `iss` names. */
+  function readPayload(split: SplitJWS) {
+    const payload = parsePayload(split.payloadBytes)
+    if (payload === undefined) throw invalid('malformed')
+    const iss = payload.iss
+    const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
+    if (issuer === undefined) throw invalid('unknown_issuer')
+    return { payload, iss: iss as string, issuer }
+  }
 
   /** Everything before the keys: size, remembered forgeries, parse, header rules, issuer. */
   function prepare(token: string, now: number) {
     if (token.length > maxTokenBytes) throw invalid('too_large')
     if (forgeries?.get(token, now) !== undefined) throw invalid('signature')
-    const parsed = parseCompactJWS(token)
-    if (parsed === undefined) throw invalid('malformed')
-    const { header, payload } = parsed
+    const split = splitCompactJWS(token)
+    if (split === undefined) throw invalid('malformed')
+    const header = split.header
     const alg = header.alg
     // RFC 8725 §3.1: the allow-list decides, the token does not. `none` and HS* are never listed.
     if (typeof alg !== 'string' || !algorithms.has(alg)) throw invalid('algorithm')
@@ -126,10 +141,18 @@ export function createVerifier(context: VerifierContext): Verifier {
       throw invalid('header')
     }
     // `jwk`, `jku`, `x5u` and `x5c` are ignored: keys come only from the configured issuer.
-    const iss = payload.iss
-    const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
-    if (issuer === undefined) throw invalid('unknown_issuer')
-    return { parsed, alg: alg as JWSAlgorithm, kid, iss: iss as string, issuer }
+    const claimed: Claimed | undefined = onlyIssuer === undefined ? readPayload(split) : undefined
+    const issuer = claimed?.issuer ?? (onlyIssuer?.[1] as Claimed['issuer'])
+    return { split, alg: alg as JWSAlgorithm, kid: kid as string | undefined, claimed, issuer }
+  }
+
+  /**
+   * The claimed issuer, read before the key set is refetched or a kid reported unknown: a token
+   * of another issuer is refused for what it is, and never makes the gate refetch its keys.
+   */
+  function claimedIssuer(prepared: ReturnType<typeof prepare>) {
+    prepared.claimed ??= readPayload(prepared.split)
+    return prepared.claimed
   }
 
   /** The signature against the candidate keys, then the claims; caches the outcome. */
@@ -139,15 +162,20 @@ export function createVerifier(context: VerifierContext): Verifier {
     candidates: readonly PreparedKey[],
     now: number,
   ): Verdict {
-    const { parsed, alg } = prepared
-    const key = findSigner(parsed, candidates, alg)
+    const { split, alg } = prepared
+    if (candidates.length === 0) {
+      claimedIssuer(prepared)
+      throw invalid('unknown_kid')
+    }
+    const key = findSigner(split, candidates, alg)
     if (key === undefined) {
-      if (candidates.length === 0) throw invalid('unknown_kid')
       forgeries?.set(token, true, candidates, ALWAYS, now)
       throw invalid('signature')
     }
-    const validity = checkClaims(parsed.header as TokenHeader, parsed.payload, rules, Date.now())
-    const verdict = buildVerdict(token, parsed, prepared.iss, prepared.issuer.realm)
+    const { payload, iss } = claimedIssuer(prepared)
+    const parsed: ParsedJWS = { ...split, payload }
+    const validity = checkClaims(split.header as TokenHeader, payload, rules, Date.now())
+    const verdict = buildVerdict(token, parsed, iss, prepared.issuer.realm)
     // A lone candidate is the key set's own array for that kid, never mutated (a refresh builds new
     // ones): the verdict can depend on it without a new array per miss.
     verdicts?.set(token, verdict, candidates.length === 1 ? candidates : [key], validity, now)
@@ -158,10 +186,11 @@ export function createVerifier(context: VerifierContext): Verifier {
     const now = Date.now()
     const prepared = prepare(token, now)
     const keys = prepared.issuer.keys
-    const candidates = keys.resolveNow(prepared.kid as string | undefined, prepared.alg)
+    const candidates = keys.resolveNow(prepared.kid, prepared.alg)
     if (candidates !== undefined) return conclude(token, prepared, candidates, now)
+    claimedIssuer(prepared)
     return keys
-      .resolve(prepared.kid as string | undefined, prepared.alg)
+      .resolve(prepared.kid, prepared.alg)
       .then((resolved) => conclude(token, prepared, resolved, now))
   }
 
@@ -187,7 +216,7 @@ export function createVerifier(context: VerifierContext): Verifier {
 
 /** The first candidate key whose signature over the token verifies (also used for logout tokens). */
 export function findSigner(
-  parsed: ParsedJWS,
+  parsed: Pick<ParsedJWS, 'signingInput' | 'signature'>,
   candidates: readonly PreparedKey[],
   alg: JWSAlgorithm,
 ): PreparedKey | undefined {

@@ -68,6 +68,25 @@ describe('createChallenger', () => {
     })
   })
 
+  it('builds each kind of challenge once, and never hands one kind another kind’s value', () => {
+    const challenge = createChallenger({
+      realm: 'api',
+      resourceMetadataUrl: undefined,
+      dpop: undefined,
+    })
+    // More distinct scopes than the challenger keeps built: past its bound it builds per refusal.
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 100; i++) {
+        expect(
+          header(challenge(new InsufficientScopeError({ requiredScope: `s${i}` }), 'Bearer')),
+        ).toBe(
+          `Bearer realm="api", error="insufficient_scope", error_description="insufficient scope", scope="s${i}"`,
+        )
+        expect(header(challenge(new TokenMissingError(), 'Bearer'))).toBe('Bearer realm="api"')
+      }
+    }
+  })
+
   it('adds no challenge to errors that call for none', () => {
     const challenge = createChallenger({
       realm: 'api',

@@ -91,6 +91,48 @@ describe('gate.check', () => {
     expect(issuer.fetchCount('acme') + issuer.fetchCount('beta')).toBe(0)
   })
 
+  describe('with one issuer, whose keys are known before the payload is read', () => {
+    const acmeOnly = () =>
+      createGate({ ...base, issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }) })
+    const reasonOf = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'admitted',
+        (error: TollgateError) => error.reason,
+      )
+
+    it('checks the signature before parsing the payload', async () => {
+      const [header, , signature] = (await issuer.mint()).split('.')
+      const notJson = Buffer.from('{"iss": not json').toString('base64url')
+      const gate = acmeOnly()
+      // Keys at hand (before they are fetched, the claimed issuer is read first: see below).
+      await gate.ready()
+      expect(await reasonOf(gate.check(bearer(`${header}.${notJson}.${signature}`)))).toBe(
+        'signature',
+      )
+      // Several issuers: the payload names which keys to try, so it is read first.
+      expect(
+        await reasonOf(createGate(base).check(bearer(`${header}.${notJson}.${signature}`))),
+      ).toBe('malformed')
+    })
+
+    it('refuses a token of another issuer as such, without fetching keys for it', async () => {
+      const gate = acmeOnly()
+      const beta = await issuer.mint({}, { realm: 'beta' })
+      expect(await reasonOf(gate.check(bearer(beta)))).toBe('unknown_issuer')
+      expect(issuer.fetchCount('acme')).toBe(0)
+      await gate.ready()
+      expect(await reasonOf(gate.check(bearer(beta)))).toBe('unknown_issuer')
+      expect(issuer.fetchCount('acme')).toBe(1)
+    })
+
+    it('refuses a token its keys signed that claims another issuer', async () => {
+      const gate = acmeOnly()
+      const token = await issuer.mint({ iss: `${issuer.url}/realms/gamma` }, { realm: 'acme' })
+      expect(await reasonOf(gate.check(bearer(token)))).toBe('unknown_issuer')
+      expect(await reasonOf(gate.check(bearer(await issuer.mint())))).toBe('admitted')
+    })
+  })
+
   it('accepts any of several configured audiences', async () => {
     const gate = createGate({ ...base, audience: ['office', 'desk'] })
     expect(await codeOf(gate.check(bearer(await issuer.mint({ aud: ['x', 'desk'] }))))).toBe(

@@ -11,10 +11,11 @@
  * tollgate's own, with no kernel or framework in the figure. adapters: each build's Koa and Express
  * middleware on a cached token, called in process on one reused request and response (no socket),
  * down to an empty `next`: what the adapter adds to `gate.check`, which HTTP rounds cannot resolve.
+ * forged: each build's Koa middleware refusing forged tokens, next to the floor refusing them.
  */
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { AUDIENCE, bearer, mintPool } from '../fixtures.ts'
+import { AUDIENCE, bearer, forge, mintPool } from '../fixtures.ts'
 import { floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
 import { type CoreModule, type Gate, gateOptions } from '../tollgate.ts'
@@ -130,6 +131,59 @@ if (cases.includes('adapters')) {
   }
   await measureCase('Koa middleware, cached token, memory limiter', koa)
   await measureCase('Express middleware, cached token, memory limiter', express)
+}
+if (cases.includes('forged')) {
+  // A refusal through the Koa adapter (response headers and body included), a fresh context per
+  // request, next to the floor middleware refusing the same tokens.
+  const { IncomingMessage, ServerResponse } = await import('node:http')
+  const { Socket } = await import('node:net')
+  const Koa = (await import('koa')).default
+  const koaApp = new Koa()
+  const forged = forge(tokens).map((token) => `Bearer ${token}`)
+  const contextFor = (authorization: string) => {
+    const req = new IncomingMessage(new Socket())
+    req.method = 'GET'
+    req.url = '/hello'
+    req.headers = { authorization }
+    return koaApp.createContext(req, new ServerResponse(req))
+  }
+  const check = await floorVerifier({
+    authUrl: issuer.url,
+    issuer: issuer.issuer,
+    jwksUri: issuer.jwksUri,
+    audience: AUDIENCE,
+    cacheEntries: 1000,
+    limiter: 'off',
+  })
+  let f = 0
+  const contenders: Contender[] = [
+    [
+      'floor koa',
+      () => {
+        const ctx = contextFor(forged[f++ % forged.length]!)
+        if (check(ctx.headers.authorization) === undefined) ctx.status = 401
+      },
+    ],
+  ]
+  const options = gateOptions(cores[0]![1], {
+    authUrl: issuer.url,
+    cacheEntries: 1000,
+    limiter: 'memory',
+  })
+  for (const dist of dists) {
+    const root = pathToFileURL(join(resolve(dist), 'adapters')).href
+    const { tollgate } = (await import(`${root}/koa/index.js`)) as {
+      tollgate: (o: unknown) => (c: unknown, n: () => Promise<void>) => unknown
+    }
+    const middleware = tollgate(options)
+    const done = () => Promise.resolve()
+    let i = 0
+    contenders.push([
+      `${dist} koa`,
+      () => middleware(contextFor(forged[i++ % forged.length]!), done),
+    ])
+  }
+  await measureCase('Koa middleware, forged token (known kid, bad signature)', contenders)
 }
 for (const gate of gates) await gate.close?.()
 await issuer.close()
