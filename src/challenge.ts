@@ -42,13 +42,14 @@ function errorParameters(error: TollgateError, code: Exclude<Challenge, null | u
   return value
 }
 
+/** Distinct challenges a gate keeps built: refusals come in a few kinds, each with its fixed text. */
+const REMEMBERED_CHALLENGES = 64
+
 /**
  * Builds the challenger of one gate. Without metadata or DPoP it is exactly `withChallenge`.
  * With DPoP `allowed`, both schemes are offered (RFC 9449 §7.2) and the error goes to the one
  * the request used, or to `DPoP` for proof and nonce errors; with `required`, only `DPoP`.
  */
-/** Distinct challenges a gate keeps built: refusals come in a few kinds, each with its fixed text. */
-const REMEMBERED_CHALLENGES = 64
 
 export function createChallenger(settings: ChallengeSettings): Challenger {
   const { realm, resourceMetadataUrl, dpop } = settings

@@ -89,9 +89,10 @@ const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const PASS: CheckResult = Object.freeze({ auth: undefined, headers: NO_HEADERS })
 
 /**
- * `gate.check()` without the promise when the decision needs no I/O: the result, or a promise of
- * it (keys to fetch, a tenant policy, the Redis limiter, DPoP) that rejects with the refusal.
- * What the adapters call: a cached token then reaches `next()` without a microtask in between.
+ * `gate.check()` without the promise when an admission needs no I/O: the result itself, or else a
+ * promise of it (keys to fetch, a tenant policy, the Redis limiter, DPoP). A refusal is always a
+ * rejected promise, I/O or not. What the adapters call: a cached token then reaches `next()`
+ * without a microtask in between.
  */
 export type Decide = (request: RequestLike) => CheckResult | Promise<CheckResult>
 

@@ -1,6 +1,7 @@
 /**
  * Token verification: compact JWS parse, header rules, issuer allow-list, key lookup, signature
- * (node:crypto, synchronous, with keys prepared at refresh), then claims. Every refusal before the
+ * (node:crypto, synchronous, with keys prepared at refresh), then claims. With one issuer whose
+ * keys are at hand, the signature comes before the payload is parsed and its `iss` checked. Every refusal before the
  * signature is verified looks the same to the client, so answers reveal nothing about which check
  * failed on an unauthenticated token.
  *
@@ -105,8 +106,10 @@ export function createVerifier(context: VerifierContext): Verifier {
   const { rules, algorithms, maxTokenBytes } = context
   const verdicts = context.caches?.verdicts
   const forgeries = context.caches?.forgeries
-  // With one issuer its keys are known before the payload is read: the signature is checked first
-  // and the payload parsed only once it is authentic (a forged token costs no JSON parse).
+  // With one issuer its keys are known before the payload is read: when they are at hand and hold
+  // the token's kid, the signature is checked first and the payload parsed only once it is
+  // authentic (a forged token costs no JSON parse). Before a key fetch, or for an unknown kid,
+  // the payload is read first, so another issuer's token never makes the gate fetch keys.
   const [onlyIssuer] = context.keys.size === 1 ? context.keys : []
 
   type Claimed = ReturnType<typeof readPayload>
@@ -121,7 +124,10 @@ export function createVerifier(context: VerifierContext): Verifier {
     return { payload, iss: iss as string, issuer }
   }
 
-  /** Everything before the keys: size, remembered forgeries, parse, header rules, issuer. */
+  /**
+   * Everything before the keys: size, remembered forgeries, split, header rules, and with several
+   * issuers the payload and its issuer (with one, {@link claimedIssuer} reads them later).
+   */
   function prepare(token: string, now: number) {
     if (token.length > maxTokenBytes) throw invalid('too_large')
     if (forgeries?.get(token, now) !== undefined) throw invalid('signature')

@@ -127,8 +127,11 @@ describe('gate.check', () => {
 
     it('refuses a token its keys signed that claims another issuer', async () => {
       const gate = acmeOnly()
+      // Keys at hand, so `iss` is judged after the signature, not before a fetch.
+      await gate.ready()
       const token = await issuer.mint({ iss: `${issuer.url}/realms/gamma` }, { realm: 'acme' })
       expect(await reasonOf(gate.check(bearer(token)))).toBe('unknown_issuer')
+      expect(issuer.fetchCount('acme')).toBe(1)
       expect(await reasonOf(gate.check(bearer(await issuer.mint())))).toBe('admitted')
     })
   })

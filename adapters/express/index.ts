@@ -36,10 +36,7 @@ export interface TollgateMiddleware
 }
 
 function requestOf(req: Request): RequestLike {
-  const { headers, rawHeaders, method, originalUrl: url } = req
-  // Body parsers set `req.body` on the request itself. Without one, reading it walks the five
-  // prototypes Express swaps in per request, a lookup no inline cache keeps (issue 14's profile).
-  const body = Object.hasOwn(req, 'body') ? req.body : undefined
+  const { headers, rawHeaders, method, originalUrl: url, body } = req
   const secure = (req.socket as { encrypted?: boolean }).encrypted === true
   return { headers, rawHeaders, method, url, body, secure }
 }
@@ -69,6 +66,8 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     send(res, renderError(error))
   }
   const admit = (req: Request, res: Response, result: CheckResult, next: NextFunction): void => {
+    // Answered while the keys were being fetched (a timeout middleware): nothing is left to do.
+    if (res.headersSent) return
     if (result.auth !== undefined) req.auth = result.auth
     for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
     next()

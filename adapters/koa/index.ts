@@ -39,6 +39,8 @@ function requestOf(ctx: Context): RequestLike {
   return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body, secure }
 }
 
+const RESOLVED = Promise.resolve()
+
 function send(ctx: Context, { status, headers, body }: ErrorResponse): void {
   ctx.status = status
   ctx.set(headers)
@@ -64,6 +66,16 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     if (gate.errorHandling === 'framework') throw error
     send(ctx, renderError(error))
   }
+  // The middleware and guards are not async functions, yet always return a promise, as Koa
+  // middleware does: code that calls one directly can chain `.catch()` on any outcome.
+  const refused = (error: unknown, ctx: Context): Promise<void> => {
+    try {
+      refuse(error, ctx)
+      return RESOLVED
+    } catch (thrown) {
+      return Promise.reject(thrown)
+    }
+  }
   const admit = (ctx: Context, result: CheckResult, next: () => Promise<unknown>) => {
     if (result.auth !== undefined) ctx.state.auth = result.auth
     ctx.set(result.headers)
@@ -74,7 +86,10 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const tollgateMiddleware: Middleware<TollgateState> = function tollgateMiddleware(ctx, next) {
     const request = requestOf(ctx)
     const metadata = gate.resourceMetadata(request)
-    if (metadata !== undefined) return send(ctx, metadata)
+    if (metadata !== undefined) {
+      send(ctx, metadata)
+      return RESOLVED
+    }
     const decided = decide(request)
     if (!(decided instanceof Promise)) return admit(ctx, decided, next)
     // Two-argument then: a throw further down the chain is never taken for a refusal.
@@ -90,7 +105,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         try {
           gate.authorize(guard, ctx.state.auth, requestOf(ctx))
         } catch (error) {
-          return refuse(error, ctx)
+          return refused(error, ctx)
         }
         return next()
       },

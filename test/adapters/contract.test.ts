@@ -360,3 +360,41 @@ describe('all adapters', () => {
     for (const server of servers) server.close()
   })
 })
+
+describe('Koa middleware called directly, outside koa-compose', () => {
+  it('returns a promise whatever the outcome, rejected with the refusal in framework mode', async () => {
+    const { IncomingMessage, ServerResponse } = await import('node:http')
+    const { Socket } = await import('node:net')
+    const Koa = (await import('koa')).default
+    const { tollgate } = await import('../../adapters/koa/index.js')
+    const app = new Koa()
+    const contextFor = (headers: Record<string, string>) => {
+      const req = new IncomingMessage(new Socket())
+      req.method = 'GET'
+      req.url = ROUTE
+      req.headers = headers
+      return app.createContext(req, new ServerResponse(req))
+    }
+    const next = async () => {}
+    const respond = tollgate(options)
+    const framework = tollgate({ ...options, errorHandling: 'framework' })
+    const missing = contextFor({})
+    await expect(respond(missing, next)).resolves.toBeUndefined()
+    expect(missing.status).toBe(401)
+    await expect(framework(contextFor({}), next)).rejects.toMatchObject({
+      code: 'ERR_TOKEN_MISSING',
+    })
+    await expect(respond.requireScopes('billing:read')(contextFor({}), next)).resolves.toBe(
+      undefined,
+    )
+    await expect(
+      framework.requireScopes('billing:read')(contextFor({}), next),
+    ).rejects.toMatchObject({ code: 'ERR_TOKEN_MISSING' })
+    const token = await issuer.mint()
+    const admitted = contextFor({ authorization: `Bearer ${token}` })
+    await expect(respond(admitted, next)).resolves.toBeUndefined()
+    expect(admitted.state.auth?.token).toBe(token)
+    await respond.gate.close()
+    await framework.gate.close()
+  })
+})
