@@ -16,12 +16,22 @@ export interface FloorClaims {
   readonly tenant?: string
 }
 
+/** One retry: a kept-alive connection the issuer closed meanwhile fails the first attempt. */
+async function fetchJwks(uri: string): Promise<unknown> {
+  try {
+    return await (await fetch(uri)).json()
+  } catch {
+    return await (await fetch(uri)).json()
+  }
+}
+
 /** Builds the check: the claims of a valid token, `undefined` for anything else. */
 export async function floorVerifier(
   server: ServerConfig,
 ): Promise<(authorization: string | undefined) => FloorClaims | undefined> {
-  const response = await fetch(server.jwksUri)
-  const { keys } = (await response.json()) as { keys: (crypto.JsonWebKey & { kid: string })[] }
+  const { keys } = (await fetchJwks(server.jwksUri)) as {
+    keys: (crypto.JsonWebKey & { kid: string })[]
+  }
   const byKid = new Map<string, KeyObject>()
   for (const jwk of keys) {
     if (jwk.kty === 'RSA') byKid.set(jwk.kid, crypto.createPublicKey({ key: jwk, format: 'jwk' }))
