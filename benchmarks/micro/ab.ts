@@ -13,8 +13,11 @@
  * down to an empty `next`: what the adapter adds to `gate.check`, which HTTP rounds cannot resolve.
  * forged: each build's Koa middleware refusing forged tokens, next to the floor refusing them.
  */
+import { IncomingMessage, ServerResponse } from 'node:http'
+import { Socket } from 'node:net'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import Koa from 'koa'
 import { AUDIENCE, bearer, forge, mintPool } from '../fixtures.ts'
 import { floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
@@ -51,8 +54,8 @@ async function gateFor(core: CoreModule, cacheEntries: number | false, pool: num
   return () => gate.check(requests[i++ % pool]!)
 }
 
-async function floorFor(cacheEntries: number, pool: number) {
-  const check = await floorVerifier({
+const floorCheck = (cacheEntries: number) =>
+  floorVerifier({
     authUrl: issuer.url,
     issuer: issuer.issuer,
     jwksUri: issuer.jwksUri,
@@ -60,6 +63,34 @@ async function floorFor(cacheEntries: number, pool: number) {
     cacheEntries,
     limiter: 'off',
   })
+
+type KoaMiddleware = (ctx: unknown, next: () => Promise<void>) => unknown
+type ExpressMiddleware = (req: unknown, res: unknown, next: () => void) => void
+
+/** One build's adapter: its `tollgate(options)`. */
+async function adapterOf<M>(dist: string, framework: 'koa' | 'express') {
+  const url = pathToFileURL(join(resolve(dist), 'adapters', framework, 'index.js')).href
+  return ((await import(url)) as { tollgate: (options: unknown) => M }).tollgate
+}
+
+/** A `GET /hello` request with `headers`, no socket behind it, and its response. */
+function requestWith(headers: Record<string, string>) {
+  const req = new IncomingMessage(new Socket())
+  req.method = 'GET'
+  req.url = '/hello'
+  req.headers = headers
+  return { req, res: new ServerResponse(req) }
+}
+
+const koaApp = new Koa()
+const koaContext = (headers: Record<string, string>) => {
+  const { req, res } = requestWith(headers)
+  return koaApp.createContext(req, res)
+}
+const done = () => Promise.resolve()
+
+async function floorFor(cacheEntries: number, pool: number) {
+  const check = await floorCheck(cacheEntries)
   const headers = requests.map((request) => request.headers.authorization as string)
   for (let i = 0; i < pool; i++) check(headers[i])
   let i = 0
@@ -87,10 +118,6 @@ if (cases.includes('miss')) {
   await measureCase('gate.check, cache miss, memory limiter', contenders, 'node:crypto (limit)')
 }
 if (cases.includes('adapters')) {
-  const { IncomingMessage, ServerResponse } = await import('node:http')
-  const { Socket } = await import('node:net')
-  const Koa = (await import('koa')).default
-  const koaApp = new Koa()
   const koa: Contender[] = []
   const express: Contender[] = []
   const options = gateOptions(cores[0]![1], {
@@ -99,30 +126,11 @@ if (cases.includes('adapters')) {
     limiter: 'memory',
   })
   for (const dist of dists) {
-    const root = pathToFileURL(join(resolve(dist), 'adapters')).href
-    const koaModule = (await import(`${root}/koa/index.js`)) as {
-      tollgate: (o: unknown) => unknown
-    }
-    const expressModule = (await import(`${root}/express/index.js`)) as {
-      tollgate: (o: unknown) => unknown
-    }
-    const req = new IncomingMessage(new Socket())
-    req.method = 'GET'
-    req.url = '/hello'
-    req.headers = { ...requests[0]!.headers }
-    const res = new ServerResponse(req)
-    const ctx = koaApp.createContext(req, res)
-    const koaMiddleware = koaModule.tollgate(options) as (
-      c: unknown,
-      n: () => Promise<void>,
-    ) => unknown
-    const done = () => Promise.resolve()
+    const ctx = koaContext({ ...requests[0]!.headers })
+    const koaMiddleware = (await adapterOf<KoaMiddleware>(dist, 'koa'))(options)
     koa.push([`${dist} koa`, () => koaMiddleware(ctx, done)])
-    const expressMiddleware = expressModule.tollgate(options) as (
-      q: unknown,
-      r: unknown,
-      n: () => void,
-    ) => void
+    const expressMiddleware = (await adapterOf<ExpressMiddleware>(dist, 'express'))(options)
+    const { req, res } = requestWith({ ...requests[0]!.headers })
     const expressReq = Object.assign(Object.create(req), { originalUrl: '/hello' })
     express.push([
       `${dist} express`,
@@ -135,26 +143,9 @@ if (cases.includes('adapters')) {
 if (cases.includes('forged')) {
   // A refusal through the Koa adapter (response headers and body included), a fresh context per
   // request, next to the floor middleware refusing the same tokens.
-  const { IncomingMessage, ServerResponse } = await import('node:http')
-  const { Socket } = await import('node:net')
-  const Koa = (await import('koa')).default
-  const koaApp = new Koa()
   const forged = forge(tokens).map((token) => `Bearer ${token}`)
-  const contextFor = (authorization: string) => {
-    const req = new IncomingMessage(new Socket())
-    req.method = 'GET'
-    req.url = '/hello'
-    req.headers = { authorization }
-    return koaApp.createContext(req, new ServerResponse(req))
-  }
-  const check = await floorVerifier({
-    authUrl: issuer.url,
-    issuer: issuer.issuer,
-    jwksUri: issuer.jwksUri,
-    audience: AUDIENCE,
-    cacheEntries: 1000,
-    limiter: 'off',
-  })
+  const contextFor = (authorization: string) => koaContext({ authorization })
+  const check = await floorCheck(1000)
   let f = 0
   const contenders: Contender[] = [
     [
@@ -171,12 +162,7 @@ if (cases.includes('forged')) {
     limiter: 'memory',
   })
   for (const dist of dists) {
-    const root = pathToFileURL(join(resolve(dist), 'adapters')).href
-    const { tollgate } = (await import(`${root}/koa/index.js`)) as {
-      tollgate: (o: unknown) => (c: unknown, n: () => Promise<void>) => unknown
-    }
-    const middleware = tollgate(options)
-    const done = () => Promise.resolve()
+    const middleware = (await adapterOf<KoaMiddleware>(dist, 'koa'))(options)
     let i = 0
     contenders.push([
       `${dist} koa`,
