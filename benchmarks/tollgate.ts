@@ -44,7 +44,7 @@ export const paths = {
   koa: modulePath('adapters/koa/index.js'),
   testing: modulePath('src/testing/index.js'),
   client: modulePath('src/client/index.js'),
-  rateLimit: modulePath('src/rate-limit.js'),
+  rateLimit: modulePath('src/limits/rate-limit.js'),
 }
 
 export const isBuilt = (): boolean => existsSync(paths.core)

@@ -5,7 +5,7 @@
  *
  * @module
  */
-export type { JWSAlgorithm } from './algorithms.js'
+
 export type { CredentialScheme } from './challenge.js'
 export type {
   DpopMode,
@@ -13,7 +13,7 @@ export type {
   DpopOptions,
   DpopRedisClientLike,
   DpopReplayOptions,
-} from './dpop-options.js'
+} from './dpop/options.js'
 export type {
   AnyTollgateError,
   DpopErrorCode,
@@ -41,16 +41,26 @@ export {
   TokenMissingError,
   TollgateError,
 } from './errors.js'
-export type { DecisionFacts, GateEvent, GateEventListener, JWKSFailureReason } from './events.js'
-export type { Gate, ReadyReport } from './gate.js'
-export { createGate } from './gate.js'
-export type { Guard, GuardMiddlewareFactories } from './guards.js'
-export { requireAnyScope, requireClientRoles, requireRealmRoles, requireScopes } from './guards.js'
-export type { IssuerOptions, KeycloakOptions } from './issuers.js'
-export { keycloak } from './issuers.js'
-export type { IssuerKeysStatus } from './jwks.js'
-export type { LogoutRefusalReason } from './logout-token.js'
-export type { CacheOptions, GateOptions, JWKSOptions } from './options.js'
+export type {
+  DecisionFacts,
+  GateEvent,
+  GateEventListener,
+  JWKSFailureReason,
+  RevocationEvent,
+  RevocationSource,
+  RevocationStorage,
+} from './events.js'
+export type { Gate, ReadyReport } from './gate/gate.js'
+export { createGate } from './gate/gate.js'
+export type { Guard, GuardMiddlewareFactories } from './gate/guards.js'
+export {
+  requireAnyScope,
+  requireClientRoles,
+  requireRealmRoles,
+  requireScopes,
+} from './gate/guards.js'
+export type { CacheOptions, GateOptions, JWKSOptions } from './gate/options.js'
+export type { RevocationHandles } from './gate/revocation-handles.js'
 export type {
   LimiterStoreErrorCode,
   RateLimitCost,
@@ -59,35 +69,35 @@ export type {
   RateLimitWindow,
   RedisClientLike,
   StoreFailurePolicy,
-} from './rate-limit.js'
-export { LimiterStoreError } from './rate-limit.js'
-export type { ResourceMetadataOptions } from './resource-metadata.js'
-export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation.js'
-export type {
-  CallbackEndpoints,
-  CallbackRequest,
-  CallbackResponse,
-} from './revocation-callbacks.js'
-export type {
-  RevocationEvent,
-  RevocationSource,
-  RevocationStorage,
-} from './revocation-events.js'
-export type { RevocationHandles } from './revocation-handles.js'
-export type { RevocationKind } from './revocation-list.js'
-export type {
-  RevocationCallbackOptions,
-  RevocationOptions,
-  RevocationRedisClient,
-  RevocationStoreFailurePolicy,
-} from './revocation-options.js'
+} from './limits/rate-limit.js'
+export { LimiterStoreError } from './limits/rate-limit.js'
 export type {
   ResolvedTenant,
   TenantDecision,
   TenantFunction,
   TenantOptions,
   TenantPolicy,
-} from './tenant.js'
+} from './limits/tenant.js'
+export type { ResourceMetadataOptions } from './metadata/resource-metadata.js'
+export type {
+  CallbackEndpoints,
+  CallbackRequest,
+  CallbackResponse,
+} from './revocation/callbacks.js'
+export type { RevocationKind } from './revocation/list.js'
+export type { LogoutRefusalReason } from './revocation/logout-token.js'
+export type {
+  RevocationCallbackOptions,
+  RevocationOptions,
+  RevocationRedisClient,
+  RevocationStoreFailurePolicy,
+} from './revocation/options.js'
+export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation/revocation.js'
+export type { JWSAlgorithm } from './token/algorithms.js'
+export type { IssuerOptions, KeycloakOptions } from './token/issuers.js'
+export { keycloak } from './token/issuers.js'
+export type { IssuerKeysStatus } from './token/jwks.js'
+export type { VerifiedToken } from './token/verify.js'
 export type {
   Admission,
   CheckResult,
@@ -97,4 +107,3 @@ export type {
   TokenHeader,
   TokenRoles,
 } from './types.js'
-export type { VerifiedToken } from './verify.js'

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 
 import { isB64Token, readBearerCredentials, readCredentials } from '../src/bearer.js'
 import { InvalidRequestError } from '../src/errors.js'
-import { createGate } from '../src/gate.js'
+import { createGate } from '../src/gate/gate.js'
 import type { RequestLike } from '../src/types.js'
 
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln'

@@ -6,10 +6,10 @@
 import type { Context, Middleware } from 'koa'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { type Gate, openGate } from '../../src/gate.js'
-import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/guards.js'
-import type { GateOptions } from '../../src/options.js'
-import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation-callbacks.js'
+import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import type { GateOptions } from '../../src/gate/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 /** What tollgate adds to `ctx.state`. */

@@ -191,7 +191,7 @@ function unavailable(
   if (!contender.tollgate) return undefined
   if (!isBuilt()) return 'dist/ is not built'
   if (contender.tollgate === 'redis') {
-    if (!hasRateLimit()) return 'dist/src/rate-limit.js is not built'
+    if (!hasRateLimit()) return 'dist/src/limits/rate-limit.js is not built'
     if (redisProblem) return redisProblem
   }
   return undefined

@@ -1,7 +1,7 @@
 /**
  * The limiter's consume, measured through the public API: `gate.check` on cached tokens with the
  * per-tenant limiter on (memory store, then Redis) against the same gate without a limiter. The
- * difference is what one consume costs on the hot path. Needs `dist/src/rate-limit.js`.
+ * difference is what one consume costs on the hot path. Needs `dist/src/limits/rate-limit.js`.
  */
 import { isMain } from '../config.ts'
 import { bearer, mintPool } from '../fixtures.ts'
@@ -18,8 +18,11 @@ export const REDIS = 'gate.check, cache hit, Redis limiter'
 export async function runSuite(): Promise<SuiteResult<MicroRow>> {
   const result = newResult<MicroRow>('micro-rate-limit')
   if (!isBuilt() || !hasRateLimit()) {
-    result.skipped.push({ what: 'limiter consume', why: 'dist/src/rate-limit.js is not built' })
-    console.log('\nlimiter consume: not measured (dist/src/rate-limit.js is not built)')
+    result.skipped.push({
+      what: 'limiter consume',
+      why: 'dist/src/limits/rate-limit.js is not built',
+    })
+    console.log('\nlimiter consume: not measured (dist/src/limits/rate-limit.js is not built)')
     return result
   }
   const issuer = await startIssuer()

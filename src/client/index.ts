@@ -6,9 +6,9 @@
  *
  * @module
  */
-export type { IssuerOptions, KeycloakOptions } from '../issuers.js'
+export type { IssuerOptions, KeycloakOptions } from '../token/issuers.js'
 // The gate's helper, so a source is configured the same way: keycloak({ authUrl, realm }).
-export { keycloak } from '../issuers.js'
+export { keycloak } from '../token/issuers.js'
 export type { AuthorizedFetchOptions } from './authorized-fetch.js'
 export { createAuthorizedFetch } from './authorized-fetch.js'
 export type { TokenSourceErrorCode } from './errors.js'

@@ -5,9 +5,8 @@
  * @module
  */
 import type { KeyObject, webcrypto } from 'node:crypto'
-
-import { type IssuerOptions, isLoopback } from '../issuers.js'
-import type { RedisClientLike } from '../rate-limit.js'
+import type { RedisClientLike } from '../limits/rate-limit.js'
+import { type IssuerOptions, isLoopback } from '../token/issuers.js'
 import {
   boolean,
   fail,

@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto'
 
-import type { RedisClientLike } from '../rate-limit.js'
+import type { RedisClientLike } from '../limits/rate-limit.js'
 
 /** What the fleet shares for one key: enough to schedule renewal, never a refresh token. */
 export interface SharedToken {

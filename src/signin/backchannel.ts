@@ -10,13 +10,16 @@
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto'
-
-import { DEFAULT_ALGORITHMS } from '../algorithms.js'
-import { logoutTokenOf } from '../callback-body.js'
-import { IssuerKeys } from '../jwks.js'
-import { LogoutRefusal, type LogoutTokenRules, verifyLogoutToken } from '../logout-token.js'
+import { logoutTokenOf } from '../revocation/callback-body.js'
+import {
+  LogoutRefusal,
+  type LogoutTokenRules,
+  verifyLogoutToken,
+} from '../revocation/logout-token.js'
+import { DEFAULT_ALGORITHMS } from '../token/algorithms.js'
+import { IssuerKeys } from '../token/jwks.js'
 import { SignInError } from './errors.js'
-import type { SignInInternals, SignInRequest, SignInResponse } from './signin.js'
+import type { SignInInternals, SignInRequest, SignInResponse } from './internals.js'
 
 /** How far back a logout token's `iat` may lie, in seconds (§2.6 step 5's "acceptable range"). */
 const MAX_AGE_SECONDS = 120

@@ -16,7 +16,7 @@ import {
   type TokenParameters,
 } from '../client/parameters.js'
 import { describeSecret, isEnvReference, type SecretInput } from '../client/secrets.js'
-import type { IssuerOptions } from '../issuers.js'
+import type { IssuerOptions } from '../token/issuers.js'
 import {
   boolean,
   fail,

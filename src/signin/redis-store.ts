@@ -7,7 +7,7 @@
  * @module
  */
 import { withDeadline } from '../client/shared-cache.js'
-import type { RedisClientLike } from '../rate-limit.js'
+import type { RedisClientLike } from '../limits/rate-limit.js'
 import { redisKeyPrefix, validateFor } from '../validate.js'
 import type { SessionStore } from './store.js'
 

@@ -11,11 +11,11 @@ import * as oidc from 'openid-client'
 
 import { resolveSecret } from '../client/secrets.js'
 import { createEmit } from '../events.js'
-import type { HeadersLike } from '../types.js'
 import { createBackChannelLogout } from './backchannel.js'
 import { readCookie, serializeCookie } from './cookies.js'
 import { isSignInError, SignInError } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
+import type { SessionEnder, SignInRequest, SignInResponse } from './internals.js'
 import { createKeyRing, type KeyRing, parseKeyRingText, type SignInKey } from './key-ring.js'
 import { normalizeSignInOptions, type SignInOptions } from './options.js'
 import { createSignInProvider } from './provider.js'
@@ -32,24 +32,7 @@ import {
   storeKeyOf,
 } from './session.js'
 
-/** A request, as the adapters pass it. */
-export interface SignInRequest {
-  readonly method: string
-  /** Path and query as received (Express `req.originalUrl`, Koa `ctx.originalUrl`). */
-  readonly url: string
-  readonly headers: HeadersLike
-  /** The parsed body, when a body parser ran before sign-in (back-channel logout). */
-  readonly body?: unknown
-  /** The request body stream, read for back-channel logout when no parser ran. */
-  readonly stream?: AsyncIterable<Uint8Array | string>
-}
-
-/** A complete response for the adapter to send. */
-export interface SignInResponse {
-  readonly status: number
-  readonly headers: Readonly<Record<string, string | readonly string[]>>
-  readonly body: string
-}
+export type { SessionEnder, SignInInternals, SignInRequest, SignInResponse } from './internals.js'
 
 /** The signed-in user, from the ID token (profile claims only). */
 export interface SignedInUser {
@@ -104,14 +87,6 @@ export interface SignIn {
   readonly redirectUri: string
 }
 
-/** Ends sessions of a user or of a provider session; back-channel logout's part of the core. */
-export interface SessionEnder {
-  endSessions(
-    issuer: string,
-    by: { sid?: string | undefined; sub?: string | undefined },
-  ): Promise<number>
-}
-
 const TRANSACTION_AAD = 'tollgate/signin v1\0transaction'
 /** How often a key ring given as a function or `fromEnv()` is read again: 5 minutes. */
 export const KEY_RING_REREAD_MS = 300_000
@@ -129,13 +104,6 @@ interface Transaction {
   readonly v: string
   readonly r: string
   readonly e: number
-}
-
-/** Internal: what the back-channel logout route needs from the core. */
-export interface SignInInternals {
-  readonly sessions: SessionEnder
-  readonly settings: ReturnType<typeof normalizeSignInOptions>
-  readonly emit: ((event: SignInEvent) => void) | undefined
 }
 
 /**

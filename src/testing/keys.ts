@@ -7,7 +7,7 @@
 import { subtle, type webcrypto } from 'node:crypto'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose'
 
-import type { JWSAlgorithm } from '../algorithms.js'
+import type { JWSAlgorithm } from '../token/algorithms.js'
 
 /**
  * The JWS algorithms the test issuer can sign with (RSA 2048-bit keys, NIST curves, Ed25519):

@@ -2,14 +2,14 @@ import type { Server } from 'node:http'
 
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import {
   createDpopKey,
   createTestIssuer,
   type TestDpopKey,
   type TestIssuer,
 } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { APPS } from '../helpers/apps.js'
 import { rawRequest } from '../helpers/raw-request.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'

@@ -4,9 +4,9 @@ import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { APPS } from '../helpers/apps.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 

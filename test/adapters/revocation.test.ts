@@ -11,9 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { APPS, LOGOUT_PATH, type ProtectedServer, PUSH_PATH } from '../helpers/apps.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 

@@ -9,9 +9,8 @@ import { randomUUID } from 'node:crypto'
 import type { Server } from 'node:http'
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { bearer, INVALID_TOKEN, OK, send, useApps } from '../security/helpers.js'
 import { accessClaims, attackerKey, signWith } from '../security/tokens.js'
 

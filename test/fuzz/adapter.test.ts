@@ -7,9 +7,8 @@ import type { Server } from 'node:http'
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { APPS } from '../helpers/apps.js'
 import { type Answer, expectHygiene, type Probe, send } from '../security/helpers.js'
 import { runs, TIMEOUT_MS, TOKEN_CHARS, watchUnhandled } from './fixture.js'

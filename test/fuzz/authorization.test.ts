@@ -7,9 +7,9 @@
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { createGate, type Gate } from '../../src/gate.js'
-import { keycloak } from '../../src/issuers.js'
+import { createGate, type Gate } from '../../src/gate/gate.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { judge, runs, TIMEOUT_MS, TOKEN_CHARS, watchUnhandled } from './fixture.js'
 
 let issuer: TestIssuer

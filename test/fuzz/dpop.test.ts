@@ -8,14 +8,13 @@ import type { Server } from 'node:http'
 
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import {
   createDpopKey,
   createTestIssuer,
   type TestDpopKey,
   type TestIssuer,
 } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { APPS } from '../helpers/apps.js'
 import { type Answer, expectHygiene, type Probe, ROUTE, send } from '../security/helpers.js'
 import { runs, TIMEOUT_MS, TOKEN_CHARS, watchUnhandled } from './fixture.js'

@@ -6,7 +6,7 @@
 import { expect } from 'vitest'
 
 import { isTollgateError } from '../../src/errors.js'
-import type { Gate } from '../../src/gate.js'
+import type { Gate } from '../../src/gate/gate.js'
 import type { RequestLike } from '../../src/types.js'
 
 /**

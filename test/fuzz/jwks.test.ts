@@ -8,7 +8,7 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { isTollgateError } from '../../src/errors.js'
-import { createGate } from '../../src/gate.js'
+import { createGate } from '../../src/gate/gate.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import type { Json } from '../security/tokens.js'
 import { runs, TIMEOUT_MS, watchUnhandled } from './fixture.js'

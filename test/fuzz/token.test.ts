@@ -11,9 +11,9 @@ import type { KeyObject } from 'node:crypto'
 import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 
-import { createGate, type Gate } from '../../src/gate.js'
-import { keycloak } from '../../src/issuers.js'
+import { createGate, type Gate } from '../../src/gate/gate.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { b64, decode, type Json, parts, privateKeyOf, signWith } from '../security/tokens.js'
 import { judge, runs, TIMEOUT_MS, TOKEN_CHARS, watchUnhandled } from './fixture.js'
 

@@ -12,8 +12,8 @@ import Koa2 from 'koa2'
 
 import * as expressAdapter from '../../adapters/express/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
-import type { Gate } from '../../src/gate.js'
-import type { GateOptions } from '../../src/options.js'
+import type { Gate } from '../../src/gate/gate.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission } from '../../src/types.js'
 
 /** Where the apps mount the back-channel logout endpoint, when the options have `revocation.callbacks`. */

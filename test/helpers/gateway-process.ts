@@ -19,9 +19,9 @@ import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 
 import type { GateEvent } from '../../src/events.js'
-import type { RateLimitOptions } from '../../src/rate-limit.js'
-import { createTenantLimiter } from '../../src/rate-limit.js'
-import { normalizeRateLimitOptions } from '../../src/rate-limit-options.js'
+import { normalizeRateLimitOptions } from '../../src/limits/options.js'
+import type { RateLimitOptions } from '../../src/limits/rate-limit.js'
+import { createTenantLimiter } from '../../src/limits/rate-limit.js'
 import { get, token } from './limiter-fixtures.js'
 import { failFast, waitForReady } from './redis.js'
 

@@ -1,5 +1,5 @@
 /** What the limiter tests hand to `consume()`: a verified token of realm acme, and a GET request. */
-import type { VerifiedToken } from '../../src/tenant.js'
+import type { VerifiedToken } from '../../src/limits/tenant.js'
 import type { RequestLike } from '../../src/types.js'
 
 const ISSUER = 'https://sso.example.com/realms/acme'

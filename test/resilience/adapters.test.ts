@@ -6,8 +6,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { bearer, OK, UNAVAILABLE, useApps } from '../security/helpers.js'
 import { fakeClock, JWKS } from './helpers.js'
 

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
-import type { GateOptions, JWKSOptions } from '../../src/options.js'
+import type { GateOptions, JWKSOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer, type TestIssuerFault } from '../../src/testing/index.js'
 import { attackerKey, type Json, privateKeyOf, signWith } from '../security/tokens.js'
 import {

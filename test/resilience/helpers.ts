@@ -6,10 +6,10 @@ import { expect, vi } from 'vitest'
 
 import { isTollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
-import { createGate, type Gate } from '../../src/gate.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions, JWKSOptions } from '../../src/options.js'
+import { createGate, type Gate } from '../../src/gate/gate.js'
+import type { GateOptions, JWKSOptions } from '../../src/gate/options.js'
 import type { TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 
 /** Small, fast settings: a 300 ms fetch timeout, 1 s cooldown, 60 s max age, 120 s stale bound. */
 export const JWKS: JWKSOptions = {

@@ -3,10 +3,9 @@
  * tokens, events name the failing issuer only, and `ready()` reports each issuer on its own.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { expectUnavailable, fakeClock, JWKS, outcome, recordingGate } from './helpers.js'
 
 let issuer: TestIssuer

@@ -5,10 +5,9 @@
  * different key and duplicate kids are handled by key material, not by name.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   accessClaims,
   attackerKey,

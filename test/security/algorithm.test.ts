@@ -8,9 +8,8 @@
 import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto'
 
 import { afterAll, beforeAll, describe, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { bearer, type Case, INVALID_TOKEN, OK, useApps } from './helpers.js'
 import {
   accessClaims,

@@ -8,10 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
-import { createGate } from '../../src/gate.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import { createGate } from '../../src/gate/gate.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 
 const ISSUER = 'https://sso.example.com/realms/acme'
 const JWKS = `${ISSUER}/protocol/openid-connect/certs`

@@ -5,9 +5,8 @@
  * validly signed by a key the gate trusts, so only the claim checks can refuse it.
  */
 import { afterAll, beforeAll, describe, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   bearer,
   type Case,

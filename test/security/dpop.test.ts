@@ -5,8 +5,6 @@
  * through the four framework majors with the hygiene checks (nothing echoed, proof included).
  */
 import { afterAll, beforeAll, describe, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import {
   createDpopKey,
   createTestIssuer,
@@ -14,6 +12,7 @@ import {
   type TestDpopKey,
   type TestIssuer,
 } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   type Case,
   type Expected,

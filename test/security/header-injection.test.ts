@@ -8,9 +8,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { bearer, type Case, INVALID_TOKEN, OK, useApps } from './helpers.js'
 import {
   accessClaims,

@@ -4,9 +4,8 @@
  * other headers). Every case runs through Express 5, Express 4, Koa 3 and Koa 2.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   BAD_REQUEST,
   type Case,

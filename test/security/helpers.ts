@@ -14,7 +14,7 @@ import { connect } from 'node:net'
 
 import { afterAll, beforeAll, expect } from 'vitest'
 
-import type { GateOptions } from '../../src/options.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { APPS } from '../helpers/apps.js'
 
 export const ROUTE = '/api/v1/billing/subscriptions'

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { isTollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
-import { createGate } from '../../src/gate.js'
-import { keycloak } from '../../src/issuers.js'
+import { createGate } from '../../src/gate/gate.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   type Answer,
   bearer,

@@ -5,9 +5,8 @@
  * `__proto__` and `constructor` members that must stay plain data, and homoglyph look-alikes.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   bearer,
   type Case,

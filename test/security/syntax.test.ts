@@ -8,9 +8,8 @@ import { createPublicKey, KeyObject } from 'node:crypto'
 
 import { CompactEncrypt, FlattenedSign } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { BAD_REQUEST, bearer, type Case, INVALID_TOKEN, OK, useApps } from './helpers.js'
 import {
   accessClaims,

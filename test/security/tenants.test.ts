@@ -8,10 +8,10 @@ import { randomUUID } from 'node:crypto'
 
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
-import { createGate } from '../../src/gate.js'
-import { keycloak } from '../../src/issuers.js'
-import type { GateOptions } from '../../src/options.js'
+import { createGate } from '../../src/gate/gate.js'
+import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import {
   type Answer,
   bearer,

@@ -5,9 +5,8 @@
  * outlive `exp`). Date is frozen with fake timers; sockets and the JWKS fetch stay real.
  */
 import { afterAll, beforeAll, describe, it, vi } from 'vitest'
-
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { bearer, type Case, EXPIRED, INVALID_TOKEN, OK, useApps } from './helpers.js'
 import { accessClaims, b64, type Json, kidOf, privateKeyOf, signInput, signWith } from './tokens.js'
 

@@ -24,8 +24,8 @@ import express from 'express'
 
 import { tollgate } from '../../adapters/express/index.js'
 import type { GateEvent } from '../../src/events.js'
-import { keycloak } from '../../src/issuers.js'
 import { createTestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
 import { signWith } from '../security/tokens.js'
 
 function setting(name: string, fallback: number, min: number, max: number): number {

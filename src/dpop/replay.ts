@@ -1,0 +1,105 @@
+/**
+ * The DPoP replay cache (RFC 9449 §11.1): each proof is accepted once while its `iat` is within
+ * the window. In process memory, or in Redis with `SET NX PX`, which is atomic on the server, so
+ * that a proof accepted by one instance is refused by every other one sharing the store.
+ *
+ * @module
+ */
+import { hash } from 'node:crypto'
+import { InvalidDpopProofError, ServiceUnavailableError } from '../errors.js'
+import type { DpopRedisClientLike } from './options.js'
+
+/** Remembers proofs. */
+export interface ReplayCache {
+  /**
+   * Records the proof `jti` of key `jkt` for `ttlMs`. Resolves when it had not been seen.
+   *
+   * @throws InvalidDpopProofError (`dpop_replayed`) when it had been, within its window.
+   * @throws ServiceUnavailableError (503 `ERR_DPOP_REPLAY_UNAVAILABLE`) when the store fails, does
+   * not answer within its deadline, or (memory) is full of unexpired proofs.
+   */
+  claim(jkt: string, jti: string, ttlMs: number, nowMs: number): Promise<void>
+}
+
+const replayed = () => new InvalidDpopProofError({ reason: 'dpop_replayed' })
+const unavailable = (cause?: unknown) =>
+  new ServiceUnavailableError({
+    code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+    retryAfterSeconds: 1,
+    ...(cause === undefined ? {} : { cause }),
+  })
+
+// `jti` is the client's text, of any length: the stored key is a fixed-size hash, per key so that
+// one client cannot spend another's jti values.
+function entryKey(jkt: string, jti: string): string {
+  return hash('sha256', `${jkt}.${jti}`, 'base64url')
+}
+
+/**
+ * Proofs in this process's memory. Every entry lives as long as the others, so insertion order is
+ * expiry order and expired entries are dropped from the front. Full of unexpired entries, it
+ * refuses new proofs (503) rather than forget one early, which would let it be replayed. One proof
+ * key may hold at most `maxEntriesPerKey` of them, so that one client sending proofs as fast as it
+ * can is refused (503) alone instead of filling the cache for everyone.
+ */
+export function createMemoryReplayCache(
+  maxEntries: number,
+  maxEntriesPerKey: number = maxEntries,
+): ReplayCache {
+  const seen = new Map<string, { readonly expiresAt: number; readonly jkt: string }>()
+  const perKey = new Map<string, number>()
+
+  function forget(key: string, jkt: string): void {
+    seen.delete(key)
+    const held = (perKey.get(jkt) ?? 1) - 1
+    if (held === 0) perKey.delete(jkt)
+    else perKey.set(jkt, held)
+  }
+
+  return {
+    async claim(jkt, jti, ttlMs, nowMs) {
+      for (const [key, entry] of seen) {
+        if (entry.expiresAt > nowMs) break
+        forget(key, entry.jkt)
+      }
+      const key = entryKey(jkt, jti)
+      const entry = seen.get(key)
+      if (entry !== undefined && entry.expiresAt > nowMs) throw replayed()
+      const held = perKey.get(jkt) ?? 0
+      if (held >= maxEntriesPerKey || seen.size >= maxEntries) throw unavailable()
+      if (entry !== undefined) forget(key, entry.jkt)
+      seen.set(key, { expiresAt: nowMs + ttlMs, jkt })
+      perKey.set(jkt, (perKey.get(jkt) ?? 0) + 1)
+    },
+  }
+}
+
+/** Proofs in Redis, shared by every instance that uses the same store and prefix. */
+export function createRedisReplayCache(
+  redis: DpopRedisClientLike,
+  options: { readonly keyPrefix: string; readonly storeTimeoutMs: number },
+): ReplayCache {
+  const prefix = `${options.keyPrefix}:`
+  return {
+    async claim(jkt, jti, ttlMs) {
+      let timer: NodeJS.Timeout | undefined
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('replay store timeout')), options.storeTimeoutMs)
+        timer.unref()
+      })
+      let answer: unknown
+      try {
+        answer = await Promise.race([
+          redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
+          deadline,
+        ])
+      } catch (error) {
+        throw unavailable(error)
+      } finally {
+        clearTimeout(timer)
+      }
+      if (answer === null) throw replayed()
+      if (answer !== 'OK') throw unavailable()
+    },
+  }
+}

@@ -1,0 +1,440 @@
+/**
+ * Option types and their validation: once, at construction. The hot path receives frozen,
+ * complete settings and never checks them again. Misconfiguration is a `TypeError` naming the
+ * option and what to change; it never reaches a request as a 401.
+ *
+ * @module
+ */
+
+import {
+  type DpopOptions,
+  type NormalizedDpopOptions,
+  normalizeDpopOptions,
+} from '../dpop/options.js'
+import type { GateEventListener } from '../events.js'
+import {
+  type NormalizedRateLimitOptions,
+  normalizeRateLimitOptions,
+  type RateLimitOptions,
+} from '../limits/options.js'
+import {
+  type NormalizedTenantOptions,
+  normalizeTenantOptions,
+  type TenantOptions,
+} from '../limits/tenant.js'
+import {
+  type NormalizedResourceMetadataOptions,
+  normalizeResourceMetadataOptions,
+  type ResourceMetadataOptions,
+} from '../metadata/resource-metadata.js'
+import {
+  type NormalizedRevocationOptions,
+  normalizeRevocationOptions,
+  type RevocationOptions,
+} from '../revocation/options.js'
+import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
+import type { ClaimRules } from '../token/claims.js'
+import { type IssuerOptions, keyUrlProblem, realmOf } from '../token/issuers.js'
+import type { NormalizedJWKSOptions } from '../token/jwks.js'
+import type { RequestLike } from '../types.js'
+import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
+
+/** JWKS fetching and caching. All durations in milliseconds. */
+export interface JWKSOptions {
+  /** Abort a fetch (headers and body) after this long. Default 5000. */
+  readonly timeoutMs?: number
+  /**
+   * Longest interval between refetches for unknown `kid`s, reached while such refetches keep not
+   * finding the `kid` they were made for (a flood of random kids). Default 30000.
+   */
+  readonly cooldownMs?: number
+  /**
+   * Shortest interval between refetches for unknown `kid`s, and the longest a request with an
+   * unknown `kid` waits for the next one (so a key the provider rotated in is accepted on the
+   * first request that carries it). Default 500, at most `cooldownMs`.
+   */
+  readonly minCooldownMs?: number
+  /** Keys are refreshed in the background after 80% of this, and must be refreshed after it. Default 600000. */
+  readonly maxAgeMs?: number
+  /** How long past `maxAgeMs` the last good keys are still used while refreshes fail. Default 3600000. */
+  readonly staleIfErrorMs?: number
+  /** Larger JWKS (or discovery) responses are refused. Default 262144 (256 KiB). */
+  readonly maxBodyBytes?: number
+  /** Allow `http:` key URLs to hosts other than loopback (keys could be swapped in transit). Default false. */
+  readonly allowInsecureHttp?: boolean
+  /** A fetch implementation (proxies, custom CAs). Default: the global `fetch`. */
+  readonly fetch?: typeof globalThis.fetch
+}
+
+/** The verified-token cache: a hit skips signature verification, never the time and claim checks. */
+export interface CacheOptions {
+  /** Most tokens kept. Default 5000. */
+  readonly maxEntries?: number
+  /** Longest a verdict is kept, however far `exp` is. Default 300. */
+  readonly maxTtlSeconds?: number
+}
+
+/** Options of `createGate()` and of both adapters' `tollgate()`. */
+export interface GateOptions {
+  /** Trusted issuers (an allow-list; see `keycloak()`). Required. */
+  readonly issuers: readonly IssuerOptions[]
+  /** Audiences this service accepts; a token must carry one of them in `aud`. Required. */
+  readonly audience: string | readonly string[]
+  /** Allowed signature algorithms, asymmetric only. Default `['RS256', 'PS256', 'ES256', 'EdDSA']`. */
+  readonly algorithms?: readonly JWSAlgorithm[]
+  /** `realm` of the `WWW-Authenticate` challenge. Default `'api'`. */
+  readonly realm?: string
+  /** Allowed clock skew for `exp`, `nbf` and `iat`, in seconds. Default 5. */
+  readonly clockToleranceSeconds?: number
+  /** Refuse tokens issued longer ago than this (requires `iat`). Default: no limit. */
+  readonly maxTokenAgeSeconds?: number
+  /**
+   * Refuse tokens whose lifetime (`exp − iat`) is longer than this (requires `iat`): a token valid
+   * for 400 days is a leaked signing key's or a misconfigured client's. Default: no limit.
+   */
+  readonly maxTokenLifetimeSeconds?: number
+  /** Claims that must be present and not empty (`null` and `""` count as missing), beyond `iss`, `aud` and `exp`. Default none. */
+  readonly requiredClaims?: readonly string[]
+  /**
+   * Which tokens count as access tokens (RFC 8725 §3.11: a resource server must not accept an ID
+   * token). Default `'access'`.
+   * - `access`: refuse ID, refresh and logout tokens: by header `typ`, by Keycloak's payload `typ`,
+   *   the logout `events` claim, and ID-token-only claims (`nonce`, `at_hash`, `c_hash`, `s_hash`,
+   *   `auth_time`) on a token with no access-token marker (header `typ: at+jwt`, payload
+   *   `typ: "Bearer"`, `scope`, `scp` or `client_id`).
+   * - `keycloak`: as `access`, and require what Keycloak puts in every access token: payload
+   *   `typ: "Bearer"` and `azp`.
+   * - `rfc9068`: as `access`, and require header `typ: at+jwt` and the claims RFC 9068 makes
+   *   mandatory (`sub`, `client_id`, `iat`, `jti`).
+   */
+  readonly tokenProfile?: 'access' | 'keycloak' | 'rfc9068'
+  /** Only tokens issued to these OAuth clients (`azp`, else `client_id`) are accepted. Default: any client. */
+  readonly allowedClientIds?: readonly string[]
+  /** Longer tokens are refused without being parsed. Default 8192. */
+  readonly maxTokenBytes?: number
+  /** `false`: a request without credentials proceeds with no `auth` (a bad token is still refused). Default true. */
+  readonly credentialsRequired?: boolean
+  /** Requests for which the gate does nothing (e.g. CORS preflight). */
+  readonly skip?: (request: RequestLike) => boolean
+  /** `respond` (default): the adapter answers refusals with JSON. `framework`: it hands the error to the framework's error handling. */
+  readonly errorHandling?: 'respond' | 'framework'
+  readonly jwks?: JWKSOptions
+  /** Verified-token cache; `false` turns it off. */
+  readonly cache?: CacheOptions | false
+  /** Resolve a tenant from the verified claims. */
+  readonly tenant?: TenantOptions
+  /** Per-tenant rate limits (needs `tenant`). */
+  readonly rateLimit?: RateLimitOptions
+  /** Revocation before `exp`, shared by every instance through Redis (see `RevocationOptions`). */
+  readonly revocation?: RevocationOptions
+  /** Receives audit and metrics events. Exceptions it throws are ignored. */
+  readonly onEvent?: GateEventListener
+  /** DPoP-bound tokens (RFC 9449). Default mode `off`: `cnf`-bound tokens are refused. */
+  readonly dpop?: DpopOptions
+  /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
+  readonly resourceMetadata?: ResourceMetadataOptions
+}
+
+export interface NormalizedIssuer {
+  readonly issuer: string
+  readonly jwksUri: string | undefined
+  readonly discovery: boolean
+  readonly realm: string | undefined
+}
+
+/** Everything `createGate()` needs, validated, defaulted and frozen. */
+export interface NormalizedOptions {
+  /** The `WWW-Authenticate` realm; only the gate's refusal point reads it. */
+  readonly realm: string
+  readonly issuers: readonly NormalizedIssuer[]
+  readonly algorithms: readonly JWSAlgorithm[]
+  readonly claims: ClaimRules
+  readonly maxTokenBytes: number
+  readonly credentialsRequired: boolean
+  readonly skip: ((request: RequestLike) => boolean) | undefined
+  readonly errorHandling: 'respond' | 'framework'
+  readonly jwks: NormalizedJWKSOptions
+  readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
+  readonly tenant: NormalizedTenantOptions | undefined
+  readonly rateLimit: NormalizedRateLimitOptions | undefined
+  readonly revocation: NormalizedRevocationOptions | undefined
+  /** `undefined` when DPoP is off. */
+  readonly dpop: NormalizedDpopOptions | undefined
+  readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
+}
+
+const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
+const JWKS_KEYS = [
+  'timeoutMs',
+  'cooldownMs',
+  'minCooldownMs',
+  'maxAgeMs',
+  'staleIfErrorMs',
+  'maxBodyBytes',
+  'allowInsecureHttp',
+  'fetch',
+]
+const CACHE_KEYS = ['maxEntries', 'maxTtlSeconds']
+
+const KNOWN_OPTIONS = new Set([
+  'issuers',
+  'audience',
+  'algorithms',
+  'realm',
+  'clockToleranceSeconds',
+  'maxTokenAgeSeconds',
+  'maxTokenLifetimeSeconds',
+  'requiredClaims',
+  'tokenProfile',
+  'allowedClientIds',
+  'maxTokenBytes',
+  'credentialsRequired',
+  'skip',
+  'errorHandling',
+  'jwks',
+  'cache',
+  'tenant',
+  'rateLimit',
+  'revocation',
+  'onEvent',
+  'dpop',
+  'resourceMetadata',
+])
+
+let insecureHttpWarned = false
+
+function keyUrl(value: string, path: string, allowInsecureHttp: boolean): string {
+  const problem = keyUrlProblem(value, allowInsecureHttp)
+  if (problem !== undefined)
+    fail(path, problem, problem.includes('credentials') ? 'a URL with userinfo' : value)
+  if (
+    value.startsWith('http:') &&
+    keyUrlProblem(value, false) !== undefined &&
+    !insecureHttpWarned
+  ) {
+    insecureHttpWarned = true
+    process.emitWarning('tollgate fetches signing keys over plain http', {
+      code: 'TOLLGATE_INSECURE_KEY_URL',
+      detail: 'Anyone on the path can substitute keys. Prefer https.',
+    })
+  }
+  return value
+}
+
+function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): NormalizedIssuer[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    fail('issuers', 'must be a non-empty array of { issuer, jwksUri } (see keycloak())', value)
+  }
+  const seen = new Set<string>()
+  return value.map((entry: unknown, index) => {
+    const path = `issuers[${index}]`
+    const { issuer, jwksUri, discovery, realm } = record(entry, path, ISSUER_KEYS)
+    if (typeof issuer !== 'string' || issuer.length === 0) {
+      fail(`${path}.issuer`, 'must be the exact `iss` string', issuer)
+    }
+    if (seen.has(issuer)) fail(`${path}.issuer`, 'is listed twice', issuer)
+    seen.add(issuer)
+    if (discovery !== undefined && typeof discovery !== 'boolean') {
+      fail(`${path}.discovery`, 'must be a boolean', discovery)
+    }
+    if (realm !== undefined && (typeof realm !== 'string' || realm === '')) {
+      fail(`${path}.realm`, 'must be a non-empty string', realm)
+    }
+    if ((jwksUri === undefined) === (discovery !== true)) {
+      fail(path, 'needs exactly one of jwksUri or discovery: true')
+    }
+    if (jwksUri !== undefined && typeof jwksUri !== 'string') {
+      fail(`${path}.jwksUri`, 'must be a URL string', jwksUri)
+    }
+    if (discovery === true) keyUrl(issuer, `${path}.issuer`, allowInsecureHttp)
+    return Object.freeze({
+      issuer,
+      jwksUri:
+        jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
+      discovery: discovery === true,
+      realm: realmOf({ issuer, ...(typeof realm === 'string' ? { realm } : {}) }),
+    })
+  })
+}
+
+function stringList(value: unknown, path: string, allowEmpty: boolean): string[] {
+  const list = typeof value === 'string' ? [value] : value
+  if (
+    !Array.isArray(list) ||
+    (!allowEmpty && list.length === 0) ||
+    list.some((item) => typeof item !== 'string' || item === '')
+  ) {
+    fail(
+      path,
+      allowEmpty ? 'must be an array of strings' : 'must be a non-empty string or array of strings',
+      value,
+    )
+  }
+  return list as string[]
+}
+
+function normalizeAlgorithms(value: unknown): readonly JWSAlgorithm[] {
+  if (value === undefined) return DEFAULT_ALGORITHMS
+  const list = stringList(value, 'algorithms', false)
+  for (const alg of list) {
+    if (!isJWSAlgorithm(alg)) {
+      // RFC 8725 §3.1–3.2: `none` and shared-secret HMAC must never verify a bearer token here.
+      fail('algorithms', 'may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA', alg)
+    }
+  }
+  return Object.freeze([...new Set(list as JWSAlgorithm[])])
+}
+
+const TOKEN_CHARSET = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/
+
+/**
+ * Validates and completes {@link GateOptions}. `tenant` and `rateLimit` are validated by their own
+ * modules when the gate creates them.
+ *
+ * @throws TypeError naming the option and what to change.
+ */
+export function normalizeOptions(input: GateOptions): NormalizedOptions {
+  if (!isRecord(input)) {
+    throw new TypeError(
+      'createGate(options): "options" must be an object with issuers and audience',
+    )
+  }
+  record(input, 'options', KNOWN_OPTIONS)
+  const jwks = record(input.jwks ?? {}, 'jwks', JWKS_KEYS) as JWKSOptions
+  const allowInsecureHttp = boolean(jwks.allowInsecureHttp, 'jwks.allowInsecureHttp', false)
+  const fetchOption = optionalFunction<typeof globalThis.fetch>(
+    jwks.fetch,
+    'jwks.fetch',
+    'compatible with fetch',
+  )
+  const realm = input.realm ?? 'api'
+  if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
+    fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm)
+  }
+  const tokenProfile = oneOf(input.tokenProfile, 'tokenProfile', [
+    'access',
+    'keycloak',
+    'rfc9068',
+  ] as const)
+  const credentialsRequired = boolean(input.credentialsRequired, 'credentialsRequired', true)
+  const skip = optionalFunction<(request: RequestLike) => boolean>(
+    input.skip,
+    'skip',
+    '(request) => boolean',
+  )
+  optionalFunction(input.onEvent, 'onEvent', '(event) => void')
+  const errorHandling = oneOf(input.errorHandling, 'errorHandling', [
+    'respond',
+    'framework',
+  ] as const)
+  const cache = input.cache === false ? false : record(input.cache ?? {}, 'cache', CACHE_KEYS)
+  if (input.rateLimit !== undefined && input.tenant === undefined) {
+    fail('rateLimit', 'needs "tenant": limits are per tenant')
+  }
+  const maxAgeSeconds = input.maxTokenAgeSeconds
+  // Revocation entries expire once no token they match can still be valid: with revocation on,
+  // every token needs a bounded lifetime, a day unless set.
+  const maxTokenLifetimeSeconds =
+    input.maxTokenLifetimeSeconds === undefined && input.revocation === undefined
+      ? undefined
+      : integer(input.maxTokenLifetimeSeconds, 'maxTokenLifetimeSeconds', {
+          fallback: 86_400,
+          min: 1,
+          max: 31_536_000,
+        })
+  const cooldownMs = integer(jwks.cooldownMs, 'jwks.cooldownMs', {
+    fallback: 30_000,
+    min: 0,
+    max: 3_600_000,
+  })
+  const minCooldownMs = integer(jwks.minCooldownMs, 'jwks.minCooldownMs', {
+    fallback: Math.min(500, cooldownMs),
+    min: 0,
+    max: 3_600_000,
+  })
+  if (minCooldownMs > cooldownMs) {
+    fail('jwks.minCooldownMs', `must not exceed jwks.cooldownMs (${cooldownMs})`, minCooldownMs)
+  }
+  return Object.freeze({
+    realm,
+    issuers: Object.freeze(normalizeIssuers(input.issuers, allowInsecureHttp)),
+    algorithms: normalizeAlgorithms(input.algorithms),
+    claims: Object.freeze({
+      audiences: new Set(stringList(input.audience, 'audience', false)),
+      clockToleranceSeconds: integer(input.clockToleranceSeconds, 'clockToleranceSeconds', {
+        fallback: 5,
+        min: 0,
+        max: 300,
+      }),
+      maxTokenAgeSeconds:
+        maxAgeSeconds === undefined
+          ? undefined
+          : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
+      maxTokenLifetimeSeconds,
+      requiredClaims: Object.freeze(
+        input.requiredClaims === undefined
+          ? []
+          : stringList(input.requiredClaims, 'requiredClaims', true),
+      ),
+      tokenProfile,
+      allowedClientIds:
+        input.allowedClientIds === undefined
+          ? undefined
+          : new Set(stringList(input.allowedClientIds, 'allowedClientIds', false)),
+    }),
+    maxTokenBytes: integer(input.maxTokenBytes, 'maxTokenBytes', {
+      fallback: 8192,
+      min: 256,
+      max: 65_536,
+    }),
+    credentialsRequired,
+    skip,
+    errorHandling,
+    jwks: Object.freeze({
+      timeoutMs: integer(jwks.timeoutMs, 'jwks.timeoutMs', { fallback: 5000, min: 1, max: 60_000 }),
+      cooldownMs,
+      minCooldownMs,
+      maxAgeMs: integer(jwks.maxAgeMs, 'jwks.maxAgeMs', {
+        fallback: 600_000,
+        min: 1000,
+        max: 86_400_000,
+      }),
+      staleIfErrorMs: integer(jwks.staleIfErrorMs, 'jwks.staleIfErrorMs', {
+        fallback: 3_600_000,
+        min: 0,
+        max: 604_800_000,
+      }),
+      maxBodyBytes: integer(jwks.maxBodyBytes, 'jwks.maxBodyBytes', {
+        fallback: 262_144,
+        min: 1024,
+        max: 16_777_216,
+      }),
+      allowInsecureHttp,
+      fetch: fetchOption ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
+    }),
+    cache:
+      cache === false
+        ? undefined
+        : Object.freeze({
+            maxEntries: integer(cache.maxEntries, 'cache.maxEntries', {
+              fallback: 5000,
+              min: 1,
+              max: 1_000_000,
+            }),
+            maxTtlSeconds: integer(cache.maxTtlSeconds, 'cache.maxTtlSeconds', {
+              fallback: 300,
+              min: 1,
+              max: 86_400,
+            }),
+          }),
+    tenant: input.tenant === undefined ? undefined : normalizeTenantOptions(input.tenant),
+    rateLimit:
+      input.rateLimit === undefined ? undefined : normalizeRateLimitOptions(input.rateLimit),
+    revocation:
+      input.revocation === undefined
+        ? undefined
+        : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
+    dpop: normalizeDpopOptions(input.dpop),
+    resourceMetadata: normalizeResourceMetadataOptions(input.resourceMetadata),
+  })
+}

@@ -1,0 +1,282 @@
+/**
+ * Validation of the rate-limit options: every rule, default and message in one place, so that
+ * the limiter's hot path trusts what it receives.
+ *
+ * @module
+ */
+
+import type { RequestLike } from '../types.js'
+import {
+  fail,
+  integer,
+  isRecord,
+  oneOf,
+  optionalFunction,
+  record,
+  redisKeyPrefix,
+} from '../validate.js'
+import type { RateLimitHeaderMode } from './headers.js'
+import { PLAN_NAME_PATTERN, type VerifiedToken } from './tenant.js'
+
+/** A fixed window: at most `points` per `durationSeconds`. */
+export interface RateLimitWindow {
+  /** Points admitted per window; an integer ≥ 1. */
+  readonly points: number
+  /** Window length in whole seconds, 1 to 31 622 400 (366 days). */
+  readonly durationSeconds: number
+  /**
+   * Item name in the `RateLimit-Policy` / `RateLimit` fields and in `rate_limited` events
+   * ({@link PLAN_NAME_PATTERN}). Default: the plan name for a plan with a single window,
+   * else `<plan>-<durationSeconds>s` (`default-1s`, `default-60s`).
+   */
+  readonly name?: string
+}
+
+/**
+ * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) the limiter uses.
+ * tollgate sends nothing while `status` is not `'ready'` (so the client's offline queue never
+ * holds a limiter command), bounds each request with {@link RateLimitOptions.storeTimeoutMs},
+ * and its script counts nothing when Redis runs it after that deadline (a command resent after a
+ * reconnect, or read by a server that was stalled). It listens for the client's `close` event to
+ * fail the requests in flight at once.
+ */
+export interface RedisClientLike {
+  readonly status: string
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void
+  multi(): unknown
+  on(event: 'close', listener: () => void): unknown
+}
+
+/** The points a request costs; an integer ≥ 1. Errors it throws reach the application. */
+export type RateLimitCost = (request: RequestLike, verified: VerifiedToken) => number
+
+/** What happens to requests while the store fails or does not answer in time. */
+export type StoreFailurePolicy = 'memory' | 'allow' | 'deny'
+
+/** Per-tenant limits. Give either `windows` (a single plan) or `plans`. */
+export interface RateLimitOptions {
+  /** The windows of the only plan, named `defaultPlan`. Every window must admit a request. */
+  readonly windows?: readonly RateLimitWindow[]
+  /** Windows by plan name ({@link PLAN_NAME_PATTERN}), 1 to 8 windows each, distinct durations. */
+  readonly plans?: Readonly<Record<string, readonly RateLimitWindow[]>>
+  /** The plan of tenants with no plan or an unknown one. Default `'default'`. */
+  readonly defaultPlan?: string
+  /**
+   * Plans pinned by tenant id. Wins over the plan the tenant resolver gives (policy or claim),
+   * which wins over `defaultPlan`. Every value must name a configured plan.
+   */
+  readonly tenantPlans?: Readonly<Record<string, string>> | ReadonlyMap<string, string>
+  /** Points a request costs. Default: 1. A cost above a window's points is always refused. */
+  readonly cost?: RateLimitCost
+  /** `'memory'` (default, this process only) or `{ redis }` (shared by every process). */
+  readonly store?: 'memory' | { readonly redis: RedisClientLike }
+  /** Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`). Default `'tollgate:rl'`. */
+  readonly keyPrefix?: string
+  /** Deadline for the store's answer to one request, in ms (1 to 10 000). Default 50. */
+  readonly storeTimeoutMs?: number
+  /**
+   * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
+   * request probes it; a successful probe returns everyone to the store. Default 1000.
+   */
+  readonly storeRetryIntervalMs?: number
+  /**
+   * While the store fails: `'memory'` (default) applies the same windows in this process's
+   * memory; `'allow'` admits; `'deny'` answers 503 `ERR_LIMITER_UNAVAILABLE` with `Retry-After`.
+   * A store failure is never a 429.
+   */
+  readonly onStoreError?: StoreFailurePolicy
+  /**
+   * With `onStoreError: 'memory'`, each process admits `ceil(points / divisor)` per window while
+   * the store fails, so that the processes together stay near the configured limit. `'auto'`
+   * (default): the number of limiter instances (same Redis, same `keyPrefix`) that used the
+   * store in the last 10 s, as this instance last learned it (1 until it has). A whole number
+   * (1 to 10 000): that divisor, for example the number of gateway processes.
+   */
+  readonly fallbackDivisor?: number | 'auto'
+  /** `'draft-10'` (default), `'legacy'` (`X-RateLimit-*`), `'both'`, or `false` for none. */
+  readonly headers?: RateLimitHeaderMode
+}
+
+const WINDOW_KEYS = ['points', 'durationSeconds', 'name']
+const OPTION_KEYS = [
+  'windows',
+  'plans',
+  'defaultPlan',
+  'tenantPlans',
+  'cost',
+  'store',
+  'keyPrefix',
+  'storeTimeoutMs',
+  'storeRetryIntervalMs',
+  'onStoreError',
+  'fallbackDivisor',
+  'headers',
+]
+
+/** {@link RateLimitOptions} with every default filled in; plans keyed by name in a Map. */
+export interface NormalizedRateLimitOptions {
+  readonly plans: ReadonlyMap<string, readonly RateLimitWindow[]>
+  readonly defaultPlan: string
+  readonly tenantPlans: ReadonlyMap<string, string>
+  readonly cost: RateLimitCost | undefined
+  readonly redis: RedisClientLike | undefined
+  readonly keyPrefix: string
+  readonly storeTimeoutMs: number
+  readonly storeRetryIntervalMs: number
+  readonly onStoreError: StoreFailurePolicy
+  readonly fallbackDivisor: number | 'auto'
+  readonly headers: RateLimitHeaderMode
+}
+
+/**
+ * Validates {@link RateLimitOptions} once, at construction.
+ *
+ * @throws TypeError naming the option, what it must be and a safe summary of what it got.
+ */
+export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOptions {
+  const options = record(input, 'rateLimit', OPTION_KEYS) as RateLimitOptions
+  const defaultPlan = options.defaultPlan ?? 'default'
+  if (typeof defaultPlan !== 'string' || !PLAN_NAME_PATTERN.test(defaultPlan)) {
+    fail('rateLimit.defaultPlan', `must be a plan name matching ${PLAN_NAME_PATTERN}`, defaultPlan)
+  }
+  const plans = new Map<string, readonly RateLimitWindow[]>()
+  if ((options.windows === undefined) === (options.plans === undefined)) {
+    fail('rateLimit', 'needs exactly one of "windows" (a single plan) or "plans"')
+  }
+  if (options.windows !== undefined) {
+    plans.set(defaultPlan, windowsOption(options.windows, 'rateLimit.windows'))
+  } else {
+    if (!isRecord(options.plans) || Object.keys(options.plans).length === 0) {
+      fail(
+        'rateLimit.plans',
+        'must be an object of plan name → windows, with at least one plan',
+        options.plans,
+      )
+    }
+    for (const [name, windows] of Object.entries(options.plans)) {
+      if (!PLAN_NAME_PATTERN.test(name)) {
+        fail('rateLimit.plans', `keys must be plan names matching ${PLAN_NAME_PATTERN}`, name)
+      }
+      plans.set(name, windowsOption(windows, `rateLimit.plans.${name}`))
+    }
+    if (!plans.has(defaultPlan)) {
+      fail('rateLimit.defaultPlan', `must name one of the plans (${[...plans.keys()].join(', ')})`)
+    }
+  }
+  return Object.freeze({
+    plans,
+    defaultPlan,
+    tenantPlans: tenantPlansOption(options.tenantPlans, plans),
+    cost: optionalFunction<RateLimitCost>(
+      options.cost,
+      'rateLimit.cost',
+      '(request, verified) => points',
+    ),
+    redis: storeOption(options.store),
+    keyPrefix: redisKeyPrefix(options.keyPrefix, 'rateLimit.keyPrefix', 'tollgate:rl'),
+    storeTimeoutMs: integer(options.storeTimeoutMs, 'rateLimit.storeTimeoutMs', {
+      fallback: 50,
+      min: 1,
+      max: 10_000,
+    }),
+    storeRetryIntervalMs: integer(options.storeRetryIntervalMs, 'rateLimit.storeRetryIntervalMs', {
+      fallback: 1000,
+      min: 0,
+      max: 600_000,
+    }),
+    onStoreError: oneOf(options.onStoreError, 'rateLimit.onStoreError', [
+      'memory',
+      'allow',
+      'deny',
+    ]),
+    fallbackDivisor: fallbackDivisorOption(options.fallbackDivisor),
+    headers: oneOf(options.headers, 'rateLimit.headers', ['draft-10', 'legacy', 'both', false]),
+  })
+}
+
+function windowsOption(value: unknown, path: string): readonly RateLimitWindow[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > 8) {
+    fail(path, 'must be an array of 1 to 8 windows', value)
+  }
+  const windows = value.map((window: unknown, index): RateLimitWindow => {
+    const at = `${path}[${index}]`
+    const { points, durationSeconds, name } = record(window, at, WINDOW_KEYS)
+    if (name !== undefined && (typeof name !== 'string' || !PLAN_NAME_PATTERN.test(name))) {
+      fail(`${at}.name`, `must match ${PLAN_NAME_PATTERN}`, name)
+    }
+    return {
+      points: integer(points, `${at}.points`, { min: 1, max: Number.MAX_SAFE_INTEGER }),
+      // Whole seconds: the Redis keys name the window by its seconds and expire with `EX`, and the
+      // RateLimit header fields (draft-10) count in seconds.
+      durationSeconds: integer(durationSeconds, `${at}.durationSeconds`, {
+        min: 1,
+        max: 31_622_400,
+      }),
+      ...(name === undefined ? {} : { name }),
+    }
+  })
+  const durations = new Set(windows.map((window) => window.durationSeconds))
+  if (durations.size !== windows.length) {
+    fail(path, 'has two windows with the same durationSeconds; merge them')
+  }
+  const names = windows.map((window) => window.name).filter((name) => name !== undefined)
+  if (new Set(names).size !== names.length) {
+    fail(path, 'has two windows with the same name; rename one')
+  }
+  return Object.freeze(windows.sort((a, b) => a.durationSeconds - b.durationSeconds))
+}
+
+function tenantPlansOption(value: unknown, plans: ReadonlyMap<string, unknown>) {
+  const map = new Map<string, string>()
+  if (value === undefined) return map
+  const entries =
+    value instanceof Map
+      ? [...value.entries()]
+      : isRecord(value)
+        ? Object.entries(value)
+        : undefined
+  if (entries === undefined) {
+    fail('rateLimit.tenantPlans', 'must be an object or a Map of tenant id → plan name', value)
+  }
+  for (const [tenant, plan] of entries) {
+    if (typeof tenant !== 'string' || typeof plan !== 'string' || !plans.has(plan)) {
+      fail(
+        'rateLimit.tenantPlans',
+        `values must name one of the plans (${[...plans.keys()].join(', ')})`,
+        plan,
+      )
+    }
+    map.set(tenant, plan)
+  }
+  return map
+}
+
+function fallbackDivisorOption(value: unknown): number | 'auto' {
+  if (value === undefined || value === 'auto') return 'auto'
+  if (typeof value !== 'number') {
+    fail('rateLimit.fallbackDivisor', "must be 'auto' or a whole number from 1 to 10000", value)
+  }
+  return integer(value, 'rateLimit.fallbackDivisor', { min: 1, max: 10_000 })
+}
+
+function storeOption(value: unknown): RedisClientLike | undefined {
+  if (value === undefined || value === 'memory') return undefined
+  if (!isRecord(value) || Object.keys(value).some((key) => key !== 'redis')) {
+    fail('rateLimit.store', "must be 'memory' or { redis: client }", value)
+  }
+  const client = value['redis']
+  if (
+    !isRecord(client) ||
+    typeof client['defineCommand'] !== 'function' ||
+    typeof client['multi'] !== 'function' ||
+    typeof client['on'] !== 'function' ||
+    typeof client['status'] !== 'string'
+  ) {
+    fail(
+      'rateLimit.store.redis',
+      'must be an ioredis Redis or Cluster client (node-redis clients are not supported)',
+      client,
+    )
+  }
+  return client as unknown as RedisClientLike
+}

@@ -1,0 +1,313 @@
+/**
+ * Per-tenant rate limits: one or more fixed windows per plan, in process memory
+ * (`rate-limit-memory.ts`, synchronous) or in Redis (a single server or a Cluster, `rate-limit-redis.ts`) shared
+ * by every gateway process. A refusal becomes a {@link RateLimitedError}, a store failure the
+ * configured fallback.
+ *
+ * @module
+ */
+import { RateLimitedError, ServiceUnavailableError } from '../errors.js'
+import type { Emit } from '../events.js'
+import type { RequestLike } from '../types.js'
+import { summarize } from '../validate.js'
+import type { HeaderWindow, PlanHeaders, WindowState } from './headers.js'
+import { createPlanHeaders, secondsUntil } from './headers.js'
+import { MemoryWindow } from './memory.js'
+import type { NormalizedRateLimitOptions, RateLimitWindow } from './options.js'
+import type { StoreCount } from './redis.js'
+import { createRedisStore } from './redis.js'
+import type { ResolvedTenant, VerifiedToken } from './tenant.js'
+
+export type { RateLimitHeaderMode } from './headers.js'
+export type {
+  RateLimitCost,
+  RateLimitOptions,
+  RateLimitWindow,
+  RedisClientLike,
+  StoreFailurePolicy,
+} from './options.js'
+export type { LimiterStoreErrorCode } from './redis.js'
+export { LimiterStoreError } from './redis.js'
+
+/** Applies a tenant's limits to a request. */
+export interface TenantLimiter {
+  /**
+   * Consumes `cost` points in every window of the tenant's plan, shortest window first (a
+   * request refused by a window costs nothing in the longer ones). Resolves to the response
+   * headers for an admitted request; throws `RateLimitedError` (429, `Retry-After` and the same
+   * fields) or `ServiceUnavailableError` (503, `deny` policy). Never hangs past
+   * `storeTimeoutMs` plus the event loop's delay; a closed Redis connection fails the request
+   * over at once. Only the application's own `cost` function,
+   * or a cost that is not an integer ≥ 1, makes it throw anything else.
+   */
+  consume(
+    tenant: ResolvedTenant,
+    request: RequestLike,
+    verified: VerifiedToken,
+  ): Promise<Record<string, string>>
+  /**
+   * The same as `consume`, synchronously (returns the headers or throws), when the store is
+   * process memory; `undefined` with Redis. The gate answers a cached token with it without a
+   * promise chain.
+   */
+  readonly consumeNow:
+    | ((
+        tenant: ResolvedTenant,
+        request: RequestLike,
+        verified: VerifiedToken,
+      ) => Record<string, string>)
+    | undefined
+}
+
+interface Window extends HeaderWindow {
+  readonly keySuffix: string
+  /** The window in process memory: the store without Redis, the fallback with it. */
+  readonly memory: MemoryWindow
+  /** Tenants the store reported as spent, until their window resets: refused without asking. */
+  readonly blocked: Map<string, number>
+}
+
+interface Plan {
+  readonly windows: readonly Window[]
+  readonly headers: PlanHeaders
+}
+
+interface State extends WindowState {
+  readonly window: Window
+}
+
+type Outcome =
+  | { readonly admitted: true; readonly states: readonly State[] }
+  | { readonly admitted: false; readonly state: State }
+
+const STORE_ERROR_EVENT_INTERVAL_MS = 1000
+const MAX_BLOCKED_PER_WINDOW = 10_000
+
+/**
+ * Returns the limiter the gate calls after tenant resolution, from options that
+ * `normalizeRateLimitOptions()` validated (`createGate` does it for `options.rateLimit`).
+ *
+ * @example
+ * ```ts
+ * const limiter = createTenantLimiter(
+ *   normalizeRateLimitOptions({ windows: [{ points: 20, durationSeconds: 1 }], store: { redis } }),
+ *   { emit: undefined },
+ * )
+ * ```
+ */
+export function createTenantLimiter(
+  o: NormalizedRateLimitOptions,
+  context: { emit: Emit },
+): TenantLimiter {
+  const { emit } = context
+  const store =
+    o.redis === undefined
+      ? undefined
+      : createRedisStore(o.redis, { keyPrefix: o.keyPrefix, timeoutMs: o.storeTimeoutMs })
+  const plans = new Map<string, Plan>()
+  for (const [planName, windows] of o.plans) {
+    const built = windows.map((window) => buildWindow(planName, window, windows.length))
+    plans.set(planName, { windows: built, headers: createPlanHeaders(o.headers, built) })
+  }
+  const defaultPlan = plans.get(o.defaultPlan) as Plan
+  const denyRetryAfterSeconds = Math.max(1, secondsUntil(o.storeRetryIntervalMs))
+
+  let degraded = false
+  let probing = false
+  let retryAt = 0
+  let lastError: unknown
+  let lastErrorEventAt = Number.NEGATIVE_INFINITY
+
+  function settle(tenant: string, plan: Plan, outcome: Outcome): Record<string, string> {
+    if (outcome.admitted) return plan.headers.admitted(outcome.states)
+    const { state } = outcome
+    emit?.({ type: 'rate_limited', tenant, policy: state.window.name })
+    throw new RateLimitedError({
+      retryAfterSeconds: state.msBeforeReset / 1000,
+      headers: plan.headers.refused(state),
+    })
+  }
+
+  function storeFailed(error: unknown): void {
+    const now = Date.now()
+    lastError = error
+    retryAt = now + o.storeRetryIntervalMs
+    if (now - lastErrorEventAt >= STORE_ERROR_EVENT_INTERVAL_MS) {
+      lastErrorEventAt = now
+      emit?.({ type: 'limiter_store_error', error })
+    }
+    if (!degraded) {
+      degraded = true
+      emit?.({ type: 'limiter_fallback', engaged: true, policy: o.onStoreError })
+    }
+  }
+
+  async function fallback(tenant: string, plan: Plan, points: number, error: unknown) {
+    if (o.onStoreError === 'allow') return plan.headers.unknown()
+    if (o.onStoreError === 'deny') {
+      throw new ServiceUnavailableError({
+        code: 'ERR_LIMITER_UNAVAILABLE',
+        retryAfterSeconds: denyRetryAfterSeconds,
+        cause: error,
+      })
+    }
+    // Each instance admits its share of the window: the instances seen on the store lately
+    // ('auto'), or the configured divisor.
+    const divisor = o.fallbackDivisor === 'auto' ? (store?.instances() ?? 1) : o.fallbackDivisor
+    return settle(tenant, plan, consumeInMemory(plan, tenant, points, divisor))
+  }
+
+  function planOf(tenant: ResolvedTenant): Plan {
+    const planName = o.tenantPlans.get(tenant.id) ?? tenant.plan
+    return (planName === undefined ? undefined : plans.get(planName)) ?? defaultPlan
+  }
+
+  /** The memory store: nothing to wait for, so nothing asynchronous. */
+  function consumeNow(
+    tenant: ResolvedTenant,
+    request: RequestLike,
+    verified: VerifiedToken,
+  ): Record<string, string> {
+    const plan = planOf(tenant)
+    const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
+    const id = tenant.id
+    const blocked = blockedState(plan, id)
+    if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
+    const outcome = consumeInMemory(plan, id, points, 1)
+    rememberSpent(id, outcome)
+    return settle(id, plan, outcome)
+  }
+
+  async function consume(
+    tenant: ResolvedTenant,
+    request: RequestLike,
+    verified: VerifiedToken,
+  ): Promise<Record<string, string>> {
+    if (store === undefined) return consumeNow(tenant, request, verified)
+    const plan = planOf(tenant)
+    const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
+    const id = tenant.id
+    const blocked = blockedState(plan, id)
+    if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
+
+    const probe = degraded
+    if (probe) {
+      if (probing || Date.now() < retryAt) return fallback(id, plan, points, lastError)
+      probing = true
+    }
+    let outcome: Outcome
+    try {
+      const keys = plan.windows.map((window) => `${o.keyPrefix}:{${id}}${window.keySuffix}`)
+      outcome = outcomeOf(plan, await store.consume(keys, plan.windows, points))
+    } catch (error) {
+      storeFailed(error)
+      return fallback(id, plan, points, error)
+    } finally {
+      if (probe) probing = false
+    }
+    if (probe && degraded) {
+      degraded = false
+      emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
+    }
+    rememberSpent(id, outcome)
+    return settle(id, plan, outcome)
+  }
+
+  return { consume, consumeNow: store === undefined ? consumeNow : undefined }
+}
+
+/** The store's counts, shortest window first, up to the first window over its points. */
+function outcomeOf(plan: Plan, counts: readonly StoreCount[]): Outcome {
+  const states: State[] = []
+  for (const [index, window] of plan.windows.entries()) {
+    const count = counts[index]
+    if (count === undefined) break
+    const [state, admitted] = stateOf(window, count.consumed, count.msBeforeReset, window.points)
+    if (!admitted) return { admitted: false, state }
+    states.push(state)
+  }
+  return { admitted: true, states }
+}
+
+/**
+ * Consumes window by window in process memory, shortest first; stops at the first refusal.
+ * Each window admits `ceil(points / divisor)`.
+ */
+function consumeInMemory(plan: Plan, tenant: string, points: number, divisor: number): Outcome {
+  const states: State[] = []
+  const now = Date.now()
+  for (const window of plan.windows) {
+    const count = window.memory.consume(tenant, points, now)
+    const share = Math.ceil(window.points / divisor)
+    const [state, admitted] = stateOf(window, count.consumed, count.resetAt - now, share)
+    if (!admitted) return { admitted: false, state }
+    states.push(state)
+  }
+  return { admitted: true, states }
+}
+
+function stateOf(
+  window: Window,
+  consumed: number,
+  msBeforeNext: number,
+  limit: number,
+): [State, boolean] {
+  // A key without a TTL cannot come from the scripts; never report "no reset".
+  const msBeforeReset = msBeforeNext > 0 ? msBeforeNext : window.durationSeconds * 1000
+  const admitted = consumed <= limit
+  const remaining = admitted ? limit - consumed : 0
+  return [{ window, remaining, msBeforeReset }, admitted]
+}
+
+/** The spent window that resets last, so that `Retry-After` is never too early. */
+function blockedState(plan: Plan, tenant: string): State | undefined {
+  const now = Date.now()
+  let state: State | undefined
+  for (const window of plan.windows) {
+    const until = window.blocked.get(tenant)
+    if (until === undefined) continue
+    if (until <= now) window.blocked.delete(tenant)
+    else if (state === undefined || until - now > state.msBeforeReset) {
+      state = { window, remaining: 0, msBeforeReset: until - now }
+    }
+  }
+  return state
+}
+
+/**
+ * A window with no points left refuses everything until it resets: later requests are refused
+ * from process memory, without a store round trip (and without a Redis call while it is down).
+ */
+function rememberSpent(tenant: string, outcome: Outcome): void {
+  const states = outcome.admitted ? outcome.states : [outcome.state]
+  const now = Date.now()
+  for (const { window, remaining, msBeforeReset } of states) {
+    if (remaining > 0) continue
+    const { blocked } = window
+    if (blocked.size >= MAX_BLOCKED_PER_WINDOW && !blocked.has(tenant)) {
+      for (const [key, until] of blocked) if (until <= now) blocked.delete(key)
+      // Still full: stay bounded and let the store refuse this tenant.
+      if (blocked.size >= MAX_BLOCKED_PER_WINDOW) continue
+    }
+    blocked.set(tenant, now + msBeforeReset)
+  }
+}
+
+function checkedCost(cost: unknown): number {
+  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 1) return cost
+  throw new TypeError(
+    `"rateLimit.cost" must return an integer ≥ 1 (got ${summarize(cost)}); fix the cost function`,
+  )
+}
+
+function buildWindow(plan: string, window: RateLimitWindow, count: number): Window {
+  const name = window.name ?? (count === 1 ? plan : `${plan}-${window.durationSeconds}s`)
+  return {
+    name,
+    points: window.points,
+    durationSeconds: window.durationSeconds,
+    keySuffix: `:${plan}:${window.durationSeconds}`,
+    memory: new MemoryWindow(window.durationSeconds),
+    blocked: new Map(),
+  }
+}

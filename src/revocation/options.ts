@@ -1,0 +1,171 @@
+/**
+ * Validation of the `revocation` option: every rule, default and message in one place, so that
+ * the revocation list's hot path trusts what it receives.
+ *
+ * @module
+ */
+import { fail, integer, isRecord, oneOf, record, redisKeyPrefix } from '../validate.js'
+
+/**
+ * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) that shares the
+ * revocation list. tollgate runs commands on it and subscribes on a `duplicate()` of it (a
+ * connection in subscriber mode can run no other command); both are closed by `gate.close()`
+ * (the duplicate) or left to the application (the client it passed).
+ */
+export interface RevocationRedisClient {
+  readonly status: string
+  duplicate(): unknown
+  eval(script: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>
+}
+
+/** While the Redis store cannot be reached. */
+export type RevocationStoreFailurePolicy = 'enforce-known' | 'deny'
+
+/**
+ * The endpoints an identity provider calls to revoke: OpenID Connect Back-Channel Logout 1.0
+ * (`backchannelLogout()`) and Keycloak's admin "push not-before" (`keycloakPushNotBefore()`).
+ */
+export interface RevocationCallbackOptions {
+  /**
+   * The client id(s) this gateway is registered under at the provider: a logout token's `aud`, or
+   * a Keycloak push's `resource`, must be one of them. Required.
+   */
+  readonly clientIds: string | readonly string[]
+  /** Logout tokens issued longer ago than this are refused (the `iat` window), in seconds (1 to 3600). Default 120. */
+  readonly maxAgeSeconds?: number
+}
+
+/** Revocation of tokens before their `exp`, shared by every gateway instance through Redis. */
+export interface RevocationOptions {
+  /** `'memory'` (default, this process only) or `{ redis }` (every instance on that Redis). */
+  readonly store?: 'memory' | { readonly redis: RevocationRedisClient }
+  /** Prefix of Redis keys and of the channel (`{<prefix>}:entries`, `<prefix>:events`). Default `'tollgate:rv'`. */
+  readonly keyPrefix?: string
+  /**
+   * While Redis is unreachable: `'enforce-known'` (default) keeps deciding with the entries this
+   * instance knows; `'deny'` does too for `denyAfterMs`, then answers 503
+   * `ERR_REVOCATION_UNAVAILABLE` with `Retry-After` until the list is synchronized again.
+   */
+  readonly onStoreError?: RevocationStoreFailurePolicy
+  /** With `onStoreError: 'deny'`: how long without synchronization before refusing, in ms (0 to 600 000). Default 10 000. */
+  readonly denyAfterMs?: number
+  /** A full resynchronization this often even while pub/sub is healthy, in ms (1000 to 3 600 000). Default 60 000. */
+  readonly resyncIntervalMs?: number
+  /** Deadline of one Redis command (revoke, resync, replay check), in ms (1 to 60 000). Default 1000. */
+  readonly storeTimeoutMs?: number
+  /** Accept revocations from the identity provider (back-channel logout, Keycloak push). Default: off. */
+  readonly callbacks?: RevocationCallbackOptions
+}
+
+/** {@link RevocationOptions} with every default filled in. */
+export interface NormalizedRevocationOptions {
+  readonly redis: RevocationRedisClient | undefined
+  /**
+   * The gate's `maxTokenLifetimeSeconds` (86 400 unless set): tokens without `iat` or living
+   * longer are refused while revocation is on, which is what lets an entry expire once no token
+   * it matches can still be valid, `notBefore + maxTokenLifetimeSeconds + clockToleranceSeconds`
+   * after it was made (a `jti` entry, which matches any `iat`, one `clockToleranceSeconds` more).
+   */
+  readonly maxTokenLifetimeSeconds: number
+  readonly keyPrefix: string
+  readonly onStoreError: RevocationStoreFailurePolicy
+  readonly denyAfterMs: number
+  readonly resyncIntervalMs: number
+  readonly storeTimeoutMs: number
+  readonly callbacks:
+    | { readonly clientIds: ReadonlySet<string>; readonly maxAgeSeconds: number }
+    | undefined
+}
+
+const OPTION_KEYS = [
+  'store',
+  'keyPrefix',
+  'onStoreError',
+  'denyAfterMs',
+  'resyncIntervalMs',
+  'storeTimeoutMs',
+  'callbacks',
+]
+const CALLBACK_KEYS = ['clientIds', 'maxAgeSeconds']
+
+/**
+ * Validates {@link RevocationOptions} once, at construction.
+ *
+ * @throws TypeError naming the option, what it must be and a safe summary of what it got.
+ */
+export function normalizeRevocationOptions(
+  input: unknown,
+  maxTokenLifetimeSeconds: number,
+): NormalizedRevocationOptions {
+  const options = record(input, 'revocation', OPTION_KEYS) as RevocationOptions
+  return Object.freeze({
+    redis: storeOption(options.store),
+    maxTokenLifetimeSeconds,
+    keyPrefix: redisKeyPrefix(options.keyPrefix, 'revocation.keyPrefix', 'tollgate:rv'),
+    onStoreError: oneOf(options.onStoreError, 'revocation.onStoreError', [
+      'enforce-known',
+      'deny',
+    ] as const),
+    denyAfterMs: integer(options.denyAfterMs, 'revocation.denyAfterMs', {
+      fallback: 10_000,
+      min: 0,
+      max: 600_000,
+    }),
+    resyncIntervalMs: integer(options.resyncIntervalMs, 'revocation.resyncIntervalMs', {
+      fallback: 60_000,
+      min: 1000,
+      max: 3_600_000,
+    }),
+    storeTimeoutMs: integer(options.storeTimeoutMs, 'revocation.storeTimeoutMs', {
+      fallback: 1000,
+      min: 1,
+      max: 60_000,
+    }),
+    callbacks: options.callbacks === undefined ? undefined : callbacksOption(options.callbacks),
+  })
+}
+
+function callbacksOption(value: unknown): NormalizedRevocationOptions['callbacks'] {
+  const callbacks = record(value, 'revocation.callbacks', CALLBACK_KEYS)
+  const ids = typeof callbacks.clientIds === 'string' ? [callbacks.clientIds] : callbacks.clientIds
+  if (
+    !Array.isArray(ids) ||
+    ids.length === 0 ||
+    ids.some((item) => typeof item !== 'string' || item === '' || item.length > 256)
+  ) {
+    fail(
+      'revocation.callbacks.clientIds',
+      'must be the client id (or a non-empty array of client ids) the provider knows this gateway by',
+      callbacks.clientIds,
+    )
+  }
+  return Object.freeze({
+    clientIds: new Set(ids as string[]),
+    maxAgeSeconds: integer(callbacks.maxAgeSeconds, 'revocation.callbacks.maxAgeSeconds', {
+      fallback: 120,
+      min: 1,
+      max: 3600,
+    }),
+  })
+}
+
+function storeOption(value: unknown): RevocationRedisClient | undefined {
+  if (value === undefined || value === 'memory') return undefined
+  if (!isRecord(value) || Object.keys(value).some((key) => key !== 'redis')) {
+    fail('revocation.store', "must be 'memory' or { redis: client }", value)
+  }
+  const client = value['redis']
+  if (
+    !isRecord(client) ||
+    typeof client['duplicate'] !== 'function' ||
+    typeof client['eval'] !== 'function' ||
+    typeof client['status'] !== 'string'
+  ) {
+    fail(
+      'revocation.store.redis',
+      'must be an ioredis Redis or Cluster client (node-redis clients are not supported)',
+      client,
+    )
+  }
+  return client as unknown as RevocationRedisClient
+}

@@ -1,0 +1,385 @@
+/**
+ * Signing keys of one issuer: fetched from its JWKS URI (or found through OpenID discovery),
+ * filtered to keys that may verify the allowed algorithms, imported once per refresh, and kept
+ * fresh without making requests wait on the provider.
+ *
+ * - Concurrent misses share one fetch (single flight).
+ * - An unknown `kid` refetches after a short interval (`minCooldownMs`, which such a request waits
+ *   for rather than being refused): a key the provider rotated in is accepted well within a second.
+ *   Each such fetch that does not find the `kid` it was made for doubles the interval, up to
+ *   `cooldownMs`; one that finds it, or a cooldown without unknown kids, resets it. So a flood of
+ *   random kids costs a handful of fetches while it ramps up, then one per cooldown.
+ * - Keys older than 80% of `maxAgeMs` are refreshed in the background; past `maxAgeMs` a request
+ *   waits for the refresh; when it fails, the last good keys are served for at most
+ *   `staleIfErrorMs` more (stale-if-error). A bad response never replaces good keys.
+ * - No usable keys at all: {@link ServiceUnavailableError} (503), never a 401.
+ *
+ * @module
+ */
+
+import { ServiceUnavailableError } from '../errors.js'
+import type { Emit, JWKSFailureReason } from '../events.js'
+import type { JWSAlgorithm } from './algorithms.js'
+import { FetchFailure, fetchJSON } from './fetch-json.js'
+import { keyUrlProblem } from './issuers.js'
+import { fingerprintOf, type PreparedKey, prepareKey } from './jwk.js'
+
+export type { PreparedKey } from './jwk.js'
+
+/** Validated JWKS settings (see `GateOptions.jwks` for meanings and defaults). */
+export interface NormalizedJWKSOptions {
+  readonly timeoutMs: number
+  readonly cooldownMs: number
+  readonly minCooldownMs: number
+  readonly maxAgeMs: number
+  readonly staleIfErrorMs: number
+  readonly maxBodyBytes: number
+  readonly allowInsecureHttp: boolean
+  readonly fetch: typeof globalThis.fetch
+}
+
+/** How an issuer's keys stand, as `gate.ready()` reports it. */
+export interface IssuerKeysStatus {
+  readonly issuer: string
+  /** `fresh`: usable and within max age; `stale`: serving last good keys after failed refreshes; `unavailable`: no usable keys. */
+  readonly state: 'fresh' | 'stale' | 'unavailable'
+  readonly keys: number
+  /** When the keys in use were fetched (ms since epoch), if ever. */
+  readonly fetchedAt: number | undefined
+  readonly lastFailure: JWKSFailureReason | undefined
+}
+
+const NO_KEYS: readonly PreparedKey[] = Object.freeze([])
+/** Tokens without `kid` may be tried against this many keys at most. */
+const MAX_KEYLESS_CANDIDATES = 4
+const MAX_REQUESTED_KIDS = 64
+
+/** The keys of one configured issuer. */
+export class IssuerKeys {
+  readonly issuer: string
+  private jwksUri: string | undefined
+  private readonly discoveryUri: string | undefined
+  private readonly algorithms: readonly JWSAlgorithm[]
+  private readonly options: NormalizedJWKSOptions
+  /** After a failure, wait `min(cooldownMs, 1 s)` before the next attempt: recover fast, never hammer. */
+  private readonly failureBackoffMs: number
+  private readonly emit: Emit
+
+  private byKid = new Map<string | undefined, PreparedKey[]>()
+  private byFingerprint = new Map<string, PreparedKey>()
+  private fetchedAt = Number.NEGATIVE_INFINITY
+  private lastAttemptAt = Number.NEGATIVE_INFINITY
+  private lastFailure: JWKSFailureReason | undefined
+  private pending: Promise<void> | undefined
+  /** Called after a refresh retired keys, so caches can drop what those keys verified. */
+  private readonly onKeysRetired: (() => void) | undefined
+  /** Aborted by `close()`: no fetch runs or starts after it. */
+  private readonly lifetime = new AbortController()
+  /** Current interval between unknown-kid refetches: `minCooldownMs`, doubling up to `cooldownMs`. */
+  private unknownKidIntervalMs: number
+  /** When a lookup last found no key for its `kid` (the backoff resets after a quiet cooldown). */
+  private unknownKidSeenAt = Number.NEGATIVE_INFINITY
+  /** The unknown-kid refetch waiting for its slot or under way, and the kids it was made for. */
+  private unknownKidFetch: Promise<void> | undefined
+  private readonly requestedKids = new Set<string | undefined>()
+
+  constructor(
+    issuer: { issuer: string; jwksUri: string | undefined; discovery: boolean },
+    algorithms: readonly JWSAlgorithm[],
+    options: NormalizedJWKSOptions,
+    hooks: { readonly emit: Emit; readonly onKeysRetired: (() => void) | undefined },
+  ) {
+    this.issuer = issuer.issuer
+    this.jwksUri = issuer.jwksUri
+    this.discoveryUri = issuer.discovery
+      ? `${issuer.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`
+      : undefined
+    this.algorithms = algorithms
+    this.options = options
+    this.failureBackoffMs = Math.min(options.cooldownMs, 1000)
+    this.unknownKidIntervalMs = options.minCooldownMs
+    this.emit = hooks.emit
+    this.onKeysRetired = hooks.onKeysRetired
+  }
+
+  /**
+   * Fetches the key set now, whatever the cooldown, after any fetch already under way (which may
+   * have started before the provider changed its keys). Keys that are gone stop verifying, and the
+   * verdicts they made are purged, as soon as it resolves.
+   */
+  async refreshNow(): Promise<IssuerKeysStatus> {
+    if (this.pending !== undefined) await this.pending
+    await this.refresh()
+    return this.status()
+  }
+
+  /** Aborts a fetch under way and starts no other; keys already fetched keep verifying. */
+  close(): void {
+    this.lifetime.abort()
+  }
+
+  /**
+   * Keys that may verify a token with this `kid` and `alg`; empty when none match even after the
+   * refetch the cooldown allows.
+   *
+   * @throws ServiceUnavailableError `ERR_JWKS_UNAVAILABLE` when no usable keys can be had.
+   */
+  async resolve(kid: string | undefined, alg: JWSAlgorithm): Promise<readonly PreparedKey[]> {
+    const now = Date.now()
+    const age = now - this.fetchedAt
+    const { maxAgeMs } = this.options
+    if (age < maxAgeMs) {
+      if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
+      const found = this.match(kid, alg)
+      if (found.length > 0) return found
+      return this.refetchForUnknownKid(kid, alg, now)
+    }
+    if (this.pending !== undefined || this.mayAttempt(now)) await this.refresh()
+    if (Date.now() - this.fetchedAt < maxAgeMs + this.options.staleIfErrorMs) {
+      return this.match(kid, alg)
+    }
+    throw this.unavailable()
+  }
+
+  /**
+   * `resolve()` without waiting, when it would not have to: the matching keys while the key set
+   * is fresh and has some, else `undefined` (then `resolve()` decides: refetch, stale keys, 503).
+   * A cache miss with known keys is then verified without a promise (issue 14).
+   */
+  resolveNow(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] | undefined {
+    const now = Date.now()
+    const age = now - this.fetchedAt
+    const { maxAgeMs } = this.options
+    if (age >= maxAgeMs) return undefined
+    const found = this.match(kid, alg)
+    if (found.length === 0) return undefined
+    if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
+    return found
+  }
+
+  /**
+   * For a cached verdict: `false` once the keys are past the stale bound (the verdict must not
+   * outlive the keys that made it). Also starts the background refresh a hit would otherwise
+   * never trigger, so traffic served from the cache still keeps keys fresh.
+   */
+  stillUsable(now: number): boolean {
+    const age = now - this.fetchedAt
+    if (age < this.options.maxAgeMs * 0.8) return true
+    if (this.mayAttempt(now)) void this.refresh()
+    return age < this.options.maxAgeMs + this.options.staleIfErrorMs
+  }
+
+  /** Fetches now unless a fetch is under way or backing off after a failure; resolves when settled. */
+  async warm(): Promise<IssuerKeysStatus> {
+    if (this.pending !== undefined || this.mayAttempt(Date.now())) await this.refresh()
+    return this.status()
+  }
+
+  status(): IssuerKeysStatus {
+    const age = Date.now() - this.fetchedAt
+    const state =
+      age < this.options.maxAgeMs
+        ? 'fresh'
+        : age < this.options.maxAgeMs + this.options.staleIfErrorMs
+          ? 'stale'
+          : 'unavailable'
+    return {
+      issuer: this.issuer,
+      state,
+      keys: state === 'unavailable' ? 0 : this.byFingerprint.size,
+      fetchedAt: Number.isFinite(this.fetchedAt) ? this.fetchedAt : undefined,
+      lastFailure: this.lastFailure,
+    }
+  }
+
+  /**
+   * A `kid` the key set does not have: wait for the next unknown-kid refetch if it is due within
+   * `minCooldownMs` (a rotation is then accepted on the token's first request), else refuse now.
+   */
+  private async refetchForUnknownKid(
+    kid: string | undefined,
+    alg: JWSAlgorithm,
+    now: number,
+  ): Promise<readonly PreparedKey[]> {
+    const { cooldownMs, minCooldownMs } = this.options
+    if (now - this.unknownKidSeenAt >= cooldownMs) this.unknownKidIntervalMs = minCooldownMs
+    this.unknownKidSeenAt = now
+    let fetch = this.unknownKidFetch
+    if (fetch === undefined) {
+      // A fetch already under way may have started before the provider published this key: it
+      // is awaited, then this kid still gets its own refetch once the interval allows.
+      if (this.pending !== undefined) await this.pending
+      const found = this.match(kid, alg)
+      if (found.length > 0) return found
+      const waitMs = this.lastAttemptAt + this.unknownKidIntervalMs - Date.now()
+      if (waitMs > minCooldownMs) return NO_KEYS
+      fetch = this.unknownKidFetch ??= this.fetchForUnknownKids(waitMs)
+    }
+    // Bounded: the set only decides whether the backoff resets.
+    if (this.requestedKids.size < MAX_REQUESTED_KIDS) this.requestedKids.add(kid)
+    await fetch
+    return this.match(kid, alg)
+  }
+
+  private async fetchForUnknownKids(waitMs: number): Promise<void> {
+    try {
+      if (waitMs > 0) await this.sleep(waitMs)
+      await this.refresh()
+      if (this.lastFailure !== undefined) return
+      const { cooldownMs, minCooldownMs } = this.options
+      let found = false
+      for (const kid of this.requestedKids) found ||= this.byKid.has(kid)
+      this.unknownKidIntervalMs = found
+        ? minCooldownMs
+        : Math.min(Math.max(this.unknownKidIntervalMs * 2, 1), cooldownMs)
+    } finally {
+      this.requestedKids.clear()
+      this.unknownKidFetch = undefined
+    }
+  }
+
+  /** Resolves after `ms`, or at once when the gate closes; never keeps the process alive. */
+  private sleep(ms: number): Promise<void> {
+    const signal = this.lifetime.signal
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve()
+      const timer = setTimeout(done, ms)
+      timer.unref?.()
+      signal.addEventListener('abort', done, { once: true })
+      function done() {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+    })
+  }
+
+  /** Whether a fetch may start now: none under way, and past the failure backoff if the last one failed. */
+  private mayAttempt(now: number): boolean {
+    if (this.pending !== undefined) return false
+    const backoff = this.lastFailure === undefined ? 0 : this.failureBackoffMs
+    return now - this.lastAttemptAt >= backoff
+  }
+
+  private unavailable(): ServiceUnavailableError {
+    const backoff = this.failureBackoffMs
+    const waitMs = this.lastAttemptAt + backoff - Date.now()
+    return new ServiceUnavailableError({
+      code: 'ERR_JWKS_UNAVAILABLE',
+      retryAfterSeconds: waitMs / 1000,
+      detail: { issuer: this.issuer, lastFailure: this.lastFailure },
+    })
+  }
+
+  private match(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] {
+    if (kid === undefined) {
+      const candidates: PreparedKey[] = []
+      for (const key of this.byFingerprint.values()) {
+        if (key.verifiers[alg] !== undefined) candidates.push(key)
+      }
+      return candidates.length <= MAX_KEYLESS_CANDIDATES ? candidates : NO_KEYS
+    }
+    const keys = this.byKid.get(kid)
+    if (keys === undefined) return NO_KEYS
+    if (keys.length === 1) return keys[0]?.verifiers[alg] !== undefined ? keys : NO_KEYS
+    return keys.filter((key) => key.verifiers[alg] !== undefined)
+  }
+
+  private refresh(): Promise<void> {
+    if (this.pending !== undefined) return this.pending
+    if (this.lifetime.signal.aborted) return Promise.resolve()
+    this.lastAttemptAt = Date.now()
+    // apply() throws for a document that is not a key set: it must fail like a network error.
+    this.pending = this.fetchKeys()
+      .then((document) => this.apply(document))
+      .catch((error: unknown) => this.fail(error))
+      .finally(() => {
+        this.pending = undefined
+      })
+    return this.pending
+  }
+
+  private async fetchKeys(): Promise<unknown> {
+    if (this.jwksUri === undefined && this.discoveryUri !== undefined) {
+      this.jwksUri = await this.discover(this.discoveryUri)
+    }
+    return this.fetchJSON(this.jwksUri as string)
+  }
+
+  private async discover(uri: string): Promise<string> {
+    let document: unknown
+    try {
+      document = await this.fetchJSON(uri)
+    } catch (error) {
+      throw new FetchFailure('discovery', error)
+    }
+    const metadata = document as { issuer?: unknown; jwks_uri?: unknown } | null
+    // OpenID Connect Discovery §4.3: the document must name exactly the issuer it was fetched for.
+    if (metadata === null || typeof metadata !== 'object' || metadata.issuer !== this.issuer) {
+      throw new FetchFailure('discovery')
+    }
+    // The discovered URL obeys the same transport rule as a configured one.
+    const jwksUri = metadata.jwks_uri
+    if (
+      typeof jwksUri !== 'string' ||
+      keyUrlProblem(jwksUri, this.options.allowInsecureHttp) !== undefined
+    ) {
+      throw new FetchFailure('discovery')
+    }
+    return jwksUri
+  }
+
+  private fetchJSON(uri: string): Promise<unknown> {
+    return fetchJSON(uri, { ...this.options, signal: this.lifetime.signal })
+  }
+
+  private apply(document: unknown): void {
+    const keys = (document as { keys?: unknown } | null)?.keys
+    if (!Array.isArray(keys)) throw new FetchFailure('invalid_json')
+    const byFingerprint = new Map<string, PreparedKey>()
+    for (const jwk of keys) {
+      const fingerprint = fingerprintOf(jwk)
+      if (fingerprint === undefined || byFingerprint.has(fingerprint)) continue
+      const prepared =
+        this.byFingerprint.get(fingerprint) ??
+        prepareKey(jwk as Record<string, unknown>, this.algorithms)
+      if (prepared !== undefined) byFingerprint.set(fingerprint, prepared)
+    }
+    if (byFingerprint.size === 0) {
+      this.fail(new FetchFailure('no_usable_keys'))
+      return
+    }
+    let retired = false
+    for (const [fingerprint, key] of this.byFingerprint) {
+      if (!byFingerprint.has(fingerprint)) key.retired = retired = true
+    }
+    const byKid = new Map<string | undefined, PreparedKey[]>()
+    for (const key of byFingerprint.values()) {
+      const sameKid = byKid.get(key.kid)
+      if (sameKid === undefined) byKid.set(key.kid, [key])
+      else sameKid.push(key)
+    }
+    this.byFingerprint = byFingerprint
+    this.byKid = byKid
+    this.fetchedAt = Date.now()
+    this.lastFailure = undefined
+    if (retired) this.onKeysRetired?.()
+    this.emit?.({
+      type: 'jwks_refreshed',
+      issuer: this.issuer,
+      kids: [...byFingerprint.values()].flatMap((key) => (key.kid === undefined ? [] : [key.kid])),
+    })
+  }
+
+  private fail(error: unknown): void {
+    // Closing aborts the fetch: an expected end, not a provider failure.
+    if (this.lifetime.signal.aborted) return
+    const reason = error instanceof FetchFailure ? error.reason : 'network'
+    this.lastFailure = reason
+    this.emit?.({ type: 'jwks_refresh_failed', issuer: this.issuer, reason, error })
+    const age = Date.now() - this.fetchedAt
+    if (age >= this.options.maxAgeMs && age < this.options.maxAgeMs + this.options.staleIfErrorMs) {
+      this.emit?.({ type: 'jwks_stale', issuer: this.issuer, ageMs: age })
+    }
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * Token verification: compact JWS parse, header rules, issuer allow-list, key lookup, signature
+ * (node:crypto, synchronous, with keys prepared at refresh), then claims. With one issuer whose
+ * keys are at hand, the signature comes before the payload is parsed and its `iss` checked. Every refusal before the
+ * signature is verified looks the same to the client, so answers reveal nothing about which check
+ * failed on an unauthenticated token.
+ *
+ * @module
+ */
+
+import { InvalidTokenError, type RefusalReason } from '../errors.js'
+import type { Admission, CheckResult, TokenClaims, TokenHeader } from '../types.js'
+import { type JWSAlgorithm, signatureMatches } from './algorithms.js'
+import { VerdictCache } from './cache.js'
+import { type ClaimRules, checkClaims, readRoles, readScopes } from './claims.js'
+import type { IssuerKeys, PreparedKey } from './jwks.js'
+import { type ParsedJWS, parsePayload, type SplitJWS, splitCompactJWS } from './jws.js'
+
+/** A token after signature, issuer, audience and time checks passed. */
+export interface VerifiedToken {
+  readonly header: TokenHeader
+  readonly claims: TokenClaims
+  /** The configured issuer the token was verified against. */
+  readonly issuer: string
+  /** The Keycloak realm of the issuer (`…/realms/{realm}`), when it has one. */
+  readonly realm: string | undefined
+}
+
+/** What verification yields: the token's facts and the admission built from them once. */
+export interface Verdict {
+  readonly verified: VerifiedToken
+  readonly admission: Admission
+  /** The gate's answer for this token when it has no tenants, built once and then reused. */
+  answer: CheckResult | undefined
+  /**
+   * The last admission built with a tenant, so a token repeated by the same tenant does not
+   * allocate a new admission per request.
+   */
+  withTenant: Admission | undefined
+}
+
+/** The verified-token cache and the forged-token memory of one gate. */
+export interface VerdictCaches {
+  readonly verdicts: VerdictCache<Verdict>
+  readonly forgeries: VerdictCache<true>
+  /** Drops what keys a refresh retired had verified: given to each issuer's key set. */
+  readonly purgeRetired: () => void
+}
+
+/** The verification step of one gate. */
+export interface Verifier {
+  /** The cached verdict for this exact token, if still valid; never does I/O. */
+  cached(token: string, nowMs: number): Verdict | undefined
+  /** Full verification. Rejects with `InvalidTokenError`, `TokenExpiredError` or `ServiceUnavailableError`. */
+  verify(token: string): Promise<Verdict>
+  /**
+   * `verify`, synchronously when the issuer's keys need no fetch: the verdict, or a promise of it
+   * when they do. Throws synchronously what is refused before that.
+   */
+  verifyNow(token: string): Verdict | Promise<Verdict>
+}
+
+/** Everything verification needs, built once by `createGate()`. */
+export interface VerifierContext {
+  readonly keys: ReadonlyMap<
+    string,
+    { readonly keys: IssuerKeys; readonly realm: string | undefined }
+  >
+  readonly algorithms: ReadonlySet<string>
+  readonly rules: ClaimRules
+  readonly maxTokenBytes: number
+  readonly caches: VerdictCaches | undefined
+}
+
+const MAX_KID_LENGTH = 256
+const ALWAYS = { validFrom: Number.NEGATIVE_INFINITY, validUntil: Number.POSITIVE_INFINITY }
+/** Bound on remembered forgeries: enough for a repeated forged token, small enough to be cheap. */
+const MAX_REMEMBERED_FORGERIES = 1000
+
+/** Creates the caches of one gate; `undefined` when caching is off. */
+export function createVerdictCaches(
+  options: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined,
+): VerdictCaches | undefined {
+  if (options === undefined) return undefined
+  const verdicts = new VerdictCache<Verdict>(options.maxEntries, options.maxTtlSeconds * 1000)
+  // A forged token repeated costs one signature check, like a valid one repeated.
+  const forgeries = new VerdictCache<true>(
+    Math.min(options.maxEntries, MAX_REMEMBERED_FORGERIES),
+    options.maxTtlSeconds * 1000,
+  )
+  return {
+    verdicts,
+    forgeries,
+    purgeRetired() {
+      verdicts.purgeRetired()
+      forgeries.purgeRetired()
+    },
+  }
+}
+
+// No detail before the signature is verified: what an unauthenticated token says (its alg, iss,
+// kid) is the sender's text, and must not reach operators' logs as if it were a fact.
+const invalid = (reason: RefusalReason) => new InvalidTokenError({ reason })
+
+/** Creates the verification step of one gate. */
+export function createVerifier(context: VerifierContext): Verifier {
+  const { rules, algorithms, maxTokenBytes } = context
+  const verdicts = context.caches?.verdicts
+  const forgeries = context.caches?.forgeries
+  // With one issuer its keys are known before the payload is read: when they are at hand and hold
+  // the token's kid, the signature is checked first and the payload parsed only once it is
+  // authentic (a forged token costs no JSON parse). Before a key fetch, or for an unknown kid,
+  // the payload is read first, so another issuer's token never makes the gate fetch keys.
+  const [onlyIssuer] = context.keys.size === 1 ? context.keys : []
+
+  type Claimed = ReturnType<typeof readPayload>
+
+  /** The payload as a JSON object, and the configured issuer its `iss` names. */
+  function readPayload(split: SplitJWS) {
+    const payload = parsePayload(split.payloadBytes)
+    if (payload === undefined) throw invalid('malformed')
+    const iss = payload.iss
+    const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
+    if (issuer === undefined) throw invalid('unknown_issuer')
+    return { payload, iss: iss as string, issuer }
+  }
+
+  /**
+   * Everything before the keys: size, remembered forgeries, split, header rules, and with several
+   * issuers the payload and its issuer (with one, {@link claimedIssuer} reads them later).
+   */
+  function prepare(token: string, now: number) {
+    if (token.length > maxTokenBytes) throw invalid('too_large')
+    if (forgeries?.get(token, now) !== undefined) throw invalid('signature')
+    const split = splitCompactJWS(token)
+    if (split === undefined) throw invalid('malformed')
+    const header = split.header
+    const alg = header.alg
+    // RFC 8725 §3.1: the allow-list decides, the token does not. `none` and HS* are never listed.
+    if (typeof alg !== 'string' || !algorithms.has(alg)) throw invalid('algorithm')
+    // RFC 7515 §4.1.11: refuse extensions we do not understand; `b64: false` (RFC 7797) too.
+    if (header.crit !== undefined || header.b64 !== undefined) throw invalid('header')
+    const kid = header.kid
+    if (
+      kid !== undefined &&
+      (typeof kid !== 'string' || kid.length === 0 || kid.length > MAX_KID_LENGTH)
+    ) {
+      throw invalid('header')
+    }
+    // `jwk`, `jku`, `x5u` and `x5c` are ignored: keys come only from the configured issuer.
+    const claimed: Claimed | undefined = onlyIssuer === undefined ? readPayload(split) : undefined
+    const issuer = claimed?.issuer ?? (onlyIssuer?.[1] as Claimed['issuer'])
+    return { split, alg: alg as JWSAlgorithm, kid: kid as string | undefined, claimed, issuer }
+  }
+
+  /**
+   * The claimed issuer, read before the key set is refetched or a kid reported unknown: a token
+   * of another issuer is refused for what it is, and never makes the gate refetch its keys.
+   */
+  function claimedIssuer(prepared: ReturnType<typeof prepare>) {
+    prepared.claimed ??= readPayload(prepared.split)
+    return prepared.claimed
+  }
+
+  /** The signature against the candidate keys, then the claims; caches the outcome. */
+  function conclude(
+    token: string,
+    prepared: ReturnType<typeof prepare>,
+    candidates: readonly PreparedKey[],
+    now: number,
+  ): Verdict {
+    const { split, alg } = prepared
+    if (candidates.length === 0) {
+      claimedIssuer(prepared)
+      throw invalid('unknown_kid')
+    }
+    const key = findSigner(split, candidates, alg)
+    if (key === undefined) {
+      forgeries?.set(token, true, candidates, ALWAYS, now)
+      throw invalid('signature')
+    }
+    const { payload, iss } = claimedIssuer(prepared)
+    const parsed: ParsedJWS = { ...split, payload }
+    const validity = checkClaims(split.header as TokenHeader, payload, rules, Date.now())
+    const verdict = buildVerdict(token, parsed, iss, prepared.issuer.realm)
+    // A lone candidate is the key set's own array for that kid, never mutated (a refresh builds new
+    // ones): the verdict can depend on it without a new array per miss.
+    verdicts?.set(token, verdict, candidates.length === 1 ? candidates : [key], validity, now)
+    return verdict
+  }
+
+  function verifyNow(token: string): Verdict | Promise<Verdict> {
+    const now = Date.now()
+    const prepared = prepare(token, now)
+    const keys = prepared.issuer.keys
+    const candidates = keys.resolveNow(prepared.kid, prepared.alg)
+    if (candidates !== undefined) return conclude(token, prepared, candidates, now)
+    claimedIssuer(prepared)
+    return keys
+      .resolve(prepared.kid, prepared.alg)
+      .then((resolved) => conclude(token, prepared, resolved, now))
+  }
+
+  async function verifyToken(token: string): Promise<Verdict> {
+    return verifyNow(token)
+  }
+
+  return {
+    // A hit is still within exp and max age (the cache checks both); nbf had already passed.
+    cached:
+      verdicts === undefined
+        ? () => undefined
+        : (token, nowMs) => {
+            const verdict = verdicts.get(token, nowMs)
+            // A verdict never outlives the keys that made it: past the stale bound, verify again (503).
+            const issuer = verdict && context.keys.get(verdict.verified.issuer)
+            return issuer?.keys.stillUsable(nowMs) ? verdict : undefined
+          },
+    verify: verifyToken,
+    verifyNow,
+  }
+}
+
+/** The first candidate key whose signature over the token verifies (also used for logout tokens). */
+export function findSigner(
+  parsed: Pick<ParsedJWS, 'signingInput' | 'signature'>,
+  candidates: readonly PreparedKey[],
+  alg: JWSAlgorithm,
+): PreparedKey | undefined {
+  const data = Buffer.from(parsed.signingInput, 'latin1')
+  for (const key of candidates) {
+    const verifier = key.verifiers[alg]
+    if (verifier !== undefined && signatureMatches(data, parsed.signature, verifier)) return key
+  }
+  return undefined
+}
+
+// Parsed JSON only (plain objects and arrays, no inherited enumerables): index and own-key loops
+// instead of `for…in`, which walks arrays by string keys and checks the prototype chain.
+function deepFreeze<T extends object>(value: T): T {
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const child: unknown = value[i]
+      if (typeof child === 'object' && child !== null) deepFreeze(child)
+    }
+  } else {
+    const record = value as Record<string, unknown>
+    const keys = Object.keys(record)
+    for (let i = 0; i < keys.length; i++) {
+      const child = record[keys[i] as string]
+      if (typeof child === 'object' && child !== null) deepFreeze(child)
+    }
+  }
+  return Object.freeze(value)
+}
+
+function buildVerdict(
+  token: string,
+  parsed: ParsedJWS,
+  issuer: string,
+  realm: string | undefined,
+): Verdict {
+  // Verdicts are shared by every request that presents the same token: nothing may mutate them.
+  const header = deepFreeze(parsed.header) as TokenHeader
+  const claims = deepFreeze(parsed.payload) as TokenClaims
+  const clientId =
+    typeof claims.azp === 'string'
+      ? claims.azp
+      : typeof claims.client_id === 'string'
+        ? claims.client_id
+        : undefined
+  const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
+  const admission: Admission = Object.freeze({
+    token,
+    header,
+    claims,
+    issuer,
+    realm,
+    subject: claims.sub,
+    clientId,
+    scopes: readScopes(claims),
+    roles: readRoles(claims),
+    tenant: undefined,
+    plan: undefined,
+  })
+  return { verified, admission, answer: undefined, withTenant: undefined }
+}

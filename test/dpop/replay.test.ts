@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createMemoryReplayCache, createRedisReplayCache } from '../../src/dpop/replay.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+
+const JKT = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
+const OTHER_JKT = 'AzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
+
+describe('createMemoryReplayCache', () => {
+  it('accepts a jti once, and again once its time to live has passed', async () => {
+    const cache = createMemoryReplayCache(1000)
+    await cache.claim(JKT, 'a', 70_000, 0)
+    await expect(cache.claim(JKT, 'a', 70_000, 69_999)).rejects.toMatchObject({
+      code: 'ERR_DPOP_PROOF_INVALID',
+      reason: 'dpop_replayed',
+    })
+    await expect(cache.claim(JKT, 'a', 70_000, 70_000)).resolves.toBeUndefined()
+  })
+
+  it('keeps the jtis of different keys apart', async () => {
+    const cache = createMemoryReplayCache(1000)
+    await cache.claim(JKT, 'same', 70_000, 0)
+    await expect(cache.claim(OTHER_JKT, 'same', 70_000, 0)).resolves.toBeUndefined()
+  })
+
+  it('answers 503 rather than forget an unexpired proof when full, and recovers as entries expire', async () => {
+    const cache = createMemoryReplayCache(1000)
+    for (let index = 0; index < 1000; index++) await cache.claim(JKT, `jti-${index}`, 70_000, index)
+    await expect(cache.claim(JKT, 'one-more', 70_000, 1000)).rejects.toMatchObject({
+      code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+      status: 503,
+    })
+    await expect(cache.claim(JKT, 'jti-0', 70_000, 1000)).rejects.toMatchObject({
+      reason: 'dpop_replayed',
+    })
+    await expect(cache.claim(JKT, 'one-more', 70_000, 70_000)).resolves.toBeUndefined()
+  })
+})
+
+describe('createMemoryReplayCache per key', () => {
+  it('refuses one key past its share (503) while other keys are still accepted', async () => {
+    const cache = createMemoryReplayCache(1000, 100)
+    for (let index = 0; index < 100; index++) await cache.claim(JKT, `jti-${index}`, 70_000, index)
+    await expect(cache.claim(JKT, 'one-more', 70_000, 100)).rejects.toMatchObject({
+      code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+      status: 503,
+    })
+    await expect(cache.claim(OTHER_JKT, 'jti-0', 70_000, 100)).resolves.toBeUndefined()
+    // Still remembered, never forgotten early.
+    await expect(cache.claim(JKT, 'jti-0', 70_000, 100)).rejects.toMatchObject({
+      reason: 'dpop_replayed',
+    })
+    // Once its oldest proofs expire, the key has room again.
+    await expect(cache.claim(JKT, 'one-more', 70_000, 70_000)).resolves.toBeUndefined()
+  })
+})
+
+describe('createRedisReplayCache', () => {
+  let redis: RedisServer
+  beforeAll(async () => {
+    redis = await startRedisServer()
+  })
+  afterAll(async () => {
+    await redis.stop()
+  })
+
+  it('accepts a jti once across every cache sharing the server, with the window as expiry', async () => {
+    const [first, second] = [await redis.client(), await redis.client()]
+    const options = { keyPrefix: 'test:dpop', storeTimeoutMs: 1000 }
+    await createRedisReplayCache(first, options).claim(JKT, 'shared', 70_000, 0)
+    await expect(
+      createRedisReplayCache(second, options).claim(JKT, 'shared', 70_000, 0),
+    ).rejects.toMatchObject({ reason: 'dpop_replayed' })
+    const keys = await first.keys('test:dpop:*')
+    expect(keys).toHaveLength(1)
+    const ttl = await first.pttl(keys[0] as string)
+    expect(ttl).toBeGreaterThan(60_000)
+    expect(ttl).toBeLessThanOrEqual(70_000)
+  })
+
+  it('answers 503 when the store does not answer within its deadline', async () => {
+    const client = await redis.client()
+    const cache = createRedisReplayCache(client, { keyPrefix: 'test:frozen', storeTimeoutMs: 50 })
+    redis.freeze()
+    try {
+      await expect(cache.claim(JKT, 'late', 70_000, 0)).rejects.toMatchObject({
+        code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+        headers: { 'Retry-After': '1' },
+      })
+    } finally {
+      redis.thaw()
+    }
+  })
+})

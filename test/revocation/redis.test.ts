@@ -1,0 +1,466 @@
+/**
+ * Revocation shared through a real `redis-server` this file starts on a free loopback port, kills
+ * and restarts, and through a real three-master Redis Cluster. Several gates with their own ioredis
+ * clients stand for several gateway instances.
+ */
+import { performance } from 'node:perf_hooks'
+import { Redis } from 'ioredis'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import type { TollgateError } from '../../src/errors.js'
+import type { GateEvent } from '../../src/events.js'
+import { createGate, type Gate } from '../../src/gate/gate.js'
+import type { RevocationOptions } from '../../src/revocation/options.js'
+import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
+
+import {
+  failFast,
+  type RedisCluster,
+  type RedisServer,
+  startRedisCluster,
+  startRedisServer,
+} from '../helpers/redis.js'
+
+/** Polling bound: generous, a loaded 2-core machine must never fail on it. Not a timing assertion. */
+const LIMIT_MS = 10_000
+
+let issuer: TestIssuer
+let server: RedisServer
+let prefixCounter = 0
+const gates: Gate[] = []
+
+beforeAll(async () => {
+  issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
+  server = await startRedisServer()
+})
+afterAll(async () => {
+  await issuer?.close()
+  await server?.stop()
+})
+afterEach(async () => {
+  for (const gate of gates.splice(0)) await gate.close()
+})
+
+interface Instance {
+  readonly gate: Gate
+  readonly events: GateEvent[]
+  /** When each event arrived (performance.now()). */
+  readonly at: WeakMap<GateEvent, number>
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + LIMIT_MS
+  while (Date.now() < deadline) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  throw new Error(`not within ${LIMIT_MS} ms: ${what}`)
+}
+
+const synced = (instance: Instance) => () =>
+  instance.events.some((event) => event.type === 'revocation_synced')
+
+async function instance(
+  redis: unknown,
+  keyPrefix: string,
+  extra: Partial<RevocationOptions> = {},
+): Promise<Instance> {
+  const events: GateEvent[] = []
+  const at = new WeakMap<GateEvent, number>()
+  const gate = createGate({
+    issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+    audience: 'gateway',
+    revocation: {
+      store: { redis: redis as never },
+      keyPrefix,
+      callbacks: { clientIds: 'gateway' },
+      ...extra,
+    },
+    onEvent: (event) => {
+      at.set(event, performance.now())
+      events.push(event)
+    },
+  })
+  gates.push(gate)
+  const created = { gate, events, at }
+  await until('the first synchronization', synced(created))
+  return created
+}
+
+async function pair(extra: Partial<RevocationOptions> = {}): Promise<[Instance, Instance]> {
+  prefixCounter += 1
+  const prefix = `rv${prefixCounter}`
+  return [
+    await instance(await server.client(), prefix, extra),
+    await instance(await server.client(), prefix, extra),
+  ]
+}
+
+const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
+const decided = (gate: Gate, token: string) =>
+  gate.check(bearer(token)).then(
+    () => 'admitted',
+    (error: TollgateError) => error.reason,
+  )
+const issuedBefore = (claims: Record<string, unknown>) =>
+  issuer.mint({ iat: Math.floor(Date.now() / 1000) - 10, ...claims })
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number
+}
+
+describe('revocation shared through Redis', () => {
+  it('enforces a revocation made on one instance at the other, and reports how long it took', async ({
+    annotate,
+  }) => {
+    const [a, b] = await pair()
+    const token = await issuedBefore({ sub: 'alice' })
+    expect(await decided(b.gate, token)).toBe('admitted')
+    await expect(a.gate.revoke({ sub: 'alice' })).resolves.toEqual({ stored: 'redis' })
+    await until('instance B refuses', async () => (await decided(b.gate, token)) === 'revoked')
+
+    // The distribution, from a.revoke() being called to B applying the change (its event).
+    const rounds = 200
+    const elapsed: number[] = []
+    for (let i = 0; i < rounds; i++) {
+      const seen = b.events.length
+      const started = performance.now()
+      await a.gate.revoke({ jti: `token-${i}` })
+      let received: GateEvent | undefined
+      await until('B learns the revocation', () => {
+        received = b.events.slice(seen).find((event) => event.type === 'revocation_received')
+        return received !== undefined
+      })
+      elapsed.push((b.at.get(received as GateEvent) as number) - started)
+    }
+    elapsed.sort((x, y) => x - y)
+    const figures = [50, 90, 99].map((p) => `p${p} ${percentile(elapsed, p).toFixed(2)} ms`)
+    await annotate(
+      `propagation over ${rounds} revocations (revoke() called → peer enforcing): ${figures.join(', ')}, max ${(elapsed.at(-1) as number).toFixed(2)} ms`,
+    )
+    const received = b.events.filter((event) => event.type === 'revocation_received')
+    expect(received.length).toBeGreaterThanOrEqual(rounds + 1)
+  })
+
+  it('enforces an unrevoke everywhere', async () => {
+    const [a, b] = await pair()
+    const token = await issuedBefore({ sid: 'session-1' })
+    await a.gate.revoke({ sid: 'session-1' })
+    await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
+    await b.gate.unrevoke({ sid: 'session-1' })
+    await until('A admits again', async () => (await decided(a.gate, token)) === 'admitted')
+    // The tombstone that tells an instance which missed the message to let the entry go.
+    const admin = await server.client()
+    const tombstone = await admin.hget(
+      `{rv${prefixCounter}}:removed`,
+      JSON.stringify([issuer.issuer('acme'), 'sid', 'session-1']),
+    )
+    expect(Number(tombstone)).toBeGreaterThan(Date.now())
+  })
+
+  it('keeps the tombstone of an unrevoke as long as the entry it removed would have lived', async () => {
+    const [a] = await pair()
+    const admin = await server.client()
+    const field = JSON.stringify([issuer.issuer('acme'), 'sub', 'nora'])
+    const notBefore = Math.floor(Date.now() / 1000) + 3000
+    await a.gate.revoke({ sub: 'nora', notBefore })
+    const expiresAt = Number(
+      ((await admin.hget(`{rv${prefixCounter}}:entries`, field)) as string).split(':')[1],
+    )
+    expect(expiresAt).toBeGreaterThan(notBefore * 1000)
+    // Redis lost the entry (an older snapshot): only this instance knows how long it lives.
+    await admin.hdel(`{rv${prefixCounter}}:entries`, field)
+    await a.gate.unrevoke({ sub: 'nora' })
+    expect(Number(await admin.hget(`{rv${prefixCounter}}:removed`, field))).toBe(expiresAt)
+  })
+
+  it('gives a new instance every revocation already made (full synchronization)', async () => {
+    const [a] = await pair()
+    await a.gate.revoke({ sub: 'bob' })
+    const late = await instance(await server.client(), `rv${prefixCounter}`)
+    expect(await decided(late.gate, await issuedBefore({ sub: 'bob' }))).toBe('revoked')
+  })
+
+  it('catches up with a change whose message was lost (a gap in the sequence)', async () => {
+    const [a, b] = await pair()
+    const admin = await server.client()
+    const prefix = `rv${prefixCounter}`
+    // A change stored without its message, as when a subscriber misses one.
+    await admin.hset(
+      `{${prefix}}:entries`,
+      JSON.stringify([issuer.issuer('acme'), 'sub', 'carol']),
+      `${Math.floor(Date.now() / 1000) + 1}:${Date.now() + 3_600_000}`,
+    )
+    await admin.incr(`{${prefix}}:seq`)
+    const carol = await issuedBefore({ sub: 'carol' })
+    expect(await decided(b.gate, carol)).toBe('admitted')
+    await a.gate.revoke({ sub: 'someone-else' })
+    await until('B resynchronizes', async () => (await decided(b.gate, carol)) === 'revoked')
+  })
+
+  it('ignores malformed messages and entries from a foreign writer on its keys', async () => {
+    const [a, b] = await pair()
+    const admin = await server.client()
+    const prefix = `rv${prefixCounter}`
+    for (const message of [
+      'garbage',
+      '[]',
+      '{"seq":1}',
+      JSON.stringify([1, 'drop', 'x', 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', 'not json', 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', JSON.stringify(['i', 'email', 'v']), 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', JSON.stringify([1, 'sub', 'v']), 0, 0, 0, 'o']),
+      JSON.stringify([1, 'add', JSON.stringify(['i', 'sub', 'v']), 'nb', null, 0, 'o']),
+    ]) {
+      await admin.publish(`${prefix}:events`, message)
+    }
+    await admin.hset(`{${prefix}}:entries`, 'not json', '1:99999999999999')
+    await admin.hset(`{${prefix}}:entries`, JSON.stringify(['i', 'sub', 'x']), 'no-colon')
+    const token = await issuedBefore({ sub: 'judy' })
+    await a.gate.revoke({ sub: 'judy' })
+    await until(
+      'B still learns genuine revocations',
+      async () => (await decided(b.gate, token)) === 'revoked',
+    )
+    const late = await instance(await server.client(), prefix)
+    expect(await decided(late.gate, token)).toBe('revoked')
+  })
+
+  it('synchronizes through a client created with lazyConnect', async () => {
+    prefixCounter += 1
+    const lazy = new Redis({ host: '127.0.0.1', port: server.port, lazyConnect: true, ...failFast })
+    lazy.on('error', () => {})
+    try {
+      const a = await instance(await server.client(), `rv${prefixCounter}`)
+      const b = await instance(lazy, `rv${prefixCounter}`)
+      const token = await issuedBefore({ sub: 'ivan' })
+      await a.gate.revoke({ sub: 'ivan' })
+      await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
+    } finally {
+      lazy.disconnect()
+    }
+  })
+
+  it('shares the replay memory of logout tokens between instances', async () => {
+    const [a, b] = await pair()
+    const token = await issuer.mintLogoutToken({ sid: 'session-2' })
+    const post = (gate: Gate) =>
+      gate.backchannelLogout({
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        body: `logout_token=${token}`,
+      })
+    expect((await post(a.gate)).status).toBe(200)
+    expect((await post(b.gate)).status).toBe(400)
+    expect(b.events).toContainEqual(
+      expect.objectContaining({ type: 'logout_refused', reason: 'replayed' }),
+    )
+  })
+})
+
+describe('revocation while Redis is down', () => {
+  let down = false
+  const kill = async () => {
+    down = true
+    await server.kill()
+  }
+  const restart = async () => {
+    await server.restart()
+    down = false
+  }
+  afterEach(async () => {
+    if (down) await restart()
+  })
+
+  it('keeps enforcing what it knows, queues what is made meanwhile, and heals a Redis restarted empty', async () => {
+    const [a, b] = await pair()
+    const before = await issuedBefore({ sub: 'dave' })
+    const during = await issuedBefore({ sub: 'erin' })
+    await a.gate.revoke({ sub: 'dave' })
+    await until('B refuses dave', async () => (await decided(b.gate, before)) === 'revoked')
+
+    await kill()
+    await until('B notices', () =>
+      b.events.some((event) => event.type === 'revocation_fallback' && event.engaged),
+    )
+    expect(await decided(b.gate, before)).toBe('revoked')
+    await expect(a.gate.revoke({ sub: 'erin' })).resolves.toEqual({ stored: 'queued' })
+    expect(await decided(a.gate, during)).toBe('revoked')
+    expect(await decided(b.gate, during)).toBe('admitted')
+
+    // A fresh server: no persistence, so Redis comes back empty.
+    await restart()
+    await until(
+      'B learns the revocation queued on A',
+      async () => (await decided(b.gate, during)) === 'revoked',
+    )
+    expect(await decided(b.gate, before)).toBe('revoked')
+    expect(await decided(a.gate, before)).toBe('revoked')
+    // A third instance, started after the restart, learns both from Redis.
+    const late = await instance(await server.client(), `rv${prefixCounter}`)
+    expect(await decided(late.gate, before)).toBe('revoked')
+    expect(await decided(late.gate, during)).toBe('revoked')
+    // And new revocations flow again.
+    const after = await issuedBefore({ sub: 'frank' })
+    await b.gate.revoke({ sub: 'frank' })
+    await until('A refuses frank', async () => (await decided(a.gate, after)) === 'revoked')
+    await until('B says it is synchronized again', () =>
+      b.events.some((event) => event.type === 'revocation_fallback' && !event.engaged),
+    )
+    const fallbacks = b.events.filter((event) => event.type === 'revocation_fallback')
+    expect(fallbacks).toEqual([
+      { type: 'revocation_fallback', engaged: true, policy: 'enforce-known' },
+      { type: 'revocation_fallback', engaged: false, policy: 'enforce-known' },
+    ])
+  })
+
+  it('keeps and writes back revocations a Redis restarted from an older RDB snapshot lost', async () => {
+    // Its own server: the RDB file it leaves in its directory must not leak into other tests.
+    const own = await startRedisServer()
+    try {
+      prefixCounter += 1
+      const prefix = `rv${prefixCounter}`
+      const a = await instance(await own.client(), prefix)
+      const alice = await issuedBefore({ sub: 'alice' })
+      const bob = await issuedBefore({ sub: 'bob' })
+      await a.gate.revoke({ sub: 'alice' })
+      const admin = await own.client()
+      await admin.save() // what "save 60 10000" does now and then: same epoch key in the file
+      await a.gate.revoke({ sub: 'bob' }) // after the last save
+      await own.kill()
+      await own.restart() // loads dump.rdb: alice's entry and the old epoch, an older sequence
+      const seen = a.events.length
+      await until('A resynchronizes', () =>
+        a.events.slice(seen).some((event) => event.type === 'revocation_synced'),
+      )
+      expect(await decided(a.gate, bob)).toBe('revoked')
+      expect(await decided(a.gate, alice)).toBe('revoked')
+      // Written back: an instance started now learns both from Redis.
+      const late = await instance(await own.client(), prefix)
+      expect(await decided(late.gate, bob)).toBe('revoked')
+      expect(await decided(late.gate, alice)).toBe('revoked')
+      expect(a.events).toContainEqual(
+        expect.objectContaining({ type: 'revocation_store_error', error: expect.any(Error) }),
+      )
+    } finally {
+      await own.stop()
+    }
+  })
+
+  it('writes back entries evicted from Redis (allkeys-lru) while the epoch key stayed', async () => {
+    const [a, b] = await pair()
+    const prefix = `rv${prefixCounter}`
+    const admin = await server.client()
+    const token = await issuedBefore({ sub: 'kim' })
+    await a.gate.revoke({ sub: 'kim' })
+    await until('B refuses kim', async () => (await decided(b.gate, token)) === 'revoked')
+    await admin.del(`{${prefix}}:entries`)
+    // A gap in the sequence makes both instances resynchronize.
+    const seen = b.events.length
+    await admin.incr(`{${prefix}}:seq`)
+    await a.gate.revoke({ sub: 'someone-else' })
+    await until('B resynchronizes', () =>
+      b.events.slice(seen).some((event) => event.type === 'revocation_synced'),
+    )
+    expect(await decided(b.gate, token)).toBe('revoked')
+    await until(
+      'the entry is back in Redis',
+      async () =>
+        (await admin.hexists(
+          `{${prefix}}:entries`,
+          JSON.stringify([issuer.issuer('acme'), 'sub', 'kim']),
+        )) === 1,
+    )
+    const late = await instance(await server.client(), prefix)
+    expect(await decided(late.gate, token)).toBe('revoked')
+  })
+
+  it('lets an entry go when its removal was missed but left a tombstone', async () => {
+    const [a, b] = await pair()
+    const prefix = `rv${prefixCounter}`
+    const admin = await server.client()
+    const token = await issuedBefore({ sub: 'lea' })
+    await a.gate.revoke({ sub: 'lea' })
+    await until('B refuses lea', async () => (await decided(b.gate, token)) === 'revoked')
+    // An unrevoke whose message B never received: the hash and tombstone as REMOVE leaves them.
+    const field = JSON.stringify([issuer.issuer('acme'), 'sub', 'lea'])
+    await admin.hdel(`{${prefix}}:entries`, field)
+    await admin.hset(`{${prefix}}:removed`, field, String(Date.now() + 3_600_000))
+    await admin.incr(`{${prefix}}:seq`)
+    await a.gate.revoke({ sub: 'someone-else' })
+    await until('B admits lea again', async () => (await decided(b.gate, token)) === 'admitted')
+    expect(await admin.hexists(`{${prefix}}:entries`, field)).toBe(0)
+  })
+
+  it("with onStoreError 'deny', answers 503 with Retry-After once out of sync past the bound, then recovers", async () => {
+    const [, b] = await pair({ onStoreError: 'deny', denyAfterMs: 50 })
+    const token = await issuedBefore({ sub: 'gina' })
+    expect(await decided(b.gate, token)).toBe('admitted')
+    await kill()
+    await until(
+      'B refuses with 503',
+      async () => (await decided(b.gate, token)) === 'revocation_unavailable',
+    )
+    const error = await b.gate.check(bearer(token)).catch((caught: TollgateError) => caught)
+    expect(error).toMatchObject({
+      status: 503,
+      code: 'ERR_REVOCATION_UNAVAILABLE',
+      headers: { 'Retry-After': '1' },
+    })
+    expect(b.events).toContainEqual({ type: 'revocation_fallback', engaged: true, policy: 'deny' })
+    await restart()
+    await until('B admits again', async () => (await decided(b.gate, token)) === 'admitted')
+  })
+
+  it('refuses a logout token replayed to the same instance while Redis is down', async () => {
+    const [a] = await pair()
+    await kill()
+    await until('A notices', () =>
+      a.events.some((event) => event.type === 'revocation_fallback' && event.engaged),
+    )
+    const token = await issuer.mintLogoutToken({ sid: 'session-9' })
+    const post = () =>
+      a.gate.backchannelLogout({
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        method: 'POST',
+        body: `logout_token=${token}`,
+      })
+    // Redis cannot say whether it was seen: this instance's own memory does.
+    expect((await post()).status).toBe(200)
+    expect((await post()).status).toBe(400)
+    expect(a.events).toContainEqual(
+      expect.objectContaining({ type: 'logout_refused', reason: 'replayed' }),
+    )
+  })
+
+  it("with onStoreError 'enforce-known', never answers 503", async () => {
+    const [, b] = await pair({ denyAfterMs: 0 })
+    const token = await issuedBefore({ sub: 'hana' })
+    await kill()
+    await until('B notices', () =>
+      b.events.some((event) => event.type === 'revocation_fallback' && event.engaged),
+    )
+    expect(await decided(b.gate, token)).toBe('admitted')
+  })
+})
+
+describe('revocation shared through a Redis Cluster', () => {
+  let cluster: RedisCluster
+  beforeAll(async () => {
+    cluster = await startRedisCluster()
+  }, 60_000)
+  afterAll(async () => {
+    await cluster?.stop()
+  })
+
+  it('enforces a revocation made on one instance at the other', async () => {
+    const a = await instance(await cluster.client(), 'rvc')
+    const b = await instance(await cluster.client(), 'rvc')
+    const token = await issuedBefore({ sid: 'session-3' })
+    expect(await decided(b.gate, token)).toBe('admitted')
+    await expect(a.gate.revoke({ sid: 'session-3' })).resolves.toEqual({ stored: 'redis' })
+    await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
+    const late = await instance(await cluster.client(), 'rvc')
+    expect(await decided(late.gate, token)).toBe('revoked')
+  })
+})

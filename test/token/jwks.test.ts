@@ -1,0 +1,359 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+
+import { ServiceUnavailableError } from '../../src/errors.js'
+import type { GateEvent } from '../../src/events.js'
+import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { IssuerKeys, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
+
+const OPTIONS: NormalizedJWKSOptions = {
+  timeoutMs: 1000,
+  cooldownMs: 30_000,
+  minCooldownMs: 500,
+  maxAgeMs: 600_000,
+  staleIfErrorMs: 3_600_000,
+  maxBodyBytes: 262_144,
+  allowInsecureHttp: false,
+  fetch: (...args) => globalThis.fetch(...args),
+}
+
+let issuer: TestIssuer
+
+beforeAll(async () => {
+  issuer = await createTestIssuer({ realms: ['acme', 'beta'], algorithms: ['RS256', 'ES256'] })
+})
+afterAll(async () => {
+  await issuer.close()
+})
+afterEach(() => {
+  issuer.setFault(undefined)
+  issuer.setFault(undefined, { realm: 'beta' })
+  issuer.overrideJwks(undefined)
+  issuer.resetCounts()
+  vi.useRealTimers()
+})
+
+function keysOf(options: Partial<NormalizedJWKSOptions> = {}, realm = 'acme', discovery = false) {
+  const events: GateEvent[] = []
+  const keys = new IssuerKeys(
+    {
+      issuer: issuer.issuer(realm),
+      jwksUri: discovery ? undefined : issuer.jwksUri(realm),
+      discovery,
+    },
+    ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    { ...OPTIONS, ...options },
+    { emit: (event) => events.push(event), onKeysRetired: undefined },
+  )
+  return { keys, events }
+}
+
+function kidOf(alg: string, realm = 'acme'): string {
+  const jwk = issuer.jwks(realm).keys.find((key) => key.alg === alg)
+  return jwk?.kid as string
+}
+
+describe('IssuerKeys', () => {
+  it('fetches once and resolves keys by kid and algorithm', async () => {
+    const { keys, events } = keysOf()
+    const found = await keys.resolve(kidOf('RS256'), 'RS256')
+    expect(found).toHaveLength(1)
+    expect(await keys.resolve(kidOf('ES256'), 'ES256')).toHaveLength(1)
+    expect(issuer.fetchCount()).toBe(1)
+    expect(events.map((event) => event.type)).toEqual(['jwks_refreshed'])
+  })
+
+  it('does not match a key with an algorithm its type cannot verify', async () => {
+    const { keys } = keysOf()
+    expect(await keys.resolve(kidOf('RS256'), 'ES256')).toEqual([])
+    expect(await keys.resolve(kidOf('ES256'), 'RS256')).toEqual([])
+  })
+
+  it('shares one fetch between concurrent misses', async () => {
+    const { keys } = keysOf()
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => keys.resolve(kidOf('RS256'), 'RS256')),
+    )
+    expect(results.every((found) => found.length === 1)).toBe(true)
+    expect(issuer.fetchCount()).toBe(1)
+  })
+
+  describe('unknown kids', () => {
+    /** Serves the test issuer's key set from memory and records when (fake clock) it was fetched. */
+    function inMemoryKeys(options: Partial<NormalizedJWKSOptions> = {}) {
+      const fetchedAt: number[] = []
+      const fetch: typeof globalThis.fetch = async () => {
+        fetchedAt.push(Date.now())
+        return new Response(JSON.stringify(issuer.jwks('acme')), { status: 200 })
+      }
+      return { ...keysOf({ fetch, ...options }), fetchedAt }
+    }
+    /** Advances the fake clock until the lookup settles (it may wait for its refetch slot). */
+    async function settle<T>(promise: Promise<T>): Promise<T> {
+      let settled = false
+      promise.then(
+        () => (settled = true),
+        () => (settled = true),
+      )
+      for (let step = 0; !settled && step < 10_000; step++) await vi.advanceTimersByTimeAsync(10)
+      return promise
+    }
+    const intervals = (times: number[]) =>
+      times.slice(1).map((time, index) => time - (times[index] as number))
+
+    it('accepts a key rotated in just after a fetch on the first request that carries it', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      vi.advanceTimersByTime(100)
+      const rotated = await issuer.rotate({ alg: 'RS256' })
+      // It waits for the next refetch, minCooldownMs after the last one, instead of being refused.
+      expect(await settle(keys.resolve(rotated, 'RS256'))).toHaveLength(1)
+      expect(fetchedAt).toEqual([1_000_000, 1_000_500])
+    })
+
+    it('backs off refetches for kids that stay unknown, from minCooldownMs to one per cooldown', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      for (let index = 0; Date.now() < 1_000_000 + 100_000; index++) {
+        expect(await settle(keys.resolve(`random-${index}`, 'RS256'))).toEqual([])
+        vi.advanceTimersByTime(100)
+      }
+      expect(intervals(fetchedAt)).toEqual([500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+    })
+
+    it('answers a kid that stays unknown at once while the next refetch is further than minCooldownMs away', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      await settle(keys.resolve('random-a', 'RS256'))
+      // The interval is now 1000 ms from the refetch at 1_000_500: nothing is due within 500 ms.
+      expect(await keys.resolve('random-b', 'RS256')).toEqual([])
+      expect(fetchedAt).toHaveLength(2)
+    })
+
+    it('resets the back-off once a refetch finds the kid it was made for', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      for (let index = 0; index < 40; index++) {
+        await settle(keys.resolve(`random-${index}`, 'RS256'))
+        vi.advanceTimersByTime(100)
+      }
+      const rotated = await issuer.rotate({ alg: 'RS256' })
+      while ((await settle(keys.resolve(rotated, 'RS256'))).length === 0)
+        vi.advanceTimersByTime(100)
+      const found = fetchedAt.length
+      await settle(keys.resolve('random-after', 'RS256'))
+      expect(fetchedAt).toHaveLength(found + 1)
+      expect(intervals(fetchedAt).at(-1)).toBe(500)
+    })
+
+    it('resets the back-off after a cooldown without unknown kids', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      for (let index = 0; index < 80; index++) {
+        await settle(keys.resolve(`random-${index}`, 'RS256'))
+        vi.advanceTimersByTime(100)
+      }
+      vi.advanceTimersByTime(30_000)
+      const before = fetchedAt.length
+      const rotated = await issuer.rotate({ alg: 'RS256' })
+      expect(await keys.resolve(rotated, 'RS256')).toHaveLength(1)
+      expect(fetchedAt).toHaveLength(before + 1)
+    })
+
+    it('stops waiting for a refetch slot when the gate closes', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      const waiting = keys.resolve('random', 'RS256')
+      keys.close()
+      expect(await waiting).toEqual([])
+      expect(fetchedAt).toHaveLength(1)
+    })
+  })
+
+  it('retires a key that leaves the set, and reuses unchanged keys across refreshes', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { keys } = keysOf({ cooldownMs: 0 })
+    const [kept] = await keys.resolve(kidOf('ES256'), 'ES256')
+    const extra = await issuer.rotate({ alg: 'RS256' })
+    const [leaving] = await keys.resolve(extra, 'RS256')
+    issuer.unpublish(extra)
+    vi.advanceTimersByTime(600_000)
+    const [keptAgain] = await keys.resolve(kidOf('ES256'), 'ES256')
+    expect(keptAgain).toBe(kept)
+    expect(kept?.retired).toBe(false)
+    expect(leaving?.retired).toBe(true)
+  })
+
+  it('refreshes in the background after 80% of the max age without making requests wait', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { keys } = keysOf({ maxAgeMs: 10_000 })
+    await keys.resolve(kidOf('RS256'), 'RS256')
+    vi.advanceTimersByTime(8_500)
+    issuer.setFault({ kind: 'slow-headers', delayMs: 300 })
+    const started = performance.now()
+    expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+    expect(performance.now() - started).toBeLessThan(250)
+    await vi.waitFor(() => expect(issuer.fetchCount()).toBe(2))
+  })
+
+  it('serves the last good keys after max age while refreshes fail, and says so', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { keys, events } = keysOf({ maxAgeMs: 10_000, staleIfErrorMs: 60_000 })
+    await keys.resolve(kidOf('RS256'), 'RS256')
+    issuer.setFault({ kind: 'status', status: 500 })
+    vi.advanceTimersByTime(11_000)
+    expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+    expect(keys.status().state).toBe('stale')
+    expect(events.map((event) => event.type)).toEqual([
+      'jwks_refreshed',
+      'jwks_refresh_failed',
+      'jwks_stale',
+    ])
+    expect(events[1]).toMatchObject({ reason: 'status' })
+  })
+
+  it('stops serving stale keys after the stale bound: 503, never 401', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { keys } = keysOf({ maxAgeMs: 10_000, staleIfErrorMs: 5_000 })
+    await keys.resolve(kidOf('RS256'), 'RS256')
+    issuer.setFault({ kind: 'status', status: 502 })
+    vi.advanceTimersByTime(16_000)
+    await expect(keys.resolve(kidOf('RS256'), 'RS256')).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    )
+    expect(keys.status()).toMatchObject({ state: 'unavailable', keys: 0, lastFailure: 'status' })
+  })
+
+  it('answers 503 with Retry-After on a cold start with the provider down, and recovers', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { keys } = keysOf({ cooldownMs: 30_000 })
+    issuer.setFault({ kind: 'status', status: 503 })
+    const error = await keys.resolve(kidOf('RS256'), 'RS256').catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(ServiceUnavailableError)
+    expect((error as ServiceUnavailableError).headers['Retry-After']).toBe('1')
+    // Backing off: no new fetch within a second of the failure.
+    await keys.resolve(kidOf('RS256'), 'RS256').catch(() => undefined)
+    expect(issuer.fetchCount()).toBe(1)
+    issuer.setFault(undefined)
+    vi.advanceTimersByTime(1000)
+    expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+  })
+
+  it.each([
+    ['HTML', { kind: 'html' as const }, 'invalid_json'],
+    ['invalid JSON', { kind: 'invalid-json' as const }, 'invalid_json'],
+    ['an empty key set', { kind: 'empty-keys' as const }, 'no_usable_keys'],
+    ['a 404', { kind: 'status' as const, status: 404 }, 'status'],
+    ['a 429', { kind: 'status' as const, status: 429 }, 'status'],
+    ['a redirect', { kind: 'redirect' as const, location: 'http://127.0.0.1:1/certs' }, 'redirect'],
+    ['a huge body', { kind: 'huge' as const, bytes: 2_000_000 }, 'too_large'],
+    ['slow headers', { kind: 'slow-headers' as const, delayMs: 2000 }, 'timeout'],
+    ['a slow body', { kind: 'slow-body' as const, delayMs: 2000 }, 'timeout'],
+  ])('never replaces good keys with %s', async (_, fault, reason) => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { keys, events } = keysOf({ maxAgeMs: 10_000, timeoutMs: 300 })
+    await keys.resolve(kidOf('RS256'), 'RS256')
+    issuer.setFault(fault)
+    vi.advanceTimersByTime(11_000)
+    expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+    expect(events.find((event) => event.type === 'jwks_refresh_failed')).toMatchObject({ reason })
+  })
+
+  type Mutation = (jwk: Record<string, unknown>) => unknown
+  it.each<[string, Mutation]>([
+    ['encryption keys', (jwk: Record<string, unknown>) => ({ ...jwk, use: 'enc' })],
+    [
+      'keys whose key_ops exclude verify',
+      (jwk: Record<string, unknown>) => ({ ...jwk, key_ops: ['encrypt'] }),
+    ],
+    [
+      'keys whose alg contradicts their type',
+      (jwk: Record<string, unknown>) => ({ ...jwk, alg: jwk.kty === 'RSA' ? 'ES256' : 'RS256' }),
+    ],
+    [
+      'keys for algorithms not allowed',
+      (jwk: Record<string, unknown>) => ({ ...jwk, alg: 'RS512' }),
+    ],
+    [
+      'symmetric keys',
+      (jwk: Record<string, unknown>) => ({ kid: jwk.kid, kty: 'oct', k: 'c2VjcmV0' }),
+    ],
+    ['keys carrying private members', (jwk: Record<string, unknown>) => ({ ...jwk, d: 'AQAB' })],
+    [
+      'EC keys on another curve',
+      (jwk: Record<string, unknown>) =>
+        jwk.kty === 'EC' ? { ...jwk, crv: 'P-384' } : { ...jwk, kty: 'EC' },
+    ],
+    ['malformed entries', () => 'not a key'],
+  ])('ignores %s', async (_, mutate) => {
+    const { keys, events } = keysOf()
+    issuer.overrideJwks({ keys: issuer.jwks().keys.map(mutate) })
+    await expect(keys.resolve(kidOf('RS256'), 'RS256')).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    )
+    expect(events.at(-1)).toMatchObject({ type: 'jwks_refresh_failed', reason: 'no_usable_keys' })
+  })
+
+  it('ignores RSA keys shorter than 2048 bits', async () => {
+    const { generateKeyPairSync } = await import('node:crypto')
+    const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 1024 })
+    const weak = { ...publicKey.export({ format: 'jwk' }), kid: 'weak', alg: 'RS256', use: 'sig' }
+    issuer.overrideJwks({ keys: [weak, ...issuer.jwks().keys] })
+    const { keys } = keysOf()
+    expect(await keys.resolve('weak', 'RS256')).toEqual([])
+    expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+  })
+
+  it('keeps keys with a duplicated kid and offers both as candidates', async () => {
+    const extra = await issuer.rotate({ alg: 'RS256' })
+    const published = issuer.jwks().keys
+    const twin = { ...published.find((key) => key.kid === extra), kid: kidOf('ES256') }
+    issuer.overrideJwks({ keys: [...published, twin] })
+    const { keys } = keysOf()
+    expect(await keys.resolve(kidOf('ES256'), 'RS256')).toHaveLength(1)
+    expect(await keys.resolve(kidOf('ES256'), 'ES256')).toHaveLength(1)
+  })
+
+  it('finds the key set through OpenID discovery', async () => {
+    const { keys } = keysOf({}, 'acme', true)
+    expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+    expect(issuer.discoveryCount()).toBe(1)
+  })
+
+  it('refuses a discovery document that names another issuer', async () => {
+    const events: GateEvent[] = []
+    const keys = new IssuerKeys(
+      { issuer: `${issuer.issuer('acme')}/`, jwksUri: undefined, discovery: true },
+      ['RS256'],
+      OPTIONS,
+      { emit: (event) => events.push(event), onKeysRetired: undefined },
+    )
+    await expect(keys.resolve(kidOf('RS256'), 'RS256')).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    )
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'jwks_refresh_failed', reason: 'discovery' }),
+    )
+  })
+
+  it('keeps one realm serving while another is down', async () => {
+    const acme = keysOf({}, 'acme')
+    const beta = keysOf({}, 'beta')
+    issuer.setFault({ kind: 'status', status: 500 }, { realm: 'beta' })
+    expect(await acme.keys.resolve(kidOf('RS256', 'acme'), 'RS256')).toHaveLength(1)
+    await expect(beta.keys.resolve(kidOf('RS256', 'beta'), 'RS256')).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    )
+  })
+
+  it('reports its state for readiness probes', async () => {
+    const { keys } = keysOf()
+    expect(keys.status()).toMatchObject({ state: 'unavailable', keys: 0, fetchedAt: undefined })
+    expect(await keys.warm()).toMatchObject({ state: 'fresh', keys: issuer.jwks().keys.length })
+  })
+})
