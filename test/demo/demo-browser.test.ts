@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { DEMO_PASSWORD, type Demo, startDemo } from '../../demo/servers.js'
 
-const CHROMIUM = '/usr/bin/chromium'
+/** Debian's chromium; `CHROMIUM_PATH` points elsewhere (another distribution, a Chrome build). */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ARTIFACTS = join(process.cwd(), 'test-artifacts')
 
 describe('office web page in chromium', () => {

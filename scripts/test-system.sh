@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# What the tests need from the operating system, installed when missing: `npm test` runs this
+# first, so a fresh Debian machine needs nothing by hand. As root it installs with apt-get;
+# otherwise it names the packages to install and stops (a missing service is never a skipped test).
+#   redis-server  the limiter, revocation and sign-in store tests start their own servers
+#   chromium      the sign-in browser test (test/demo/demo-browser.test.ts; CHROMIUM_PATH overrides)
+set -euo pipefail
+
+missing=()
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null || missing+=(redis-server)
+if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  echo "The tests need: ${missing[*]}. Install them (Debian/Ubuntu: sudo apt-get install ${missing[*]}) and run npm test again." >&2
+  exit 1
+fi
+echo "Installing what the tests need: ${missing[*]} (apt-get)" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null
