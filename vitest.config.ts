@@ -15,6 +15,10 @@ export default defineConfig({
       { find: /^tollgate\/testing$/, replacement: source('./src/testing/index.ts') },
       { find: /^tollgate\/client$/, replacement: source('./src/client/index.ts') },
       { find: /^tollgate\/signin$/, replacement: source('./src/signin/index.ts') },
+      { find: /^tollgate\/otel$/, replacement: source('./src/otel/index.ts') },
+      { find: /^tollgate\/fetch$/, replacement: source('./adapters/fetch/index.ts') },
+      { find: /^tollgate\/hono$/, replacement: source('./adapters/hono/index.ts') },
+      { find: /^tollgate\/fastify$/, replacement: source('./adapters/fastify/index.ts') },
     ],
   },
   test: {
