@@ -33,7 +33,12 @@ export interface ConfigurationWarning {
  * Returns whether it was emitted. Callers use it only when the application gave no listener of
  * its own: with `onEvent`, the event is the report.
  */
-export function warnOnce({ code, subject, message, now = Date.now }: ConfigurationWarning): boolean {
+export function warnOnce({
+  code,
+  subject,
+  message,
+  now = Date.now,
+}: ConfigurationWarning): boolean {
   const key = `${code}\0${subject}`
   const at = now()
   const last = lastWarned.get(key)
