@@ -1,8 +1,10 @@
 /**
  * The one option-validation kit: every option of the gate, its tenants and its limits is checked
  * with these, once, at construction, and fails with the same wording: the option's full path, what
- * it must be, and a summary of what was received that never repeats its text (an option set by
- * mistake to a secret must not end up in a crash log).
+ * it must be, and what was received. A received value is shown only where the caller says it is
+ * safe to show (an enum, an algorithm name, a URL without its credentials and query); any other
+ * text is summarized by type and length, never repeated (an option set by mistake to a secret must
+ * not end up in a crash log).
  *
  * @module
  */
@@ -19,11 +21,56 @@ export function summarize(value: unknown): string {
 }
 
 /**
- * Throws the kit's `TypeError`: `createGate(options): "<path>" <expectation> (got <summary>)`.
- * Without `value` (a rule about the option, not about its type), the summary is left out.
+ * How a received value may appear in a message: `true` for text that is never secret (an enum, an
+ * algorithm name, a host), `'url'` for a URL, shown without userinfo, query or fragment (where
+ * passwords and API keys travel). Anything that is not a string is summarized either way.
  */
-export function fail(path: string, expectation: string, ...value: [unknown?]): never {
-  const got = value.length === 0 ? '' : ` (got ${summarize(value[0])})`
+export type Show = true | 'url'
+
+/** Longest text quoted in a message; the rest is cut and marked with `…`. */
+const MAX_SHOWN = 120
+
+/** `text` in single quotes, with control characters, quotes and backslashes escaped. */
+function quote(text: string): string {
+  const cut = text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text
+  const escaped = cut.replace(/[\\'\p{Cc}\p{Cf}\u2028\u2029]/gu, (char) =>
+    char === '\\' || char === "'"
+      ? `\\${char}`
+      : `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
+  return `'${escaped}'`
+}
+
+/**
+ * A URL as it may appear in a message: userinfo (`user:password@`) becomes `***@`, a query `?…`
+ * and a fragment `#…`. Works on text that does not parse as a URL too, since that is exactly what
+ * a message about a bad URL receives.
+ */
+export function redactUrl(text: string): string {
+  // Userinfo: anything before the last `@` of the authority (RFC 3986 §3.2.1).
+  return text
+    .replace(/^([a-z][a-z0-9+.-]*:\/\/|\/\/)?([^/?#]*)@/i, (_match, scheme = '') => `${scheme}***@`)
+    .replace(/\?[^#]*/, (query) => (query === '?' ? '?' : '?…'))
+    .replace(/#.*$/s, (fragment) => (fragment === '#' ? '#' : '#…'))
+}
+
+/** A received value as a message shows it: see {@link Show}; without `show`, {@link summarize}. */
+export function describeValue(value: unknown, show?: Show): string {
+  if (show === undefined || typeof value !== 'string') return summarize(value)
+  return quote(show === 'url' ? redactUrl(value) : value)
+}
+
+/**
+ * Throws the kit's `TypeError`: `createGate(options): "<path>" <expectation> (got <value>)`.
+ * Without `value` (a rule about the option, not about its type), the `(got …)` part is left out.
+ * The value is summarized by type and length unless `how.show` says it is safe to show.
+ */
+export function fail(
+  path: string,
+  expectation: string,
+  ...value: [] | [value: unknown] | [value: unknown, how: { readonly show: Show }]
+): never {
+  const got = value.length === 0 ? '' : ` (got ${describeValue(value[0], value[1]?.show)})`
   throw new TypeError(`createGate(options): "${path}" ${expectation}${got}`)
 }
 
@@ -79,7 +126,10 @@ export function integer(
   return value
 }
 
-/** One of `allowed`; the first of them when absent. */
+/**
+ * One of `allowed`; the first of them when absent. A refused string is shown: whatever was meant
+ * as one of a fixed list of names is not a secret, and seeing `'alowed'` beats counting letters.
+ */
 export function oneOf<T extends string | boolean>(
   value: unknown,
   path: string,
@@ -88,7 +138,7 @@ export function oneOf<T extends string | boolean>(
   if (value === undefined) return allowed[0] as T
   if (!allowed.includes(value as T)) {
     const list = allowed.map((item) => (typeof item === 'string' ? `'${item}'` : String(item)))
-    fail(path, `must be one of ${list.join(', ')}`, value)
+    fail(path, `must be one of ${list.join(', ')}`, value, { show: true })
   }
   return value as T
 }

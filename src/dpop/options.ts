@@ -139,6 +139,7 @@ function proofAlgorithms(value: unknown): readonly JWSAlgorithm[] {
         'dpop.algorithms',
         'may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA',
         alg,
+        { show: true },
       )
     }
   }
@@ -156,7 +157,9 @@ function allowedHostSet(value: unknown): ReadonlySet<string> {
   const hosts = new Set<string>()
   for (const host of value) {
     const match = typeof host === 'string' ? HOST.exec(host) : null
-    if (match === null) fail('dpop.allowedHosts', 'must list hosts as host or host:port', host)
+    if (match === null) {
+      fail('dpop.allowedHosts', 'must list hosts as host or host:port', host, { show: 'url' })
+    }
     const text = (host as string).toLowerCase()
     hosts.add(text)
     // Clients may send the default port of the scheme explicitly.
@@ -205,6 +208,7 @@ function targetSource(
       'dpop.publicBaseUrl',
       'must be an http(s) URL without credentials, query or fragment',
       publicBaseUrl,
+      { show: 'url' },
     )
   }
   const pathPrefix = url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname

@@ -205,8 +205,7 @@ let insecureHttpWarned = false
 
 function keyUrl(value: string, path: string, allowInsecureHttp: boolean): string {
   const problem = keyUrlProblem(value, allowInsecureHttp)
-  if (problem !== undefined)
-    fail(path, problem, problem.includes('credentials') ? 'a URL with userinfo' : value)
+  if (problem !== undefined) fail(path, problem, value, { show: 'url' })
   if (
     value.startsWith('http:') &&
     keyUrlProblem(value, false) !== undefined &&
@@ -221,6 +220,23 @@ function keyUrl(value: string, path: string, allowInsecureHttp: boolean): string
   return value
 }
 
+/** `true` when `jwksUri` is the one `keycloak()` derives from `issuer`. */
+function isKeycloakKeyUrl(issuer: string, jwksUri: string): boolean {
+  return jwksUri === `${issuer}/protocol/openid-connect/certs`
+}
+
+/**
+ * `keycloak({ authUrl })` derives both the issuer and its key URL from `authUrl`: a wrong scheme or
+ * credentials there is reported against the issuer the entry names (what the app wrote, through
+ * `authUrl`), not against a `jwksUri` it never wrote.
+ */
+function keycloakIssuerUrl(issuer: string, path: string, allowInsecureHttp: boolean): void {
+  const problem = keyUrlProblem(issuer, allowInsecureHttp)
+  if (problem !== undefined) {
+    fail(path, `${problem}; keycloak() builds its jwksUri from it`, issuer, { show: 'url' })
+  }
+}
+
 function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): NormalizedIssuer[] {
   if (!Array.isArray(value) || value.length === 0) {
     fail('issuers', 'must be a non-empty array of { issuer, jwksUri } (see keycloak())', value)
@@ -230,9 +246,9 @@ function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): Normalize
     const path = `issuers[${index}]`
     const { issuer, jwksUri, discovery, realm } = record(entry, path, ISSUER_KEYS)
     if (typeof issuer !== 'string' || issuer.length === 0) {
-      fail(`${path}.issuer`, 'must be the exact `iss` string', issuer)
+      fail(`${path}.issuer`, 'must be the exact `iss` string', issuer, { show: 'url' })
     }
-    if (seen.has(issuer)) fail(`${path}.issuer`, 'is listed twice', issuer)
+    if (seen.has(issuer)) fail(`${path}.issuer`, 'is listed twice', issuer, { show: 'url' })
     seen.add(issuer)
     if (discovery !== undefined && typeof discovery !== 'boolean') {
       fail(`${path}.discovery`, 'must be a boolean', discovery)
@@ -247,6 +263,9 @@ function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): Normalize
       fail(`${path}.jwksUri`, 'must be a URL string', jwksUri)
     }
     if (discovery === true) keyUrl(issuer, `${path}.issuer`, allowInsecureHttp)
+    if (jwksUri !== undefined && isKeycloakKeyUrl(issuer, jwksUri)) {
+      keycloakIssuerUrl(issuer, `${path}.issuer`, allowInsecureHttp)
+    }
     return Object.freeze({
       issuer,
       jwksUri:
@@ -279,7 +298,12 @@ function normalizeAlgorithms(value: unknown): readonly JWSAlgorithm[] {
   for (const alg of list) {
     if (!isJWSAlgorithm(alg)) {
       // RFC 8725 §3.1–3.2: `none` and shared-secret HMAC must never verify a bearer token here.
-      fail('algorithms', 'may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA', alg)
+      fail(
+        'algorithms',
+        'may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA',
+        alg,
+        { show: true },
+      )
     }
   }
   return Object.freeze([...new Set(list as JWSAlgorithm[])])
@@ -309,7 +333,10 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
   )
   const realm = input.realm ?? 'api'
   if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
-    fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm)
+    // The realm is sent to every client in the challenge: never a secret, so it is shown.
+    fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm, {
+      show: true,
+    })
   }
   const tokenProfile = oneOf(input.tokenProfile, 'tokenProfile', [
     'access',

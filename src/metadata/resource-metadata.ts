@@ -95,6 +95,7 @@ export function normalizeResourceMetadataOptions(
       'resourceMetadata.resource',
       'must be an https URL (http only on loopback) without credentials, query or fragment',
       resource,
+      { show: 'url' },
     )
   }
   const scopes = options.scopesSupported
@@ -171,7 +172,9 @@ export function createResourceMetadata(
   for (const server of servers) {
     // Sending clients to an issuer whose tokens the gate refuses would only produce 401s.
     if (!context.authorizationServers.includes(server)) {
-      fail('resourceMetadata.authorizationServers', 'may only list configured issuers', server)
+      fail('resourceMetadata.authorizationServers', 'may only list configured issuers', server, {
+        show: 'url',
+      })
     }
   }
   const document: Record<string, unknown> = {

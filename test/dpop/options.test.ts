@@ -106,6 +106,32 @@ describe('normalizeDpopOptions', () => {
     expect(() => normalizeDpopOptions(options)).toThrow(message)
   })
 
+  it.each([
+    [{ mode: 'on' }, `"dpop.mode" must be one of 'off', 'allowed', 'required' (got 'on')`],
+    [
+      { mode: 'allowed', publicBaseUrl: 'https://a.test', algorithms: ['ES256', 'HS256'] },
+      `"dpop.algorithms" may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA (got 'HS256')`,
+    ],
+    [
+      { mode: 'allowed', allowedHosts: ['https://a.test'] },
+      `"dpop.allowedHosts" must list hosts as host or host:port (got 'https://a.test')`,
+    ],
+    [
+      { mode: 'allowed', allowedHosts: ['u:hunter2@a.test'] },
+      `"dpop.allowedHosts" must list hosts as host or host:port (got '***@a.test')`,
+    ],
+    [
+      { mode: 'allowed', publicBaseUrl: 'api.example.test' },
+      `"dpop.publicBaseUrl" must be an http(s) URL without credentials, query or fragment (got 'api.example.test')`,
+    ],
+    [
+      { mode: 'allowed', publicBaseUrl: 'https://u:hunter2@api.example.test/v1?key=hunter2' },
+      `(got 'https://***@api.example.test/v1?…')`,
+    ],
+  ])('shows the value it refuses, without credentials: %j', (options, message) => {
+    expect(() => normalizeDpopOptions(options)).toThrow(message)
+  })
+
   it('never repeats a secret it refuses', () => {
     expect(() => normalizeDpopOptions({ mode: 'allowed', nonce: { secret: 'hunter2' } })).toThrow(
       /^(?!.*hunter2)/,

@@ -175,6 +175,106 @@ describe('normalizeOptions', () => {
   })
 })
 
+describe('normalizeOptions messages', () => {
+  const messageOf = (options: unknown): string => {
+    try {
+      normalizeOptions(options as GateOptions)
+    } catch (error) {
+      return (error as Error).message
+    }
+    return 'no error'
+  }
+
+  it('names the issuer, not a jwksUri the app never wrote, when keycloak() was given plain http', () => {
+    const issuers = keycloak({ authUrl: 'http://sso.internal', realms: ['acme'] })
+    const message = messageOf({ issuers, audience: 'a' })
+    expect(message).toContain('"issuers[0].issuer" must be https')
+    expect(message).toContain("(got 'http://sso.internal/realms/acme')")
+    expect(message).not.toContain('issuers[0].jwksUri')
+  })
+
+  it('names the issuer of a keycloak() authUrl with credentials, and hides them', () => {
+    const issuers = keycloak({ authUrl: 'https://admin:hunter2@sso.internal', realms: ['acme'] })
+    const message = messageOf({ issuers, audience: 'a' })
+    expect(message).toBe(
+      `createGate(options): "issuers[0].issuer" must not carry credentials; keycloak() builds its jwksUri from it (got 'https://***@sso.internal/realms/acme')`,
+    )
+  })
+
+  it('still names a jwksUri the app wrote itself', () => {
+    const message = messageOf({
+      issuers: [
+        { issuer: 'http://sso.internal/realms/acme', jwksUri: 'http://sso.internal/certs' },
+      ],
+      audience: 'a',
+    })
+    expect(message).toContain(`"issuers[0].jwksUri" must be https`)
+    expect(message).toContain(`(got 'http://sso.internal/certs')`)
+  })
+
+  it.each([
+    [
+      'a key URL off loopback',
+      { issuers: [{ issuer: 'x', jwksUri: 'http://sso.internal/certs' }], audience: 'a' },
+      `"issuers[0].jwksUri" must be https (or set jwks.allowInsecureHttp: true on a trusted network) (got 'http://sso.internal/certs')`,
+    ],
+    [
+      'a key URL with credentials and a query',
+      { issuers: [{ issuer: 'x', jwksUri: 'https://u:hunter2@sso/certs?key=k' }], audience: 'a' },
+      `"issuers[0].jwksUri" must not carry credentials (got 'https://***@sso/certs?…')`,
+    ],
+    [
+      'a relative key URL',
+      { issuers: [{ issuer: 'x', jwksUri: '/certs' }], audience: 'a' },
+      `"issuers[0].jwksUri" must be an absolute https URL (got '/certs')`,
+    ],
+    [
+      'plain-http discovery',
+      { issuers: [{ issuer: 'http://sso.internal/realms/a', discovery: true }], audience: 'a' },
+      `"issuers[0].issuer" must be https (or set jwks.allowInsecureHttp: true on a trusted network) (got 'http://sso.internal/realms/a')`,
+    ],
+    [
+      'a duplicated issuer',
+      { issuers: [...ISSUERS, ...ISSUERS], audience: 'a' },
+      `"issuers[1].issuer" is listed twice (got 'https://sso.example.com/realms/acme')`,
+    ],
+    [
+      'an HMAC algorithm',
+      { ...BASE, algorithms: ['RS256', 'HS256'] },
+      `"algorithms" may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA (got 'HS256')`,
+    ],
+    [
+      'an algorithm with an invisible character',
+      { ...BASE, algorithms: ['RS256\u200b'] },
+      `(got 'RS256\\u200b')`,
+    ],
+    [
+      'an unknown profile',
+      { ...BASE, tokenProfile: 'id' },
+      `"tokenProfile" must be one of 'access', 'keycloak', 'rfc9068' (got 'id')`,
+    ],
+    [
+      'an unknown error handling',
+      { ...BASE, errorHandling: 'throw' },
+      `"errorHandling" must be one of 'respond', 'framework' (got 'throw')`,
+    ],
+    [
+      'a realm with a quote (sent to every client, so not a secret)',
+      { ...BASE, realm: 'a"b' },
+      `"realm" must be a non-empty string of printable ASCII without " or \\ (got 'a"b')`,
+    ],
+  ])('shows the value it refuses: %s', (_, options, message) => {
+    expect(messageOf(options)).toContain(message)
+  })
+
+  it.each([
+    ['an audience', { ...BASE, audience: [42, 'hunter2'] }],
+    ['a client id', { ...BASE, allowedClientIds: ['', 'hunter2'] }],
+  ])('summarizes a value of unknown meaning by its shape: %s', (_, options) => {
+    expect(messageOf(options)).toMatch(/\(got an array of length 2\)$/)
+  })
+})
+
 describe('keycloak', () => {
   it('builds the spec paths for each realm', () => {
     expect(keycloak({ authUrl: 'https://sso.example.com/', realms: ['acme', 'beta'] })).toEqual([

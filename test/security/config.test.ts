@@ -202,6 +202,132 @@ describe('option errors', () => {
     expect(message).not.toContain('hunter2')
   })
 
+  const messageOf = (build: (options: unknown) => unknown, options: unknown): string => {
+    try {
+      build(options)
+    } catch (error) {
+      return (error as Error).message
+    }
+    return 'no error'
+  }
+
+  // Each secret sits where a careless configuration could put it; none may reach a message.
+  const secretBearing: Array<[string, unknown]> = [
+    [
+      'a jwksUri with a password',
+      with_({
+        issuers: [{ issuer: ISSUER, jwksUri: 'https://admin:hunter2@sso.example.com/certs' }],
+      }),
+    ],
+    [
+      'a jwksUri with a key in its query',
+      with_({ issuers: [{ issuer: ISSUER, jwksUri: 'http://sso.example.com/certs?key=hunter2' }] }),
+    ],
+    [
+      'a keycloak() authUrl with a password',
+      with_({
+        issuers: keycloak({ authUrl: 'https://admin:hunter2@sso.example.com', realm: 'a' }),
+      }),
+    ],
+    [
+      'a discovery issuer with a password',
+      with_({ issuers: [{ issuer: 'https://admin:hunter2@sso.example.com', discovery: true }] }),
+    ],
+    ['a short DPoP nonce secret', with_({ dpop: { nonce: { secret: 'hunter2' } } })],
+    [
+      'a DPoP publicBaseUrl with a password',
+      with_({ dpop: { mode: 'allowed', publicBaseUrl: 'https://u:hunter2@api.example.com' } }),
+    ],
+    [
+      'a metadata resource with a key in its query',
+      with_({ resourceMetadata: { resource: 'https://api.example.com/?key=hunter2' } }),
+    ],
+    ['a Redis URL as the revocation store', with_({ revocation: { store: 'redis://:hunter2@c' } })],
+    ['a secret as the tenant source', with_({ tenant: { from: 'hunter2' } })],
+    ['a secret as an audience', with_({ audience: ['gateway', { key: 'hunter2' }] })],
+  ]
+
+  describe.each(BUILDERS)('%s', (_builder, build) => {
+    it.each(secretBearing)('never quotes a secret: %s', (_name, options) => {
+      const message = messageOf(build, options)
+      expect(message).toMatch(/^createGate\(options\): "/)
+      expect(message).not.toContain('hunter2')
+    })
+
+    it.each([
+      [
+        'an http keycloak() authUrl, named as the issuer written through it',
+        with_({ issuers: keycloak({ authUrl: 'http://sso.example.com', realms: ['acme'] }) }),
+        `"issuers[0].issuer" must be https (or set jwks.allowInsecureHttp: true on a trusted network); keycloak() builds its jwksUri from it (got 'http://sso.example.com/realms/acme')`,
+      ],
+      [
+        'a jwksUri with credentials, shown without them',
+        with_({
+          issuers: [{ issuer: ISSUER, jwksUri: 'https://admin:hunter2@sso.example.com/certs' }],
+        }),
+        `"issuers[0].jwksUri" must not carry credentials (got 'https://***@sso.example.com/certs')`,
+      ],
+      ['an HMAC algorithm', with_({ algorithms: ['HS256'] }), `"algorithms" may only list`],
+      ['an HMAC algorithm, shown', with_({ algorithms: ['HS256'] }), `(got 'HS256')`],
+      [
+        'a DPoP mode',
+        with_({ dpop: { mode: 'enforce' } }),
+        `"dpop.mode" must be one of 'off', 'allowed', 'required' (got 'enforce')`,
+      ],
+      [
+        'a DPoP algorithm',
+        with_({ dpop: { mode: 'allowed', allowedHosts: ['a.test'], algorithms: ['none'] } }),
+        `"dpop.algorithms" may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA (got 'none')`,
+      ],
+      [
+        'a token profile',
+        with_({ tokenProfile: 'id' }),
+        `"tokenProfile" must be one of 'access', 'keycloak', 'rfc9068' (got 'id')`,
+      ],
+      [
+        'an error handling',
+        with_({ errorHandling: 'ignore' }),
+        `"errorHandling" must be one of 'respond', 'framework' (got 'ignore')`,
+      ],
+      [
+        'a rate-limit store error policy',
+        with_({
+          tenant: {},
+          rateLimit: { windows: [{ points: 1, durationSeconds: 1 }], onStoreError: 'fail' },
+        }),
+        `"rateLimit.onStoreError" must be one of`,
+      ],
+      [
+        'a rate-limit store error policy, shown',
+        with_({
+          tenant: {},
+          rateLimit: { windows: [{ points: 1, durationSeconds: 1 }], onStoreError: 'fail' },
+        }),
+        `(got 'fail')`,
+      ],
+      [
+        'a metadata resource',
+        with_({ resourceMetadata: { resource: 'http://api.example.com/' } }),
+        `"resourceMetadata.resource" must be an https URL (http only on loopback) without credentials, query or fragment (got 'http://api.example.com/')`,
+      ],
+      [
+        'a metadata authorization server the gate does not trust',
+        with_({
+          resourceMetadata: {
+            resource: 'https://api.example.com/',
+            authorizationServers: ['https://evil.example.com'],
+          },
+        }),
+        `"resourceMetadata.authorizationServers" may only list configured issuers (got 'https://evil.example.com')`,
+      ],
+    ])(
+      'names the option written and shows a value that is not secret: %s',
+      (_name, options, text) => {
+        expect(messageOf(build, options)).toContain(text)
+      },
+    )
+  })
+
   it.each([
     ['algorithms', with_({ algorithms: ['HS256'] })],
     ['clockToleranceSeconds', with_({ clockToleranceSeconds: 3600 })],
