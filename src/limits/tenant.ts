@@ -200,7 +200,7 @@ function idReader(options: TenantOptions): TenantFunction {
     return (verified) => verified.realm
   }
   if (from !== 'claim') {
-    fail('tenant.from', "must be 'claim', 'realm' or a function", from)
+    fail('tenant.from', "must be 'claim', 'realm' or a function", from, { show: true })
   }
   const path = pathOption(options.claim ?? 'tenant', 'tenant.claim')
   return (verified) => readPath(verified.claims, path)
