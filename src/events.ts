@@ -129,6 +129,10 @@ export type GateEvent =
       readonly type: 'jwks_refresh_failed'
       readonly issuer: string
       readonly reason: JWKSFailureReason
+      /** The HTTP status the provider answered (`404`…), with reasons `status`, `redirect` and `discovery`. */
+      readonly status?: number | undefined
+      /** The URL fetched (the JWKS, or the discovery document), scheme, host and path; a query shows as `?…`. */
+      readonly url?: string | undefined
       readonly error: unknown
     }
   | {

@@ -12,7 +12,12 @@ import * as oidc from 'openid-client'
 
 import { TokenSourceError, type TokenSourceErrorCode } from './errors.js'
 import type { GrantType } from './events.js'
-import { isLoopback, type NormalizedTokenSourceOptions, type PrivateKeyInput } from './options.js'
+import {
+  type ClientAuthMethod,
+  isLoopback,
+  type NormalizedTokenSourceOptions,
+  type PrivateKeyInput,
+} from './options.js'
 import type { NormalizedParameters } from './parameters.js'
 import { resolveSecret } from './secrets.js'
 
@@ -154,7 +159,13 @@ export function createTokenEndpoint(
             ? await oidc.refreshTokenGrant(config, refreshToken as string, body)
             : await oidc.clientCredentialsGrant(config, body)
       } catch (error) {
-        throw toTokenSourceError(error, context, options.credentialSource, 'token')
+        throw toTokenSourceError(
+          error,
+          context,
+          options.credentialSource,
+          'token',
+          options.clientAuth,
+        )
       }
       if (response.token_type.toLowerCase() !== 'bearer') {
         throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
@@ -331,14 +342,49 @@ function responseStatus(value: unknown): number | undefined {
 }
 
 /**
+ * `client_secret_basic` form-encodes the client id before Base64 (RFC 6749 §2.3.1), so every
+ * character but letters and digits goes out as `%XX`; providers that skip the decoding then look
+ * up another client and refuse it.
+ */
+function basicEncodes(clientId: string): boolean {
+  return /[^A-Za-z0-9]/.test(clientId)
+}
+
+/** The refusal of the client itself, whether the provider said why (`invalid_client`) or not. */
+function clientRefused(
+  where: string,
+  context: { clientId: string; issuer: string },
+  secretSource: string,
+  clientAuth: ClientAuthMethod | undefined,
+  oauthError: string | undefined,
+  status: number | undefined,
+): TokenSourceError {
+  const encodingHint =
+    clientAuth === 'client_secret_basic' && basicEncodes(context.clientId)
+      ? `; client_secret_basic sends the client id percent-encoded (it has characters such as - . _ ~), which some providers do not decode: clientAuth: 'client_secret_post' avoids it`
+      : ''
+  return failure('ERR_CLIENT_REFUSED', false, context, {
+    message:
+      `${where} refused client "${context.clientId}" (${oauthError ?? `status ${status}`}): check the client id, ` +
+      `the credential read from ${secretSource}, and that the client may use this grant${encodingHint}`,
+    oauthError,
+    status,
+    secretSource,
+  })
+}
+
+/**
  * The one place openid-client's failures become ours. Response bodies, requests and openid-client's
  * own errors are not kept (a response may hold a token); network failures are, as `cause`.
+ * `clientAuth`, when given, lets a refusal of the client say what its authentication method may
+ * have to do with it.
  */
 export function toTokenSourceError(
   error: unknown,
   context: { clientId: string; issuer: string },
   secretSource: string,
   phase: 'discovery' | 'token',
+  clientAuth?: ClientAuthMethod,
 ): TokenSourceError {
   if (error instanceof TokenSourceError) return error
   const where =
@@ -373,14 +419,13 @@ export function toTokenSourceError(
     })
   }
   if (oauthError !== undefined && CLIENT_ERRORS.has(oauthError)) {
-    return failure('ERR_CLIENT_REFUSED', false, context, {
-      message:
-        `${where} refused client "${context.clientId}" (${oauthError}): check the client id, ` +
-        `the credential read from ${secretSource}, and that the client may use this grant`,
-      oauthError,
-      status,
-      secretSource,
-    })
+    return clientRefused(where, context, secretSource, clientAuth, oauthError, status)
+  }
+  // A bare 401 or 403 from the token endpoint (no body, no challenge): some providers and the
+  // proxies in front of them answer a wrong secret so. It is the client that was refused, not a
+  // malformed answer.
+  if (phase === 'token' && oauthError === undefined && (status === 401 || status === 403)) {
+    return clientRefused(where, context, secretSource, clientAuth, undefined, status)
   }
   if (
     (oauthError !== undefined && TRANSIENT_ERRORS.has(oauthError)) ||

@@ -32,11 +32,16 @@ const refuse = (reason: RefusalReason, detail?: Readonly<Record<string, unknown>
   new InvalidTokenError(detail === undefined ? { reason } : { reason, detail })
 
 /**
- * RFC 7519 §2 allows fractions, but no provider issues them and a huge or fractional value only
- * ever comes from a bug or an attack (an `exp` of 1e300 never expires): integers within ±2^53.
+ * RFC 7519 §2: a NumericDate is any JSON number of seconds, fractions included, and issuers that
+ * write `Date.now() / 1000` send them. Only the absurd is refused: non-finite values and anything
+ * beyond ±2^53 s (an `exp` of 1e300 would never expire).
  */
 function isNumericDate(value: unknown): value is number {
-  return Number.isSafeInteger(value)
+  return (
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    Math.abs(value) <= Number.MAX_SAFE_INTEGER
+  )
 }
 
 const isMissing = (value: unknown) => value === undefined || value === null || value === ''

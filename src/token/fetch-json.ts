@@ -8,12 +8,50 @@ import type { JWKSFailureReason } from '../events.js'
 
 const ACCEPT = 'application/jwk-set+json, application/json;q=0.9'
 
+/** Where a failed fetch went, and what it was answered. */
+export interface FetchFailurePlace {
+  /** The HTTP status of an answer that was not 200 (reasons `status` and `redirect`). */
+  readonly status?: number | undefined
+  /** The URL fetched, as {@link urlForOperators} shows it. */
+  readonly url?: string | undefined
+}
+
 /** A fetch that did not yield a usable document, with the reason events report. */
 export class FetchFailure extends Error {
   readonly reason: JWKSFailureReason
-  constructor(reason: JWKSFailureReason, cause?: unknown) {
-    super(`JWKS fetch failed: ${reason}`, cause === undefined ? undefined : { cause })
+  readonly status: number | undefined
+  readonly url: string | undefined
+  constructor(reason: JWKSFailureReason, cause?: unknown, place: FetchFailurePlace = {}) {
+    const status = place.status === undefined ? '' : ` ${place.status}`
+    const from = place.url === undefined ? '' : ` from ${place.url}`
+    super(
+      `JWKS fetch failed: ${reason}${status}${from}`,
+      cause === undefined ? undefined : { cause },
+    )
     this.reason = reason
+    this.status = place.status
+    this.url = place.url
+  }
+
+  /** The same failure, naming the URL it came from. */
+  at(uri: string): FetchFailure {
+    return new FetchFailure(this.reason, this.cause, {
+      status: this.status,
+      url: urlForOperators(uri),
+    })
+  }
+}
+
+/**
+ * A URL as events, warnings and `ready()` show it: scheme, host and path. Key URLs carry no
+ * credentials (refused at construction), and a query, which might, is shown as `?…`.
+ */
+export function urlForOperators(uri: string): string {
+  try {
+    const url = new URL(uri)
+    return `${url.origin}${url.pathname}${url.search === '' ? '' : '?…'}`
+  } catch {
+    return '(not a URL)'
   }
 }
 
@@ -29,7 +67,8 @@ export interface FetchJSONOptions {
 /**
  * Fetches and parses a JSON document, within `timeoutMs` for headers and body together.
  *
- * @throws FetchFailure with reason `network`, `timeout`, `redirect`, `status`, `too_large` or `invalid_json`.
+ * @throws FetchFailure with reason `network`, `timeout`, `redirect`, `status` (and the status),
+ *   `too_large` or `invalid_json`, naming the URL.
  */
 export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise<unknown> {
   const controller = new AbortController()
@@ -54,6 +93,8 @@ export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise
       fetchAndParse(uri, options.fetch, options.maxBodyBytes, controller.signal),
       deadline,
     ])
+  } catch (error) {
+    throw error instanceof FetchFailure && error.url === undefined ? error.at(uri) : error
   } finally {
     clearTimeout(timer)
     signal?.removeEventListener('abort', forwardClose)
@@ -74,11 +115,11 @@ async function fetchAndParse(
   }
   if (response.status >= 300 && response.status < 400) {
     await response.body?.cancel().catch(() => undefined)
-    throw new FetchFailure('redirect')
+    throw new FetchFailure('redirect', undefined, { status: response.status })
   }
   if (response.status !== 200) {
     await response.body?.cancel().catch(() => undefined)
-    throw new FetchFailure('status')
+    throw new FetchFailure('status', undefined, { status: response.status })
   }
   const text = await readCapped(response, maxBodyBytes)
   try {

@@ -39,7 +39,8 @@ const REALM_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/
  * ```ts
  * createGate({ issuers: keycloak({ authUrl: 'https://sso.example.com', realms: ['acme'] }), audience: 'gateway' })
  * ```
- * @throws TypeError when `authUrl` is not an http(s) URL or a realm name is not a plain path segment.
+ * @throws TypeError when `authUrl` is not an http(s) URL or already names a realm (`…/realms/…`),
+ *   or a realm name is not a plain path segment.
  */
 export function keycloak(options: KeycloakOptions): IssuerOptions[] {
   if (typeof options !== 'object' || options === null) {
@@ -63,6 +64,18 @@ export function keycloak(options: KeycloakOptions): IssuerOptions[] {
   }
   if (!Array.isArray(realms) || realms.length === 0) {
     throw new TypeError('keycloak(options): "realms" must be a non-empty array of realm names')
+  }
+  // An authUrl that already names a realm would build `…/realms/acme/realms/acme`: every token
+  // then fails as unknown_issuer and every key fetch 404s, with nothing pointing here.
+  const segments = base.pathname.split('/')
+  const realmsAt = segments.indexOf('realms')
+  if (realmsAt !== -1) {
+    const shown = `${base.origin}${base.pathname}`
+    const root = `${base.origin}${segments.slice(0, realmsAt).join('/')}`
+    throw new TypeError(
+      `keycloak(options): "authUrl" must be the server's base address, without /realms/…: got "${shown}"; ` +
+        `give authUrl "${root}" and the realm names in "realms"`,
+    )
   }
   const root = authUrl.replace(/\/+$/, '')
   return realms.map((realm: unknown, index) => {

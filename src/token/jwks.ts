@@ -19,8 +19,9 @@
 
 import { ServiceUnavailableError } from '../errors.js'
 import type { Emit, JWKSFailureReason } from '../events.js'
+import { warnOnce } from '../warnings.js'
 import type { JWSAlgorithm } from './algorithms.js'
-import { FetchFailure, fetchJSON } from './fetch-json.js'
+import { FetchFailure, fetchJSON, urlForOperators } from './fetch-json.js'
 import { keyUrlProblem } from './issuers.js'
 import { fingerprintOf, type PreparedKey, prepareKey } from './jwk.js'
 
@@ -47,6 +48,55 @@ export interface IssuerKeysStatus {
   /** When the keys in use were fetched (ms since epoch), if ever. */
   readonly fetchedAt: number | undefined
   readonly lastFailure: JWKSFailureReason | undefined
+  /** The HTTP status of the last failed fetch, when the provider answered one (`404`…). */
+  readonly lastFailureStatus: number | undefined
+  /** The URL the last failed fetch went to (JWKS or discovery document), query shown as `?…`. */
+  readonly lastFailureUrl: string | undefined
+}
+
+/** Code of the process warning for a key set that cannot work as configured. */
+export const JWKS_WARNING_CODE = 'TOLLGATE_JWKS_UNUSABLE'
+
+/** HTTP statuses that say "later", not "wrong address": 408 Request Timeout, 429 Too Many Requests. */
+const TRANSIENT_CLIENT_STATUSES = new Set([408, 429])
+
+/**
+ * A failure that asking again will not fix: the URL or the provider's setup is wrong (4xx, a
+ * redirect, not a key set, no usable keys, discovery pointing elsewhere). Network errors,
+ * timeouts, 5xx and oversized bodies may be passing.
+ */
+function isConfigurationFailure(failure: FetchFailure | undefined): boolean {
+  if (failure === undefined) return false
+  switch (failure.reason) {
+    case 'status':
+      return (
+        failure.status !== undefined &&
+        failure.status >= 400 &&
+        failure.status < 500 &&
+        !TRANSIENT_CLIENT_STATUSES.has(failure.status)
+      )
+    case 'redirect':
+    case 'invalid_json':
+    case 'no_usable_keys':
+      return true
+    case 'discovery':
+      // The discovery document itself failed to fetch: judged like any fetch. Otherwise it was
+      // fetched and names another issuer or no usable jwks_uri.
+      return failure.cause instanceof FetchFailure ? isConfigurationFailure(failure.cause) : true
+    default:
+      return false
+  }
+}
+
+const WHAT_FAILED: Readonly<Record<JWKSFailureReason, string>> = {
+  network: 'unreachable',
+  timeout: 'did not answer in time',
+  status: 'answered',
+  redirect: 'answered with a redirect (not followed)',
+  too_large: 'answered with a body over jwks.maxBodyBytes',
+  invalid_json: 'answered with something that is not a JSON key set',
+  no_usable_keys: 'holds no key usable with the allowed algorithms',
+  discovery: 'gave no discovery document naming this issuer and a usable jwks_uri',
 }
 
 const NO_KEYS: readonly PreparedKey[] = Object.freeze([])
@@ -69,7 +119,7 @@ export class IssuerKeys {
   private byFingerprint = new Map<string, PreparedKey>()
   private fetchedAt = Number.NEGATIVE_INFINITY
   private lastAttemptAt = Number.NEGATIVE_INFINITY
-  private lastFailure: JWKSFailureReason | undefined
+  private lastFailure: FetchFailure | undefined
   private pending: Promise<void> | undefined
   /** Called after a refresh retired keys, so caches can drop what those keys verified. */
   private readonly onKeysRetired: (() => void) | undefined
@@ -188,7 +238,9 @@ export class IssuerKeys {
       state,
       keys: state === 'unavailable' ? 0 : this.byFingerprint.size,
       fetchedAt: Number.isFinite(this.fetchedAt) ? this.fetchedAt : undefined,
-      lastFailure: this.lastFailure,
+      lastFailure: this.lastFailure?.reason,
+      lastFailureStatus: this.lastFailure?.status,
+      lastFailureUrl: this.lastFailure?.url,
     }
   }
 
@@ -267,7 +319,12 @@ export class IssuerKeys {
     return new ServiceUnavailableError({
       code: 'ERR_JWKS_UNAVAILABLE',
       retryAfterSeconds: waitMs / 1000,
-      detail: { issuer: this.issuer, lastFailure: this.lastFailure },
+      detail: {
+        issuer: this.issuer,
+        lastFailure: this.lastFailure?.reason,
+        lastFailureStatus: this.lastFailure?.status,
+        lastFailureUrl: this.lastFailure?.url,
+      },
     })
   }
 
@@ -308,15 +365,19 @@ export class IssuerKeys {
 
   private async discover(uri: string): Promise<string> {
     let document: unknown
+    const place = { url: urlForOperators(uri) }
     try {
       document = await this.fetchJSON(uri)
     } catch (error) {
-      throw new FetchFailure('discovery', error)
+      throw new FetchFailure('discovery', error, {
+        status: error instanceof FetchFailure ? error.status : undefined,
+        ...place,
+      })
     }
     const metadata = document as { issuer?: unknown; jwks_uri?: unknown } | null
     // OpenID Connect Discovery §4.3: the document must name exactly the issuer it was fetched for.
     if (metadata === null || typeof metadata !== 'object' || metadata.issuer !== this.issuer) {
-      throw new FetchFailure('discovery')
+      throw new FetchFailure('discovery', undefined, place)
     }
     // The discovered URL obeys the same transport rule as a configured one.
     const jwksUri = metadata.jwks_uri
@@ -324,7 +385,7 @@ export class IssuerKeys {
       typeof jwksUri !== 'string' ||
       keyUrlProblem(jwksUri, this.options.allowInsecureHttp) !== undefined
     ) {
-      throw new FetchFailure('discovery')
+      throw new FetchFailure('discovery', undefined, place)
     }
     return jwksUri
   }
@@ -335,7 +396,8 @@ export class IssuerKeys {
 
   private apply(document: unknown): void {
     const keys = (document as { keys?: unknown } | null)?.keys
-    if (!Array.isArray(keys)) throw new FetchFailure('invalid_json')
+    const place = { url: urlForOperators(this.jwksUri as string) }
+    if (!Array.isArray(keys)) throw new FetchFailure('invalid_json', undefined, place)
     const byFingerprint = new Map<string, PreparedKey>()
     for (const jwk of keys) {
       const fingerprint = fingerprintOf(jwk)
@@ -346,7 +408,7 @@ export class IssuerKeys {
       if (prepared !== undefined) byFingerprint.set(fingerprint, prepared)
     }
     if (byFingerprint.size === 0) {
-      this.fail(new FetchFailure('no_usable_keys'))
+      this.fail(new FetchFailure('no_usable_keys', undefined, place))
       return
     }
     let retired = false
@@ -374,9 +436,25 @@ export class IssuerKeys {
   private fail(error: unknown): void {
     // Closing aborts the fetch: an expected end, not a provider failure.
     if (this.lifetime.signal.aborted) return
-    const reason = error instanceof FetchFailure ? error.reason : 'network'
-    this.lastFailure = reason
-    this.emit?.({ type: 'jwks_refresh_failed', issuer: this.issuer, reason, error })
+    const failure = error instanceof FetchFailure ? error : new FetchFailure('network', error)
+    this.lastFailure = failure
+    const { reason, status, url } = failure
+    if (this.emit !== undefined) {
+      this.emit({ type: 'jwks_refresh_failed', issuer: this.issuer, reason, status, url, error })
+    } else if (isConfigurationFailure(failure)) {
+      // Without a listener a wrong URL would only show as 503s: say it once per URL (warnOnce
+      // rate-limits), never per request; the message holds no token.
+      const answered =
+        status === undefined ? '' : reason === 'status' ? ` ${status}` : ` (HTTP ${status})`
+      warnOnce({
+        code: JWKS_WARNING_CODE,
+        subject: url ?? this.issuer,
+        message:
+          `signing keys of issuer ${this.issuer} at ${url ?? '(unknown URL)'} ${WHAT_FAILED[reason]}${answered}: ` +
+          "tokens of this issuer are answered 503 once no good keys are left. Check the issuer's jwksUri " +
+          '(keycloak(): authUrl and realm names). Give onEvent to receive jwks_refresh_failed events instead.',
+      })
+    }
     const age = Date.now() - this.fetchedAt
     if (age >= this.options.maxAgeMs && age < this.options.maxAgeMs + this.options.staleIfErrorMs) {
       this.emit?.({ type: 'jwks_stale', issuer: this.issuer, ageMs: age })

@@ -102,6 +102,34 @@ export function createVerdictCaches(
 // kid) is the sender's text, and must not reach operators' logs as if it were a fact.
 const invalid = (reason: RefusalReason) => new InvalidTokenError({ reason })
 
+/** How much of an unverified `iss` operators see. */
+const MAX_SHOWN_ISS = 200
+// Controls (C0, C1), format characters (direction marks, zero-width), lone surrogates (a cut
+// pair) and line separators: what could forge, hide or reorder a log line.
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu
+
+/**
+ * The one exception to "no detail before the signature": an `iss` that matches no configured
+ * issuer is the usual sign of a misconfiguration (a doubled `/realms/`, a frontend URL), and
+ * without it operators see nothing to compare. Named `unverifiedIss`, bounded and stripped of
+ * control characters, beside the configured issuers; in the `rejected` event only, never rendered.
+ */
+function unknownIssuer(iss: unknown, expected: readonly string[]): InvalidTokenError {
+  const shown =
+    typeof iss === 'string'
+      ? iss
+          .slice(0, MAX_SHOWN_ISS * 2)
+          .replace(UNPRINTABLE, '')
+          .slice(0, MAX_SHOWN_ISS)
+      : iss === undefined
+        ? undefined
+        : `(${iss === null ? 'null' : typeof iss})`
+  return new InvalidTokenError({
+    reason: 'unknown_issuer',
+    detail: { unverifiedIss: shown, expected },
+  })
+}
+
 /** Creates the verification step of one gate. */
 export function createVerifier(context: VerifierContext): Verifier {
   const { rules, algorithms, maxTokenBytes } = context
@@ -112,6 +140,7 @@ export function createVerifier(context: VerifierContext): Verifier {
   // authentic (a forged token costs no JSON parse). Before a key fetch, or for an unknown kid,
   // the payload is read first, so another issuer's token never makes the gate fetch keys.
   const [onlyIssuer] = context.keys.size === 1 ? context.keys : []
+  const expectedIssuers: readonly string[] = Object.freeze([...context.keys.keys()])
 
   type Claimed = ReturnType<typeof readPayload>
 
@@ -121,7 +150,7 @@ export function createVerifier(context: VerifierContext): Verifier {
     if (payload === undefined) throw invalid('malformed')
     const iss = payload.iss
     const issuer = typeof iss === 'string' ? context.keys.get(iss) : undefined
-    if (issuer === undefined) throw invalid('unknown_issuer')
+    if (issuer === undefined) throw unknownIssuer(iss, expectedIssuers)
     return { payload, iss: iss as string, issuer }
   }
 

@@ -448,3 +448,94 @@ describe('answers that are not a token', () => {
     expect(seen).toEqual([`${faultyUrl}/realms/acme/protocol/openid-connect/token`])
   })
 })
+
+describe('a provider that refuses a client with a bare status', () => {
+  // The real provider behind a proxy that turns its refusal of a client into what some
+  // deployments answer: a bare 401 or 403, empty body, no challenge.
+  let bareStatus = 403
+  let proxy: import('node:http').Server
+  let proxyUrl: string
+  beforeAll(async () => {
+    const { createServer } = await import('node:http')
+    proxy = createServer(async (req, res) => {
+      let body = ''
+      for await (const chunk of req) body += String(chunk)
+      const headers = new Headers()
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (typeof value === 'string' && name !== 'host') headers.set(name, value)
+      }
+      const upstream = await fetch(`${provider.url}${req.url ?? '/'}`, {
+        method: req.method ?? 'GET',
+        headers,
+        ...(req.method === 'POST' ? { body } : {}),
+      })
+      const text = await upstream.text()
+      if (upstream.status === 400 || upstream.status === 401) {
+        res.writeHead(bareStatus, { 'content-length': '0' }).end()
+        return
+      }
+      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? '' })
+      res.end(text)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const { port } = proxy.address() as import('node:net').AddressInfo
+    proxyUrl = `http://127.0.0.1:${port}`
+    process.env['TOLLGATE_TEST_WRONG_SECRET'] = 'wrong-secret-value-never-printed'
+  })
+  afterAll(async () => {
+    delete process.env['TOLLGATE_TEST_WRONG_SECRET']
+    proxy.closeAllConnections()
+    await new Promise((resolve) => proxy.close(resolve))
+  })
+
+  const refusalOf = (overrides: Partial<TokenSourceOptions>) =>
+    rejectionOf(
+      createTokenSource({
+        issuer: keycloak({ authUrl: proxyUrl, realms: ['acme'] }),
+        clientId: 'billing-sync',
+        clientSecret: fromEnv('TOLLGATE_TEST_WRONG_SECRET'),
+        retry: { attempts: 1 },
+        ...overrides,
+      } as TokenSourceOptions).get(),
+    )
+
+  it.each([401, 403])(
+    'reports a bare %i to a wrong secret as the client refused, naming the client and where its secret came from',
+    async (status) => {
+      bareStatus = status
+      const error = await refusalOf({})
+      expect(error).toMatchObject({
+        name: 'TokenSourceError',
+        code: 'ERR_CLIENT_REFUSED',
+        retryable: false,
+        status,
+        clientId: 'billing-sync',
+        secretSource: "fromEnv('TOLLGATE_TEST_WRONG_SECRET')",
+      })
+      expect(error['message']).toContain('refused client "billing-sync"')
+      expect(error['message']).toContain(`status ${status}`)
+      expect(error['message']).toContain("fromEnv('TOLLGATE_TEST_WRONG_SECRET')")
+      expect(error['message']).not.toContain('wrong-secret-value')
+    },
+  )
+
+  it('says that client_secret_basic percent-encodes a client id with - . _ ~ and that client_secret_post avoids it', async () => {
+    bareStatus = 403
+    const error = await refusalOf({})
+    expect(error['message']).toContain('percent-encoded')
+    expect(error['message']).toContain("clientAuth: 'client_secret_post'")
+  })
+
+  it.each<[string, Partial<TokenSourceOptions>]>([
+    ['a client id of letters and digits', { clientId: 'billingsync' }],
+    [
+      'client_secret_post',
+      { clientId: 'report-job', clientAuth: 'client_secret_post' } as Partial<TokenSourceOptions>,
+    ],
+  ])('gives no percent-encoding hint for %s', async (_case, overrides) => {
+    bareStatus = 403
+    const error = await refusalOf(overrides)
+    expect(error).toMatchObject({ code: 'ERR_CLIENT_REFUSED', status: 403 })
+    expect(error['message']).not.toContain('percent-encoded')
+  })
+})

@@ -328,7 +328,9 @@ function defined(record: Json): Json {
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== UNDEFINED))
 }
 
-const isNumericDate = (value: unknown): value is number => Number.isSafeInteger(value)
+// RFC 7519 §2: fractions allowed; non-finite values and anything beyond ±2^53 s refused.
+const isNumericDate = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value) && Math.abs(value) <= Number.MAX_SAFE_INTEGER
 const ACCESS_TYPES = new Set(['jwt', 'application/jwt', 'at+jwt', 'application/at+jwt'])
 
 /** What a correct gate answers, from the rules alone. */

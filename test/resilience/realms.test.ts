@@ -52,6 +52,8 @@ describe('one realm down while another serves', () => {
         type: 'jwks_refresh_failed',
         issuer: issuer.issuer('globex'),
         reason: 'status',
+        status: 503,
+        url: issuer.jwksUri('globex'),
         error: expect.anything(),
       },
     ])

@@ -263,12 +263,15 @@ describe('errors and events in the core', () => {
         (caught: unknown) => caught,
       )
       expect(isTollgateError(error), name).toBe(true)
-      // The one exception, by design: a verified token's `aud`, shown to operators in `detail`.
+      // The two exceptions, by design, shown to operators in `detail`: a verified token's `aud`,
+      // and the `iss` of a token from no configured issuer, bounded and named unverifiedIss.
       const { detail } = error as { detail?: Record<string, unknown> }
       for (const key of Object.keys(detail ?? {})) {
-        expect(['aud', 'expected', 'claim', 'exp', 'iat', 'nbf']).toContain(key)
+        expect(['aud', 'expected', 'claim', 'exp', 'iat', 'nbf', 'unverifiedIss']).toContain(key)
       }
-      expectNoMarkers(inspect({ ...detail, aud: undefined }, { depth: 10 }))
+      expectNoMarkers(
+        inspect({ ...detail, aud: undefined, unverifiedIss: undefined }, { depth: 10 }),
+      )
       const text = inspect(
         { ...(error as object), detail: undefined },
         { depth: 10, showHidden: true },

@@ -69,8 +69,15 @@ const expiry: Case[] = [
     () => bearer(rawToken((base) => `${base},"exp":-1e400}`)),
     INVALID_TOKEN,
   ],
-  // Not a safe integer: malformed, whatever its value (an exp of 1e300 would never expire).
-  ['exp as a float in the future', () => bearer(token({ exp: S + 300.5 })), INVALID_TOKEN],
+  // RFC 7519 §2: a NumericDate may have a fraction (issuers writing Date.now() / 1000).
+  ['exp as a float in the future', () => bearer(token({ exp: S + 300.5 })), OK],
+  [
+    'exp, iat and nbf all fractional (exp now + 300.5, iat now − 5.25, nbf now + 0.9)',
+    () => bearer(token({ exp: S + 300.5, iat: S - 5.25, nbf: S + 0.9 })),
+    OK,
+  ],
+  ['exp as a float in the past', () => bearer(token({ exp: S - 5.5, iat: S - 300 })), EXPIRED],
+  // Beyond ±2^53 s: malformed, whatever its value (an exp of 1e300 would never expire).
   [
     'exp written in exponent form',
     () => bearer(rawToken((base) => `${base},"exp":${(S + 300) / 1e9}e9}`)),
@@ -109,7 +116,17 @@ const boundaries: Case[] = [
     () => bearer(token({ exp: S - 5, iat: S - 300 })),
     EXPIRED,
   ],
-  ['iat as a fraction', () => bearer(token({ iat: S - 10.5 })), INVALID_TOKEN],
+  ['iat as a fraction', () => bearer(token({ iat: S - 10.5 })), OK],
+  [
+    'iat 5.25 s ahead (a fraction beyond the tolerance)',
+    () => bearer(token({ iat: S + 5.25 })),
+    INVALID_TOKEN,
+  ],
+  [
+    'exp 4.5 s ago (a fraction within the tolerance)',
+    () => bearer(token({ exp: S - 4.5, iat: S - 300 })),
+    OK,
+  ],
   ['nbf beyond 2^53 in the past', () => bearer(token({ nbf: -(2 ** 60) })), INVALID_TOKEN],
   ['exp now', () => bearer(token({ exp: S, iat: S - 300 })), OK],
   ['nbf 6 s ahead', () => bearer(token({ nbf: S + 6 })), INVALID_TOKEN],
@@ -191,6 +208,16 @@ describe('time claims with the default 5 s tolerance', () => {
       vi.setSystemTime(NOW_MS + 65_000)
       await apps.expectAll(probe, EXPIRED)
       vi.setSystemTime(NOW_MS + 10 * 60_000)
+      await apps.expectAll(probe, EXPIRED)
+    })
+
+    it('admits a token with a fractional exp until exp + tolerance, to the millisecond', async () => {
+      vi.setSystemTime(NOW_MS)
+      const probe = bearer(token({ exp: S + 60.5 }))
+      await apps.expectAll(probe, OK)
+      vi.setSystemTime(NOW_MS + 65_499)
+      await apps.expectAll(probe, OK)
+      vi.setSystemTime(NOW_MS + 65_500)
       await apps.expectAll(probe, EXPIRED)
     })
 

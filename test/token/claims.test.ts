@@ -82,9 +82,16 @@ describe('checkClaims', () => {
       { maxTokenLifetimeSeconds: 60 },
       'missing_claim',
     ],
-    ['a fractional exp', { exp: NOW + 60.5 }, {}, 'malformed_claim'],
+    ['a fractional exp (RFC 7519 §2)', { exp: NOW + 60.5 }, {}, undefined],
+    ['a fractional iat', { iat: NOW - 5.25 }, {}, undefined],
+    ['a fractional nbf', { nbf: NOW - 0.5 }, {}, undefined],
+    ['a fractional nbf beyond the tolerance', { nbf: NOW + 5.5 }, {}, 'not_yet_valid'],
     ['an exp beyond 2^53', { exp: 2 ** 60 }, {}, 'malformed_claim'],
-    ['a fractional nbf', { nbf: NOW - 0.5 }, {}, 'malformed_claim'],
+    ['an exp of 1e300', { exp: 1e300 }, {}, 'malformed_claim'],
+    ['an nbf beyond −2^53', { nbf: -(2 ** 60) }, {}, 'malformed_claim'],
+    ['a NaN iat', { iat: Number.NaN }, {}, 'malformed_claim'],
+    ['an infinite exp', { exp: Number.POSITIVE_INFINITY }, {}, 'malformed_claim'],
+    ['a numeric-string exp', { exp: String(NOW + 60) }, {}, 'malformed_claim'],
   ])('gives the reason for %s', (_, extra, rules, reason) => {
     expect(reasonOf(() => checkClaims(HEADER, claims(extra), { ...RULES, ...rules }, NOW_MS))).toBe(
       reason,
@@ -96,6 +103,17 @@ describe('checkClaims', () => {
       validFrom: (NOW - 5) * 1000,
       validUntil: (NOW + 65) * 1000,
     })
+  })
+
+  it('keeps the fraction of exp, nbf and iat in when the verdict holds', () => {
+    expect(
+      checkClaims(
+        HEADER,
+        claims({ exp: NOW + 60.5, nbf: NOW - 0.25, iat: NOW - 1.5 }),
+        RULES,
+        NOW_MS,
+      ),
+    ).toEqual({ validFrom: (NOW - 0.25 - 5) * 1000, validUntil: (NOW + 65.5) * 1000 })
   })
 
   it('stops at the maximum token age when it comes first', () => {

@@ -42,4 +42,49 @@ describe('keycloak()', () => {
   ])('refuses %s', (_case, options, message) => {
     expect(() => keycloak(options as never)).toThrow(message)
   })
+
+  it.each<[string, string, string]>([
+    ['the realm', 'https://sso/realms/acme', 'https://sso'],
+    ['the realm and a slash', 'https://sso.example.com/realms/acme/', 'https://sso.example.com'],
+    ['/realms only', 'https://sso.example.com/realms', 'https://sso.example.com'],
+    [
+      'a legacy /auth base and the realm',
+      'https://sso.example.com/auth/realms/acme',
+      'https://sso.example.com/auth',
+    ],
+  ])(
+    'refuses an authUrl that already names %s, showing it and the base to give instead',
+    (_case, authUrl, base) => {
+      expect(() => keycloak({ authUrl, realms: ['acme'] })).toThrow(
+        new TypeError(
+          `keycloak(options): "authUrl" must be the server's base address, without /realms/…: got "${authUrl}"; give authUrl "${base}" and the realm names in "realms"`,
+        ),
+      )
+    },
+  )
+
+  it('shows no credentials of an authUrl it refuses', () => {
+    expect(() =>
+      keycloak({ authUrl: 'https://admin:s3cret-value@sso/realms/acme', realm: 'acme' }),
+    ).toThrow(/got "https:\/\/sso\/realms\/acme"/)
+    expect(() =>
+      keycloak({ authUrl: 'https://admin:s3cret-value@sso/realms/acme', realm: 'acme' }),
+    ).not.toThrow(/s3cret/)
+  })
+
+  it('accepts a base path whose segments only resemble realms', () => {
+    expect(
+      keycloak({ authUrl: 'https://sso.example.com/realms-api', realm: 'acme' })[0]?.issuer,
+    ).toBe('https://sso.example.com/realms-api/realms/acme')
+  })
+
+  it.each([
+    ['tollgate/client', () => import('../../src/client/index.js')],
+    ['tollgate/signin', () => import('../../src/signin/index.js')],
+  ])('refuses the same authUrl where %s takes keycloak()', async (_entry, load) => {
+    const { keycloak: helper } = await load()
+    expect(() => helper({ authUrl: 'https://sso/realms/acme', realm: 'acme' })).toThrow(
+      /without \/realms\//,
+    )
+  })
 })

@@ -2,8 +2,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 
 import { ServiceUnavailableError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
+import { createGate } from '../../src/gate/gate.js'
+import type { TestIssuerFault } from '../../src/testing/faults.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
-import { IssuerKeys, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
+import { keycloak } from '../../src/token/issuers.js'
+import { IssuerKeys, JWKS_WARNING_CODE, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
+import { resetWarningsForTests } from '../../src/warnings.js'
 
 const OPTIONS: NormalizedJWKSOptions = {
   timeoutMs: 1000,
@@ -191,14 +195,17 @@ describe('IssuerKeys', () => {
 
   it('refreshes in the background after 80% of the max age without making requests wait', async () => {
     vi.useFakeTimers({ toFake: ['Date'] })
-    const { keys } = keysOf({ maxAgeMs: 10_000 })
+    const { keys, events } = keysOf({ maxAgeMs: 10_000 })
     await keys.resolve(kidOf('RS256'), 'RS256')
     vi.advanceTimersByTime(8_500)
     issuer.setFault({ kind: 'slow-headers', delayMs: 300 })
-    const started = performance.now()
+    // Order, not time: the request is answered while the refresh it started has yet to finish.
     expect(await keys.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
-    expect(performance.now() - started).toBeLessThan(250)
-    await vi.waitFor(() => expect(issuer.fetchCount()).toBe(2))
+    expect(events.map((event) => event.type)).toEqual(['jwks_refreshed'])
+    await vi.waitFor(() =>
+      expect(events.map((event) => event.type)).toEqual(['jwks_refreshed', 'jwks_refreshed']),
+    )
+    expect(issuer.fetchCount()).toBe(2)
   })
 
   it('serves the last good keys after max age while refreshes fail, and says so', async () => {
@@ -356,4 +363,194 @@ describe('IssuerKeys', () => {
     expect(keys.status()).toMatchObject({ state: 'unavailable', keys: 0, fetchedAt: undefined })
     expect(await keys.warm()).toMatchObject({ state: 'fresh', keys: issuer.jwks().keys.length })
   })
+})
+
+describe('a key set the provider refuses', () => {
+  it('names the status and the URL of a JWKS answering 404 in the event and in ready()', async () => {
+    const events: GateEvent[] = []
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+      onEvent: (event) => events.push(event),
+    })
+    issuer.setFault({ kind: 'status', status: 404 })
+    const report = await gate.ready()
+    await gate.close()
+    const place = { lastFailureStatus: 404, lastFailureUrl: issuer.jwksUri('acme') }
+    expect(report.issuers[0]).toMatchObject({
+      state: 'unavailable',
+      lastFailure: 'status',
+      ...place,
+    })
+    const failed = events.find((event) => event.type === 'jwks_refresh_failed')
+    expect(failed).toMatchObject({ reason: 'status', status: 404, url: issuer.jwksUri('acme') })
+    expect(String((failed as { error: Error }).error.message)).toBe(
+      `JWKS fetch failed: status 404 from ${issuer.jwksUri('acme')}`,
+    )
+  })
+
+  it('names the discovery document when discovery answers 404', async () => {
+    const { keys, events } = keysOf({}, 'acme', true)
+    issuer.setFault({ kind: 'status', status: 404 }, { endpoint: 'discovery' })
+    await expect(keys.resolve(kidOf('RS256'), 'RS256')).rejects.toBeInstanceOf(
+      ServiceUnavailableError,
+    )
+    const discoveryUrl = `${issuer.issuer('acme')}/.well-known/openid-configuration`
+    expect(events.at(-1)).toMatchObject({ reason: 'discovery', status: 404, url: discoveryUrl })
+    expect(keys.status()).toMatchObject({
+      lastFailure: 'discovery',
+      lastFailureStatus: 404,
+      lastFailureUrl: discoveryUrl,
+    })
+  })
+
+  it('puts the status and the URL in the detail of the 503 for operators', async () => {
+    const { keys } = keysOf()
+    issuer.setFault({ kind: 'status', status: 410 })
+    const error = await keys.resolve(kidOf('RS256'), 'RS256').catch((caught: unknown) => caught)
+    expect(error).toMatchObject({
+      code: 'ERR_JWKS_UNAVAILABLE',
+      detail: { lastFailure: 'status', lastFailureStatus: 410, lastFailureUrl: issuer.jwksUri() },
+    })
+  })
+
+  it('shows a query of the JWKS URL as ?… only', async () => {
+    const withQuery = new IssuerKeys(
+      {
+        issuer: issuer.issuer('acme'),
+        jwksUri: `${issuer.jwksUri()}?api_key=hidden`,
+        discovery: false,
+      },
+      ['RS256'],
+      OPTIONS,
+      { emit: () => undefined, onKeysRetired: undefined },
+    )
+    issuer.setFault({ kind: 'status', status: 404 })
+    expect(await withQuery.warm()).toMatchObject({ lastFailureUrl: `${issuer.jwksUri()}?…` })
+  })
+})
+
+describe('configuration failures without an onEvent listener', () => {
+  let warnings: Array<Error & { code?: string }> = []
+  const onWarning = (warning: Error) => warnings.push(warning)
+  beforeAll(() => {
+    process.on('warning', onWarning)
+  })
+  afterAll(() => {
+    process.off('warning', onWarning)
+  })
+  afterEach(() => {
+    warnings = []
+    resetWarningsForTests()
+  })
+  /** process.emitWarning reports on the next tick. */
+  const settled = () => new Promise((resolve) => setImmediate(resolve))
+  const jwksWarnings = () => warnings.filter((warning) => warning.code === JWKS_WARNING_CODE)
+
+  it('warns once, naming the status and the URL, for a JWKS answering 404, however many requests fail', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+    })
+    const token = await issuer.mint()
+    issuer.setFault({ kind: 'status', status: 404 })
+    for (let request = 0; request < 4; request++) {
+      const refused = await gate
+        .check({ headers: { authorization: `Bearer ${token}` } })
+        .catch((error: unknown) => error)
+      expect(refused).toMatchObject({ status: 503 })
+      // Past the failure backoff: every request fetches again.
+      vi.advanceTimersByTime(2_000)
+    }
+    await gate.close()
+    await settled()
+    expect(issuer.fetchCount()).toBe(4)
+    expect(jwksWarnings()).toHaveLength(1)
+    const [warning] = jwksWarnings()
+    expect(warning?.message).toContain(issuer.jwksUri('acme'))
+    expect(warning?.message).toContain('404')
+    expect(warning?.message).not.toContain(token)
+  })
+
+  it.each<[string, TestIssuerFault]>([
+    ['a 404', { kind: 'status', status: 404 }],
+    ['a 401', { kind: 'status', status: 401 }],
+    ['a redirect', { kind: 'redirect', location: 'http://127.0.0.1:1/certs' }],
+    ['invalid JSON', { kind: 'invalid-json' }],
+    ['an HTML page', { kind: 'html' }],
+    ['no usable keys', { kind: 'empty-keys' }],
+  ])('warns about %s', async (_case, fault) => {
+    const { keys } = unheard()
+    issuer.setFault(fault)
+    await keys.warm()
+    await settled()
+    expect(jwksWarnings()).toHaveLength(1)
+    expect(jwksWarnings()[0]?.message).toContain(issuer.jwksUri('acme'))
+  })
+
+  it('warns about a discovery document that names another issuer', async () => {
+    const keys = new IssuerKeys(
+      { issuer: `${issuer.issuer('acme')}/`, jwksUri: undefined, discovery: true },
+      ['RS256'],
+      OPTIONS,
+      { emit: undefined, onKeysRetired: undefined },
+    )
+    await keys.warm()
+    await settled()
+    expect(jwksWarnings()).toHaveLength(1)
+    expect(jwksWarnings()[0]?.message).toContain('/.well-known/openid-configuration')
+  })
+
+  it.each<[string, TestIssuerFault]>([
+    ['a 503', { kind: 'status', status: 503 }],
+    ['a 500', { kind: 'status', status: 500 }],
+    ['a 429', { kind: 'status', status: 429 }],
+    ['a 408', { kind: 'status', status: 408 }],
+    ['a timeout', { kind: 'slow-headers', delayMs: 1000 }],
+  ])('stays silent about %s, which may pass', async (_case, fault) => {
+    const { keys } = unheard({ timeoutMs: 200 })
+    issuer.setFault(fault)
+    const status = await keys.warm()
+    await settled()
+    expect(status.state).toBe('unavailable')
+    expect(jwksWarnings()).toEqual([])
+  })
+
+  it('stays silent about a provider that refuses connections', async () => {
+    const keys = new IssuerKeys(
+      { issuer: issuer.issuer('acme'), jwksUri: 'http://127.0.0.1:1/certs', discovery: false },
+      ['RS256'],
+      OPTIONS,
+      { emit: undefined, onKeysRetired: undefined },
+    )
+    expect(await keys.warm()).toMatchObject({ lastFailure: 'network' })
+    await settled()
+    expect(jwksWarnings()).toEqual([])
+  })
+
+  it('leaves the report to onEvent when the application listens', async () => {
+    const events: GateEvent[] = []
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+      onEvent: (event) => events.push(event),
+    })
+    issuer.setFault({ kind: 'status', status: 404 })
+    await gate.ready()
+    await gate.close()
+    await settled()
+    expect(events.map((event) => event.type)).toContain('jwks_refresh_failed')
+    expect(jwksWarnings()).toEqual([])
+  })
+
+  function unheard(options: Partial<NormalizedJWKSOptions> = {}) {
+    const keys = new IssuerKeys(
+      { issuer: issuer.issuer('acme'), jwksUri: issuer.jwksUri('acme'), discovery: false },
+      ['RS256', 'ES256'],
+      { ...OPTIONS, ...options },
+      { emit: undefined, onKeysRetired: undefined },
+    )
+    return { keys }
+  }
 })
