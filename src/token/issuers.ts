@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { describeValue } from '../validate.js'
 
 /** One trusted issuer. Keys are fetched only from what is configured here, never from a token. */
 export interface IssuerOptions {
@@ -55,11 +56,13 @@ export function keycloak(options: KeycloakOptions): IssuerOptions[] {
   try {
     base = new URL(authUrl)
   } catch {
-    throw new TypeError('keycloak(options): "authUrl" must be an absolute http(s) URL')
+    throw new TypeError(
+      `keycloak(options): "authUrl" must be an absolute http(s) URL (got ${describeValue(authUrl, 'url')})`,
+    )
   }
   if ((base.protocol !== 'https:' && base.protocol !== 'http:') || base.search || base.hash) {
     throw new TypeError(
-      'keycloak(options): "authUrl" must be an http(s) URL without query or fragment',
+      `keycloak(options): "authUrl" must be an http(s) URL without query or fragment (got ${describeValue(authUrl, 'url')})`,
     )
   }
   if (!Array.isArray(realms) || realms.length === 0) {
@@ -82,7 +85,7 @@ export function keycloak(options: KeycloakOptions): IssuerOptions[] {
     if (typeof realm !== 'string' || !REALM_NAME.test(realm)) {
       const at = options.realm === undefined ? `realms[${index}]` : 'realm'
       throw new TypeError(
-        `keycloak(options): "${at}" must be a realm name of letters, digits, ".", "_" or "-"`,
+        `keycloak(options): "${at}" must be a realm name of letters, digits, ".", "_" or "-" (got ${describeValue(realm, true)})`,
       )
     }
     const issuer = `${root}/realms/${realm}`

@@ -72,6 +72,18 @@ describe('keycloak()', () => {
     ).not.toThrow(/s3cret/)
   })
 
+  it('quotes the authUrl or realm it refuses, without credentials or query', () => {
+    expect(() => keycloak({ authUrl: 'sso.example', realms: ['acme'] })).toThrow(
+      /"authUrl" must be an absolute http\(s\) URL \(got 'sso\.example'\)$/,
+    )
+    expect(() =>
+      keycloak({ authUrl: 'https://ops:hunter2@sso.example/?x=1', realms: ['a'] }),
+    ).toThrow(/without query or fragment \(got 'https:\/\/\*\*\*@sso\.example\/\?…'\)$/)
+    expect(() => keycloak({ authUrl: 'https://sso.example', realms: ['acme corp'] })).toThrow(
+      /"realms\[0\]" must be a realm name .* \(got 'acme corp'\)$/,
+    )
+  })
+
   it('accepts a base path whose segments only resemble realms', () => {
     expect(
       keycloak({ authUrl: 'https://sso.example.com/realms-api', realm: 'acme' })[0]?.issuer,
