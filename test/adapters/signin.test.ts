@@ -362,6 +362,10 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       '/a/..//evil.example',
       '/%2e%2e//evil.example',
       '/./%5Cevil.example',
+      '/a/..%2F%2Fevil.example',
+      '/.%2F%2Fevil.example',
+      '/%2e%2F%2Fevil.example',
+      '/a/%2e%2e%2F%2Fevil.example',
       'javascript:alert(1)',
       '',
     ])('sends the user to / instead of the returnTo %j', async (returnTo) => {
