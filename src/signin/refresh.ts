@@ -33,7 +33,7 @@ export interface RefreshContext {
   readOpen(keys: KeyRing, sessionId: string, key: string): Promise<OpenSession>
   endSession(
     key: string,
-    session: Pick<OpenSession, 'issuer' | 'subject'> | undefined,
+    session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'> | undefined,
     reason: SessionEndReason,
   ): Promise<void>
   /** The request parameters of a product (`''`: the sign-in's own token). */

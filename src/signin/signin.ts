@@ -350,14 +350,12 @@ export function createSignIn(options: SignInOptions): SignIn {
         },
         generation: 1,
       }
-      const indexes = [indexOf('sub', issuer, subject)]
-      if (sid !== undefined) indexes.push(indexOf('sid', issuer, sid))
       await stored(
         store.create(
           storeKeyOf(sessionId),
           sealSession(keys, sessionId, session),
           Math.min(settings.idleTimeoutMs, settings.absoluteTimeoutMs),
-          indexes,
+          indexesOf(session),
           // The index outlives every read that extends the session (back-channel logout).
           settings.absoluteTimeoutMs,
         ),
@@ -376,12 +374,25 @@ export function createSignIn(options: SignInOptions): SignIn {
     return signed === undefined ? undefined : keys.verify(signed)
   }
 
+  /** The sid and sub indexes under which back-channel logout finds a session. */
+  function indexesOf(session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'>): string[] {
+    const indexes = [indexOf('sub', session.issuer, session.subject)]
+    if (session.sid !== undefined) indexes.push(indexOf('sid', session.issuer, session.sid))
+    return indexes
+  }
+
+  /**
+   * Deletes a session and its index entries: those of `session` when it could be read, else
+   * `indexes` (the one a back-channel logout walked). An entry left behind (an unreadable
+   * session) is dropped the next time its index is walked or grows.
+   */
   async function endSession(
     key: string,
-    session: Pick<OpenSession, 'issuer' | 'subject'> | undefined,
+    session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'> | undefined,
     reason: SessionEndReason,
+    indexes: readonly string[] = [],
   ): Promise<void> {
-    await stored(store.delete(key))
+    await stored(store.delete(key, session === undefined ? indexes : indexesOf(session)))
     emit?.({
       type: 'session_ended',
       issuer: session?.issuer,
@@ -548,13 +559,15 @@ export function createSignIn(options: SignInOptions): SignIn {
 
   const sessions: SessionEnder = {
     async endSessions(from, by) {
-      const keys = new Set<string>()
-      if (by.sid !== undefined) {
-        for (const key of await stored(store.indexed(indexOf('sid', from, by.sid)))) keys.add(key)
-      } else if (by.sub !== undefined) {
-        for (const key of await stored(store.indexed(indexOf('sub', from, by.sub)))) keys.add(key)
-      }
-      for (const key of keys) await endSession(key, undefined, 'back_channel_logout')
+      const index =
+        by.sid !== undefined
+          ? indexOf('sid', from, by.sid)
+          : by.sub !== undefined
+            ? indexOf('sub', from, by.sub)
+            : undefined
+      if (index === undefined) return 0
+      const keys = new Set(await stored(store.indexed(index)))
+      for (const key of keys) await endSession(key, undefined, 'back_channel_logout', [index])
       return keys.size
     },
   }
