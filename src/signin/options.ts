@@ -125,6 +125,11 @@ export interface NormalizedSignInOptions {
   readonly redirectUri: string
   readonly routes: Required<SignInRoutes>
   readonly scope: string
+  /**
+   * The authorization request's `scope`: `scope` and every product's scopes, deduplicated and
+   * sorted, so that the grant covers what each product's token will be asked for.
+   */
+  readonly authorizationScope: string
   readonly products: ReadonlyMap<string, NormalizedParameters>
   readonly defaultProduct: string | undefined
   readonly keys: SecretInput<string | readonly SignInKey[]>
@@ -269,6 +274,7 @@ function normalize(input: unknown): NormalizedSignInOptions {
     redirectUri: `${baseUrl}${routes.callback}`,
     routes,
     scope,
+    authorizationScope: authorizationScopeOf(scope, products),
     products,
     defaultProduct: products.keys().next().value,
     keys: keys as SecretInput<string | readonly SignInKey[]>,
@@ -357,6 +363,21 @@ function scopeOption(value: unknown): string {
     fail('scope', 'must include openid', value)
   }
   return normalized
+}
+
+/**
+ * The sign-in's scopes with each product's: a provider that checks every `resource` of the
+ * authorization request against the requested scopes (RFC 8707 §2) refuses the whole sign-in
+ * when a product's scope is missing, and a refresh token can only be exchanged for scopes the
+ * grant holds.
+ */
+function authorizationScopeOf(
+  scope: string,
+  products: ReadonlyMap<string, NormalizedParameters>,
+): string {
+  const scopes = scope.split(' ')
+  for (const product of products.values()) scopes.push(...(product.scope?.split(' ') ?? []))
+  return parametersOption({ scope: scopes }).scope as string
 }
 
 function productsOption(value: unknown): ReadonlyMap<string, NormalizedParameters> {

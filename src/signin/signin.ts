@@ -201,7 +201,13 @@ export function createSignIn(options: SignInOptions): SignIn {
   }
 
   function errorResponse(error: SignInError, cookies: readonly string[] = []): SignInResponse {
-    emit?.({ type: 'signin_refused', code: error.code, reason: error.reason, error: error.cause })
+    emit?.({
+      type: 'signin_refused',
+      code: error.code,
+      reason: error.reason,
+      error: error.cause,
+      ...(error.provider === undefined ? {} : { provider: error.provider }),
+    })
     return {
       status: error.status,
       headers: {
@@ -243,7 +249,7 @@ export function createSignIn(options: SignInOptions): SignIn {
     const parameters = new URLSearchParams({
       redirect_uri: settings.redirectUri,
       response_type: 'code',
-      scope: settings.scope,
+      scope: settings.authorizationScope,
       state,
       nonce,
       code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
@@ -312,7 +318,11 @@ export function createSignIn(options: SignInOptions): SignIn {
       // The sign-in this callback answers; openid-client checks the state again below.
       const state = url.searchParams.get('state')
       const transaction = transactions.find((item) => item.s === state)
-      if (transaction === undefined) throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'state')
+      // Its own reason, apart from openid-client's `state` check below, so that a test can tell
+      // which layer refused.
+      if (transaction === undefined) {
+        throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'state_unknown')
+      }
       // Used once, whatever the outcome; the other tabs' sign-ins stay.
       const others = transactions.filter((item) => item !== transaction)
       if (others.length > 0) {
