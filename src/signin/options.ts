@@ -197,6 +197,7 @@ function normalize(input: unknown): NormalizedSignInOptions {
     const value = (options as unknown as Record<string, unknown>)[key]
     if (value !== undefined) clientPart[key] = value
   }
+  issuerNeedsDiscovery(options)
   const client = normalizeClientPart(clientPart)
   const baseUrl = baseUrlOption(options.baseUrl)
   const routes = routesOption(options.routes)
@@ -296,6 +297,29 @@ function normalize(input: unknown): NormalizedSignInOptions {
     onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
     now: client.now,
   })
+}
+
+const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
+
+/**
+ * Sign-in needs the authorization and end-session endpoints as well as the token endpoint: a
+ * Keycloak realm has them at fixed paths, any other provider names them in its discovery
+ * document. Checked before the client options, whose hint for the same mistake names
+ * `tokenEndpoint`, an option sign-in does not take.
+ */
+function issuerNeedsDiscovery(options: SignInOptions): void {
+  let entry: unknown = options.issuer
+  if (Array.isArray(entry) && entry.length === 1) entry = entry[0]
+  const issuer = isRecord(entry) ? entry['issuer'] : entry
+  const discovery = options.discovery === true || (isRecord(entry) && entry['discovery'] === true)
+  if (discovery || typeof issuer !== 'string' || !URL.canParse(issuer)) return
+  if (!REALM_IN_ISSUER.test(issuer)) {
+    fail(
+      'issuer',
+      'is not a Keycloak realm (…/realms/{realm}); give "discovery: true" to read the ' +
+        "provider's endpoints from its discovery document, or keycloak({ authUrl, realm })",
+    )
+  }
 }
 
 function refreshLockMs(value: unknown, timeoutMs: number): number {
