@@ -11,7 +11,9 @@ import * as oidc from 'openid-client'
 
 import { resolveSecret } from '../client/secrets.js'
 import { createEmit } from '../events.js'
+import { warnOnce } from '../warnings.js'
 import { createBackChannelLogout } from './backchannel.js'
+import { configurationWarning } from './config-warnings.js'
 import { readCookie, serializeCookie } from './cookies.js'
 import { isSignInError, SignInError } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
@@ -201,6 +203,12 @@ export function createSignIn(options: SignInOptions): SignIn {
   }
 
   function errorResponse(error: SignInError, cookies: readonly string[] = []): SignInResponse {
+    if (emit === undefined) {
+      // Without a listener, a configuration failure would be a bare 503 or 500 with nothing in
+      // the logs: once per code and subject every 10 minutes, never per request.
+      const warning = configurationWarning(error, settings)
+      if (warning !== undefined) warnOnce({ ...warning, now })
+    }
     emit?.({
       type: 'signin_refused',
       code: error.code,
