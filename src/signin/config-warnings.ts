@@ -11,27 +11,36 @@ import type { ConfigurationWarning } from '../warnings.js'
 import type { SignInError } from './errors.js'
 import type { NormalizedSignInOptions } from './options.js'
 
+const UNLESS_LISTENING = 'give onEvent to receive each failure as a signin_refused event'
+
 /**
- * The warning for `error`, or `undefined` when it is not a configuration failure. Names the
- * option and where its value comes from (`fromEnv('SIGNIN_KEYS')`), never a value, a token or
- * a secret.
+ * The warning for a key ring that cannot be read (unset, malformed, its function failing). Its
+ * own function: the back-channel route's `keys_unavailable` is the provider's keys, an outage.
+ */
+export function keyRingWarning(
+  settings: NormalizedSignInOptions,
+): Omit<ConfigurationWarning, 'now'> {
+  return {
+    code: 'TOLLGATE_SIGNIN_KEYS_UNAVAILABLE',
+    subject: settings.keysSource,
+    message:
+      `tollgate/signin: the key ring cannot be read from ${settings.keysSource}; sign-in ` +
+      'answers 503 until it can. Set it (id=secret pairs, newest first, each secret at least ' +
+      `32 random bytes), or ${UNLESS_LISTENING}`,
+  }
+}
+
+/**
+ * The warning for a refusal, or `undefined` when it is not a configuration failure. Names the
+ * option and where its value comes from (`fromEnv('OFFICE_WEB_SECRET')`), never a value, a
+ * token or a secret.
  */
 export function configurationWarning(
   error: SignInError,
   settings: NormalizedSignInOptions,
 ): Omit<ConfigurationWarning, 'now'> | undefined {
   const { clientId, server, credentialSource } = settings.client
-  const unlessListening = 'give onEvent to receive each failure as a signin_refused event'
-  if (error.reason === 'keys_unavailable') {
-    return {
-      code: 'TOLLGATE_SIGNIN_KEYS_UNAVAILABLE',
-      subject: settings.keysSource,
-      message:
-        `tollgate/signin: the key ring cannot be read from ${settings.keysSource}; sign-in ` +
-        'answers 503 until it can. Set it (id=secret pairs, newest first, each secret at least ' +
-        `32 random bytes), or ${unlessListening}`,
-    }
-  }
+  const unlessListening = UNLESS_LISTENING
   if (error.code === 'ERR_CLIENT_REFUSED') {
     const cause = error.cause
     const answer = isTokenSourceError(cause)
@@ -47,7 +56,11 @@ export function configurationWarning(
         `and that the client may use the authorization code grant, or ${unlessListening}`,
     }
   }
-  if (isTokenSourceError(error.cause) && error.cause.code === 'ERR_SECRET_UNAVAILABLE') {
+  if (
+    error.reason === 'provider_unavailable' &&
+    isTokenSourceError(error.cause) &&
+    error.cause.code === 'ERR_SECRET_UNAVAILABLE'
+  ) {
     return {
       code: 'TOLLGATE_SIGNIN_SECRET_UNAVAILABLE',
       subject: credentialSource,

@@ -13,7 +13,7 @@ import { resolveSecret } from '../client/secrets.js'
 import { createEmit } from '../events.js'
 import { warnOnce } from '../warnings.js'
 import { createBackChannelLogout } from './backchannel.js'
-import { configurationWarning } from './config-warnings.js'
+import { configurationWarning, keyRingWarning } from './config-warnings.js'
 import { readCookie, serializeCookie } from './cookies.js'
 import { isSignInError, SignInError } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
@@ -178,6 +178,7 @@ export function createSignIn(options: SignInOptions): SignIn {
       ring = readRing().catch((error: unknown) => {
         // Not kept: a key mounted a moment later is read by the next request.
         ring = undefined
+        if (emit === undefined) warnOnce({ ...keyRingWarning(settings), now })
         throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
       })
     }
