@@ -9,6 +9,7 @@
 import * as oidc from 'openid-client'
 
 import { clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
+import type { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
@@ -248,15 +249,8 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     }
     const reason = checkReason(error)
     const mapped = toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
-    // The provider answered and refused this client (RFC 6749 §5.2), or answered a bare 401 or
-    // 403 (a gateway in front of it, a client not allowed this grant): retrying cannot help, the
-    // configuration must change. Not an outage, so no 503 and no Retry-After.
-    if (
-      mapped.code === 'ERR_CLIENT_REFUSED' ||
-      (mapped.oauthError === undefined && (mapped.status === 401 || mapped.status === 403))
-    ) {
+    if (isClientRefusal(mapped))
       return new SignInError('ERR_CLIENT_REFUSED', 'client_refused', mapped)
-    }
     switch (mapped.code) {
       case 'ERR_TOKEN_ENDPOINT_UNAVAILABLE':
       case 'ERR_SECRET_UNAVAILABLE':
@@ -279,6 +273,19 @@ function providerWords(value: unknown, limit: number): string | undefined {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point.
   const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
   return clean.length > limit ? clean.slice(0, limit) : clean
+}
+
+/**
+ * `true` when the token endpoint refused this client (RFC 6749 §5.2 `invalid_client`,
+ * `unauthorized_client`), or answered a bare 401 or 403 (a gateway in front of it, a client not
+ * allowed the grant): retrying cannot help, the configuration must change. Not an outage, so
+ * sign-in answers 500 without Retry-After rather than 503.
+ */
+export function isClientRefusal(error: TokenSourceError): boolean {
+  return (
+    error.code === 'ERR_CLIENT_REFUSED' ||
+    (error.oauthError === undefined && (error.status === 401 || error.status === 403))
+  )
 }
 
 function unavailable(reason: SignInRefusalReason, cause: unknown): SignInError {
