@@ -40,7 +40,6 @@ export function configurationWarning(
   settings: NormalizedSignInOptions,
 ): Omit<ConfigurationWarning, 'now'> | undefined {
   const { clientId, server, credentialSource } = settings.client
-  const unlessListening = UNLESS_LISTENING
   if (error.code === 'ERR_CLIENT_REFUSED') {
     const cause = error.cause
     const answer = isTokenSourceError(cause)
@@ -53,7 +52,7 @@ export function configurationWarning(
         `tollgate/signin: the token endpoint of ${server.issuer} refused client "${clientId}"` +
         `${answer === '' ? '' : ` (${answer})`} at the code exchange; sign-in answers 500 ` +
         `until this changes. Check the client id, the credential read from ${credentialSource}, ` +
-        `and that the client may use the authorization code grant, or ${unlessListening}`,
+        `and that the client may use the authorization code grant, or ${UNLESS_LISTENING}`,
     }
   }
   if (
@@ -66,7 +65,7 @@ export function configurationWarning(
       subject: credentialSource,
       message:
         `tollgate/signin: the client credential cannot be read from ${credentialSource}; ` +
-        `sign-in answers 503 until it can. Set it, or ${unlessListening}`,
+        `sign-in answers 503 until it can. Set it, or ${UNLESS_LISTENING}`,
     }
   }
   return undefined
