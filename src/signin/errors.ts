@@ -21,6 +21,11 @@ export type SignInErrorCode =
   | 'ERR_SIGNIN_BAD_REQUEST'
   /** A back-channel logout token that does not pass verification. 400. */
   | 'ERR_LOGOUT_TOKEN_INVALID'
+  /**
+   * The provider refused this client at the token endpoint (`invalid_client`,
+   * `unauthorized_client`, a bare 401 or 403): a configuration error, not an outage. 500.
+   */
+  | 'ERR_CLIENT_REFUSED'
 
 const TABLE: Record<SignInErrorCode, { status: number; error: string; message: string }> = {
   ERR_SIGNIN_REQUIRED: { status: 401, error: 'login_required', message: 'sign-in required' },
@@ -49,6 +54,11 @@ const TABLE: Record<SignInErrorCode, { status: number; error: string; message: s
     error: 'invalid_request',
     message: 'invalid logout token',
   },
+  ERR_CLIENT_REFUSED: {
+    status: 500,
+    error: 'server_error',
+    message: 'sign-in is not configured correctly',
+  },
 }
 
 /** Why a sign-in request was refused, for operators: on events, never in the response. */
@@ -59,12 +69,16 @@ export type SignInRefusalReason =
   | 'session_key_unknown'
   | 'refresh_refused'
   | 'transaction_missing'
+  /** No sign-in this browser started has the callback's `state` (tollgate's own lookup). */
+  | 'state_unknown'
+  /** openid-client's check of the callback's `state` refused it. */
   | 'state'
   | 'issuer'
   | 'nonce'
   | 'id_token'
   | 'code_refused'
   | 'provider_error'
+  | 'client_refused'
   | 'provider_unavailable'
   | 'store_unavailable'
   | 'refresh_lock_lost'
@@ -73,6 +87,17 @@ export type SignInRefusalReason =
   | 'cross_site'
   | 'unknown_product'
   | 'logout_token'
+
+/**
+ * What the provider said when it sent `error=…` back to the redirect URI (RFC 6749 §4.1.2.1):
+ * its own words, not a secret, bounded and without control characters.
+ */
+export interface ProviderErrorWords {
+  /** `error`, at most 64 characters. */
+  readonly error: string
+  /** `error_description`, at most 256 characters. */
+  readonly description: string | undefined
+}
 
 /** A refusal of a sign-in route, or a token a handler could not have. */
 export class SignInError extends Error {
@@ -86,8 +111,15 @@ export class SignInError extends Error {
   /** For operators; not in the response. */
   readonly reason: SignInRefusalReason
   readonly headers: Readonly<Record<string, string>>
+  /** The provider's `error` and `error_description` (`reason: 'provider_error'`); not in the response. */
+  readonly provider: ProviderErrorWords | undefined
 
-  constructor(code: SignInErrorCode, reason: SignInRefusalReason, cause?: unknown) {
+  constructor(
+    code: SignInErrorCode,
+    reason: SignInRefusalReason,
+    cause?: unknown,
+    provider?: ProviderErrorWords,
+  ) {
     const entry = TABLE[code]
     super(entry.message, cause === undefined ? undefined : { cause })
     this.name = 'SignInError'
@@ -97,6 +129,7 @@ export class SignInError extends Error {
     this.statusCode = this.status
     this.error = entry.error
     this.headers = this.status === 503 ? { 'Retry-After': '5' } : {}
+    this.provider = provider
   }
 }
 

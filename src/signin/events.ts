@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SignInErrorCode, SignInRefusalReason } from './errors.js'
+import type { ProviderErrorWords, SignInErrorCode, SignInRefusalReason } from './errors.js'
 
 /** Why a session ended. */
 export type SessionEndReason =
@@ -31,6 +31,12 @@ export type SignInEvent =
       readonly reason: SignInRefusalReason
       /** The error underneath (a provider's, the store's), for operators. Never holds a token. */
       readonly error: unknown
+      /**
+       * With `reason: 'provider_error'`: the `error` and `error_description` the provider sent
+       * back to the redirect URI (`access_denied`, `invalid_target`…), bounded, control
+       * characters removed.
+       */
+      readonly provider?: ProviderErrorWords
     }
   | {
       /** A session's access token for `product` was refreshed, here or by another instance. */

@@ -125,6 +125,11 @@ export interface NormalizedSignInOptions {
   readonly redirectUri: string
   readonly routes: Required<SignInRoutes>
   readonly scope: string
+  /**
+   * The authorization request's `scope`: `scope` and every product's scopes, deduplicated and
+   * sorted, so that the grant covers what each product's token will be asked for.
+   */
+  readonly authorizationScope: string
   readonly products: ReadonlyMap<string, NormalizedParameters>
   readonly defaultProduct: string | undefined
   readonly keys: SecretInput<string | readonly SignInKey[]>
@@ -192,6 +197,7 @@ function normalize(input: unknown): NormalizedSignInOptions {
     const value = (options as unknown as Record<string, unknown>)[key]
     if (value !== undefined) clientPart[key] = value
   }
+  issuerNeedsDiscovery(options)
   const client = normalizeClientPart(clientPart)
   const baseUrl = baseUrlOption(options.baseUrl)
   const routes = routesOption(options.routes)
@@ -269,6 +275,7 @@ function normalize(input: unknown): NormalizedSignInOptions {
     redirectUri: `${baseUrl}${routes.callback}`,
     routes,
     scope,
+    authorizationScope: authorizationScopeOf(scope, products),
     products,
     defaultProduct: products.keys().next().value,
     keys: keys as SecretInput<string | readonly SignInKey[]>,
@@ -290,6 +297,29 @@ function normalize(input: unknown): NormalizedSignInOptions {
     onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
     now: client.now,
   })
+}
+
+const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
+
+/**
+ * Sign-in needs the authorization and end-session endpoints as well as the token endpoint: a
+ * Keycloak realm has them at fixed paths, any other provider names them in its discovery
+ * document. Checked before the client options, whose hint for the same mistake names
+ * `tokenEndpoint`, an option sign-in does not take.
+ */
+function issuerNeedsDiscovery(options: SignInOptions): void {
+  let entry: unknown = options.issuer
+  if (Array.isArray(entry) && entry.length === 1) entry = entry[0]
+  const issuer = isRecord(entry) ? entry['issuer'] : entry
+  const discovery = options.discovery === true || (isRecord(entry) && entry['discovery'] === true)
+  if (discovery || typeof issuer !== 'string' || !URL.canParse(issuer)) return
+  if (!REALM_IN_ISSUER.test(issuer)) {
+    fail(
+      'issuer',
+      'is not a Keycloak realm (…/realms/{realm}); give "discovery: true" to read the ' +
+        "provider's endpoints from its discovery document, or keycloak({ authUrl, realm })",
+    )
+  }
 }
 
 function refreshLockMs(value: unknown, timeoutMs: number): number {
@@ -357,6 +387,21 @@ function scopeOption(value: unknown): string {
     fail('scope', 'must include openid', value)
   }
   return normalized
+}
+
+/**
+ * The sign-in's scopes with each product's: a provider that checks every `resource` of the
+ * authorization request against the requested scopes (RFC 8707 §2) refuses the whole sign-in
+ * when a product's scope is missing, and a refresh token can only be exchanged for scopes the
+ * grant holds.
+ */
+function authorizationScopeOf(
+  scope: string,
+  products: ReadonlyMap<string, NormalizedParameters>,
+): string {
+  const scopes = scope.split(' ')
+  for (const product of products.values()) scopes.push(...(product.scope?.split(' ') ?? []))
+  return parametersOption({ scope: scopes }).scope as string
 }
 
 function productsOption(value: unknown): ReadonlyMap<string, NormalizedParameters> {

@@ -9,6 +9,7 @@
 import * as oidc from 'openid-client'
 
 import { clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
+import type { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
@@ -241,14 +242,18 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     if (error instanceof SignInError) return error
     if (error instanceof oidc.AuthorizationResponseError) {
       // The provider sent error=… to the redirect URI (the user declined, or a bad request).
-      return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error')
+      return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error', undefined, {
+        error: providerWords(error.error, 64) ?? '',
+        description: providerWords(error.error_description, 256),
+      })
     }
     const reason = checkReason(error)
     const mapped = toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+    if (isClientRefusal(mapped))
+      return new SignInError('ERR_CLIENT_REFUSED', 'client_refused', mapped)
     switch (mapped.code) {
       case 'ERR_TOKEN_ENDPOINT_UNAVAILABLE':
       case 'ERR_SECRET_UNAVAILABLE':
-      case 'ERR_CLIENT_REFUSED':
         return unavailable('provider_unavailable', mapped)
       case 'ERR_TOKEN_REQUEST_REFUSED':
         // invalid_grant: a replayed or expired code, or a PKCE verifier that does not match.
@@ -257,6 +262,30 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
         return new SignInError('ERR_SIGNIN_CALLBACK_INVALID', reason, mapped)
     }
   }
+}
+
+/**
+ * The provider's words, for an event: at most `limit` characters, control characters (C0, DEL,
+ * C1) removed so that a log line cannot be split or recoloured by them.
+ */
+function providerWords(value: unknown, limit: number): string | undefined {
+  if (typeof value !== 'string') return undefined
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point.
+  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+  return clean.length > limit ? clean.slice(0, limit) : clean
+}
+
+/**
+ * `true` when the token endpoint refused this client (RFC 6749 §5.2 `invalid_client`,
+ * `unauthorized_client`), or answered a bare 401 or 403 (a gateway in front of it, a client not
+ * allowed the grant): retrying cannot help, the configuration must change. Not an outage, so
+ * sign-in answers 500 without Retry-After rather than 503.
+ */
+export function isClientRefusal(error: TokenSourceError): boolean {
+  return (
+    error.code === 'ERR_CLIENT_REFUSED' ||
+    (error.oauthError === undefined && (error.status === 401 || error.status === 403))
+  )
 }
 
 function unavailable(reason: SignInRefusalReason, cause: unknown): SignInError {

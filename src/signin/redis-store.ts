@@ -95,12 +95,30 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as SessionCommands & {
     del(key: string): Promise<unknown>
+    exists(key: string): Promise<number>
     set(key: string, value: string, mode: 'PX', ms: number): Promise<unknown>
     smembers(key: string): Promise<string[]>
+    srem(key: string, ...members: string[]): Promise<unknown>
   }
   const sessionKey = (key: string) => `${prefix}:{${key}}`
   const lockKey = (key: string) => `${prefix}:{${key}}:lock`
   const indexKey = (name: string) => `${prefix}:index:${name}`
+  /**
+   * The members of an index whose session still exists; the others are removed from it. A
+   * session that ended by its idle expiry (Redis dropped the key, nobody called delete) leaves
+   * its index this way. A member whose key is gone can never come back (ids are never reused),
+   * so removing it races with nothing. One EXISTS per member: the session keys sit in other
+   * Cluster slots than the index, so no script can see both.
+   */
+  async function liveMembers(name: string): Promise<string[]> {
+    const members = await bounded(commands.smembers(indexKey(name)))
+    const exists = await Promise.all(
+      members.map((member) => bounded(commands.exists(sessionKey(member)))),
+    )
+    const ended = members.filter((_, at) => exists[at] === 0)
+    if (ended.length > 0) await bounded(commands.srem(indexKey(name), ...ended))
+    return members.filter((_, at) => exists[at] !== 0)
+  }
   return {
     async read(key, idleMs) {
       const value = await bounded(
@@ -113,6 +131,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       const indexLifetime = Math.max(1, ttlMs, indexTtlMs)
       for (const name of indexes) {
         await bounded(commands.tollgateSessionIndex(indexKey(name), key, indexLifetime))
+        // A user who signs in often would otherwise keep every ended session in the index until
+        // the index itself expires, which each sign-in postpones.
+        await liveMembers(name)
       }
     },
     async replace(key, value, ttlMs, owner) {
@@ -127,8 +148,9 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       )
       return written === 1
     },
-    async delete(key) {
+    async delete(key, indexes = []) {
       await bounded(commands.del(sessionKey(key)))
+      for (const name of indexes) await bounded(commands.srem(indexKey(name), key))
     },
     async lock(key, owner, ttlMs) {
       const answer = await bounded(
@@ -140,7 +162,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       await bounded(commands.tollgateSessionUnlock(lockKey(key), owner))
     },
     async indexed(name) {
-      return bounded(commands.smembers(indexKey(name)))
+      return liveMembers(name)
     },
   }
 }

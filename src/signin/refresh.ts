@@ -16,7 +16,7 @@ import { isSignInError, SignInError } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
 import type { KeyRing } from './key-ring.js'
 import type { NormalizedSignInOptions } from './options.js'
-import type { SignInProvider } from './provider.js'
+import { isClientRefusal, type SignInProvider } from './provider.js'
 import { type OpenSession, sealSession } from './session.js'
 
 /** How often a waiting instance looks for the refreshing instance's result, in ms. */
@@ -33,7 +33,7 @@ export interface RefreshContext {
   readOpen(keys: KeyRing, sessionId: string, key: string): Promise<OpenSession>
   endSession(
     key: string,
-    session: Pick<OpenSession, 'issuer' | 'subject'> | undefined,
+    session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'> | undefined,
     reason: SessionEndReason,
   ): Promise<void>
   /** The request parameters of a product (`''`: the sign-in's own token). */
@@ -112,6 +112,10 @@ export function createRefresher(context: RefreshContext): Refresher {
           // The refresh token is spent, revoked or expired: the session cannot go on.
           await endSession(key, session, 'refresh_refused')
           throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused', error)
+        }
+        // The client, not the session, was refused: the session stays for when it is fixed.
+        if (isTokenSourceError(error) && isClientRefusal(error)) {
+          throw new SignInError('ERR_CLIENT_REFUSED', 'client_refused', error)
         }
         throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_unavailable', error)
       }

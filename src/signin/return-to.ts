@@ -3,7 +3,8 @@
  * read as another origin is refused (open redirect, RFC 9700 §4.11): `//evil`, `/\evil` (browsers
  * treat `\` as `/`), absolute URLs, control characters (stripped by URL parsers, so `/\t/evil`
  * becomes `//evil`), the same tricks percent-encoded once, and dot segments that resolve to any of
- * them (`/.//evil`, `/a/..//evil`, `/%2e%2e//evil`): the resolved path is checked again.
+ * them, as sent (`/.//evil`, `/a/..//evil`, `/%2e%2e//evil`) or once decoded
+ * (`/a/..%2F%2Fevil`, `/%2e%2F%2Fevil`): each form is resolved and checked again.
  *
  * @module
  */
@@ -20,18 +21,14 @@ function hasUnsafeCharacter(value: string): boolean {
 }
 const BASE = 'https://return-to.invalid'
 
-/** The path to send the user to, or `undefined` when `value` is not a same-origin relative path. */
-export function safeReturnTo(value: unknown): string | undefined {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return undefined
-  if (!value.startsWith('/') || value.startsWith('//') || hasUnsafeCharacter(value))
-    return undefined
-  let decoded: string
-  try {
-    decoded = decodeURIComponent(value)
-  } catch {
+/**
+ * `value` with its dot segments resolved, when both it and the result are same-origin paths
+ * without an unsafe character; `undefined` otherwise.
+ */
+function resolvedPath(value: string): string | undefined {
+  if (!value.startsWith('/') || value.startsWith('//') || hasUnsafeCharacter(value)) {
     return undefined
   }
-  if (decoded.startsWith('//') || hasUnsafeCharacter(decoded)) return undefined
   let url: URL
   try {
     url = new URL(value, BASE)
@@ -43,12 +40,27 @@ export function safeReturnTo(value: unknown): string | undefined {
   // Dot segments resolve after the checks above: `/.//evil`, `/a/..//evil` and `/%2e//evil`
   // all come out as `//evil`. The result is what the browser gets, so it passes the same checks.
   if (!path.startsWith('/') || path.startsWith('//') || hasUnsafeCharacter(path)) return undefined
-  let decodedPath: string
+  return path
+}
+
+/** `true` when `value`, decoded once, is still a same-origin path once its dot segments resolve. */
+function safeOnceDecoded(value: string): boolean {
+  let decoded: string
   try {
-    decodedPath = decodeURIComponent(path)
+    decoded = decodeURIComponent(value)
   } catch {
-    return undefined
+    return false
   }
-  if (decodedPath.startsWith('//') || hasUnsafeCharacter(decodedPath)) return undefined
+  // A server or a proxy behind the redirect may decode `%2F` before resolving `..`:
+  // `/a/..%2F%2Fevil` is one segment as sent, but `/a/..//evil`, then `//evil`, decoded.
+  return resolvedPath(decoded) !== undefined
+}
+
+/** The path to send the user to, or `undefined` when `value` is not a same-origin relative path. */
+export function safeReturnTo(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 2048) return undefined
+  const path = resolvedPath(value)
+  if (path === undefined) return undefined
+  if (!safeOnceDecoded(value) || !safeOnceDecoded(path)) return undefined
   return path
 }

@@ -11,7 +11,9 @@ import * as oidc from 'openid-client'
 
 import { resolveSecret } from '../client/secrets.js'
 import { createEmit } from '../events.js'
+import { warnOnce } from '../warnings.js'
 import { createBackChannelLogout } from './backchannel.js'
+import { configurationWarning, keyRingWarning } from './config-warnings.js'
 import { readCookie, serializeCookie } from './cookies.js'
 import { isSignInError, SignInError } from './errors.js'
 import type { SessionEndReason, SignInEvent } from './events.js'
@@ -55,8 +57,9 @@ export interface SignInContext {
    * session across every instance sharing the store.
    *
    * @throws SignInError `ERR_SIGNIN_REQUIRED` (401) when there is no session or it ended (the
-   * refresh token was refused: `invalid_grant`); `ERR_SIGNIN_UNAVAILABLE` (503) when the provider
-   * or the store cannot be reached.
+   * refresh token was refused: `invalid_grant`); `ERR_CLIENT_REFUSED` (500) when the token
+   * endpoint refused this client (a configuration error; the session stays);
+   * `ERR_SIGNIN_UNAVAILABLE` (503) when the provider or the store cannot be reached.
    * @throws TypeError when `product` is not one of the `products`.
    */
   accessToken(product?: string): Promise<string>
@@ -176,6 +179,7 @@ export function createSignIn(options: SignInOptions): SignIn {
       ring = readRing().catch((error: unknown) => {
         // Not kept: a key mounted a moment later is read by the next request.
         ring = undefined
+        if (emit === undefined) warnOnce({ ...keyRingWarning(settings), now })
         throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
       })
     }
@@ -201,7 +205,19 @@ export function createSignIn(options: SignInOptions): SignIn {
   }
 
   function errorResponse(error: SignInError, cookies: readonly string[] = []): SignInResponse {
-    emit?.({ type: 'signin_refused', code: error.code, reason: error.reason, error: error.cause })
+    if (emit === undefined) {
+      // Without a listener, a configuration failure would be a bare 503 or 500 with nothing in
+      // the logs: once per code and subject every 10 minutes, never per request.
+      const warning = configurationWarning(error, settings)
+      if (warning !== undefined) warnOnce({ ...warning, now })
+    }
+    emit?.({
+      type: 'signin_refused',
+      code: error.code,
+      reason: error.reason,
+      error: error.cause,
+      ...(error.provider === undefined ? {} : { provider: error.provider }),
+    })
     return {
       status: error.status,
       headers: {
@@ -243,7 +259,7 @@ export function createSignIn(options: SignInOptions): SignIn {
     const parameters = new URLSearchParams({
       redirect_uri: settings.redirectUri,
       response_type: 'code',
-      scope: settings.scope,
+      scope: settings.authorizationScope,
       state,
       nonce,
       code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
@@ -312,7 +328,11 @@ export function createSignIn(options: SignInOptions): SignIn {
       // The sign-in this callback answers; openid-client checks the state again below.
       const state = url.searchParams.get('state')
       const transaction = transactions.find((item) => item.s === state)
-      if (transaction === undefined) throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'state')
+      // Its own reason, apart from openid-client's `state` check below, so that a test can tell
+      // which layer refused.
+      if (transaction === undefined) {
+        throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'state_unknown')
+      }
       // Used once, whatever the outcome; the other tabs' sign-ins stay.
       const others = transactions.filter((item) => item !== transaction)
       if (others.length > 0) {
@@ -350,14 +370,12 @@ export function createSignIn(options: SignInOptions): SignIn {
         },
         generation: 1,
       }
-      const indexes = [indexOf('sub', issuer, subject)]
-      if (sid !== undefined) indexes.push(indexOf('sid', issuer, sid))
       await stored(
         store.create(
           storeKeyOf(sessionId),
           sealSession(keys, sessionId, session),
           Math.min(settings.idleTimeoutMs, settings.absoluteTimeoutMs),
-          indexes,
+          indexesOf(session),
           // The index outlives every read that extends the session (back-channel logout).
           settings.absoluteTimeoutMs,
         ),
@@ -376,12 +394,25 @@ export function createSignIn(options: SignInOptions): SignIn {
     return signed === undefined ? undefined : keys.verify(signed)
   }
 
+  /** The sid and sub indexes under which back-channel logout finds a session. */
+  function indexesOf(session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'>): string[] {
+    const indexes = [indexOf('sub', session.issuer, session.subject)]
+    if (session.sid !== undefined) indexes.push(indexOf('sid', session.issuer, session.sid))
+    return indexes
+  }
+
+  /**
+   * Deletes a session and its index entries: those of `session` when it could be read, else
+   * `indexes` (the one a back-channel logout walked). An entry left behind (an unreadable
+   * session) is dropped the next time its index is walked or grows.
+   */
   async function endSession(
     key: string,
-    session: Pick<OpenSession, 'issuer' | 'subject'> | undefined,
+    session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'> | undefined,
     reason: SessionEndReason,
+    indexes: readonly string[] = [],
   ): Promise<void> {
-    await stored(store.delete(key))
+    await stored(store.delete(key, session === undefined ? indexes : indexesOf(session)))
     emit?.({
       type: 'session_ended',
       issuer: session?.issuer,
@@ -548,13 +579,15 @@ export function createSignIn(options: SignInOptions): SignIn {
 
   const sessions: SessionEnder = {
     async endSessions(from, by) {
-      const keys = new Set<string>()
-      if (by.sid !== undefined) {
-        for (const key of await stored(store.indexed(indexOf('sid', from, by.sid)))) keys.add(key)
-      } else if (by.sub !== undefined) {
-        for (const key of await stored(store.indexed(indexOf('sub', from, by.sub)))) keys.add(key)
-      }
-      for (const key of keys) await endSession(key, undefined, 'back_channel_logout')
+      const index =
+        by.sid !== undefined
+          ? indexOf('sid', from, by.sid)
+          : by.sub !== undefined
+            ? indexOf('sub', from, by.sub)
+            : undefined
+      if (index === undefined) return 0
+      const keys = new Set(await stored(store.indexed(index)))
+      for (const key of keys) await endSession(key, undefined, 'back_channel_logout', [index])
       return keys.size
     },
   }

@@ -30,12 +30,16 @@ export interface SessionStore {
    * logout during a refresh wins). `true` when written.
    */
   replace(key: string, value: string, ttlMs: number, owner: string): Promise<boolean>
-  delete(key: string): Promise<void>
+  /**
+   * Deletes a session and removes it from `indexes` (the sid and sub indexes it was created under,
+   * when the caller knows them), so that an index holds only sessions that may still be active.
+   */
+  delete(key: string, indexes?: readonly string[]): Promise<void>
   /** Takes the session's lock for `ttlMs`; `false` while another owner holds it. */
   lock(key: string, owner: string, ttlMs: number): Promise<boolean>
   /** Releases the lock if `owner` still holds it. */
   unlock(key: string, owner: string): Promise<void>
-  /** Keys of the sessions recorded under `index`. */
+  /** Keys of the sessions recorded under `index` that still exist (ended ones are dropped from it). */
   indexed(index: string): Promise<string[]>
 }
 
@@ -126,6 +130,7 @@ export function createMemorySessionStore(
       return true
     },
     async delete(key) {
+      // This store knows each session's indexes itself.
       remove(key)
     },
     async lock(key, owner, ttlMs) {

@@ -313,6 +313,28 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
     expect(page.status).toBe(302)
   })
 
+  it('answers a refresh refused for the client with ERR_CLIENT_REFUSED (500), keeping the session', async () => {
+    const { app, clock, ended } = setup()
+    const { cookie } = await signInWith(app, provider)
+    clock.advance(290_000)
+    provider.interceptTokenEndpoint({
+      status: 401,
+      contentType: 'application/json',
+      body: JSON.stringify({ error: 'invalid_client' }),
+    })
+    try {
+      const res = await request(app).get('/token/gateway').set('Cookie', cookie)
+      expect(res.status).toBe(500)
+      expect(res.body).toEqual({ code: 'ERR_CLIENT_REFUSED' })
+    } finally {
+      provider.interceptTokenEndpoint(undefined)
+    }
+    expect(ended()).toEqual([])
+    const fixed = await request(app).get('/token/gateway').set('Cookie', cookie)
+    expect(fixed.status).toBe(200)
+    expect(fixed.body).toMatchObject({ aud: 'gateway' })
+  })
+
   it('ends a session at its absolute timeout however active it is', async () => {
     const { app, clock } = setup()
     const { cookie } = await signInWith(app, provider)

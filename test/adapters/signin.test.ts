@@ -8,12 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { signIn as expressSignIn } from '../../adapters/express/index.js'
 import type { SignInEvent } from '../../src/signin/index.js'
 import { createKeyRing } from '../../src/signin/key-ring.js'
-import type { RunningProvider } from '../helpers/oidc-provider.js'
+import { type RunningProvider, startProvider } from '../helpers/oidc-provider.js'
 import {
   ALL_SIGNIN_APPS,
   APP_ORIGIN,
   cookieHeader,
   cookiesOf,
+  SIGNIN_APPS,
+  signInClient,
   signInOptions,
   signInWith,
   startSignIn,
@@ -262,14 +264,33 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       return `${text.slice(0, at)}${text[at] === 'A' ? 'B' : 'A'}${text.slice(at + 1)}`
     }
 
-    it('refuses a callback whose state does not match the sign-in this browser started', async () => {
+    it('refuses a callback whose state matches no sign-in this browser started, before the code exchange', async () => {
+      events.length = 0
+      const app = createApp(options())
+      // Two sign-ins under way (tabs): a state matching neither must not fall back to one of them.
+      const first = await throughProvider(app)
+      const second = await request(app)
+        .get('/auth/login?returnTo=%2Fme')
+        .set('Cookie', `${TX}=${first.transaction}`)
+      const both = cookiesOf(second).get(TX) as string
+      provider.resetGrants()
+      first.back.searchParams.set('state', 'forged-state-value-000000000')
+      const res = await callback(app, first.back, `${TX}=${both}`)
+      expect(res.status).toBe(400)
+      expect(res.body.error).toBe('invalid_request')
+      expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
+      // tollgate's own lookup refused ('state_unknown'), not openid-client's check ('state').
+      expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'state_unknown']])
+      expect(provider.grants).toEqual([])
+    })
+
+    it('refuses a callback carrying state twice at openid-client’s check, after tollgate found the sign-in', async () => {
       events.length = 0
       const app = createApp(options())
       const { back, transaction } = await throughProvider(app)
-      back.searchParams.set('state', 'forged-state-value-000000000')
+      back.searchParams.append('state', 'forged-state-value-000000000')
       const res = await callback(app, back, `${TX}=${transaction}`)
       expect(res.status).toBe(400)
-      expect(res.body.error).toBe('invalid_request')
       expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
       expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'state']])
     })
@@ -340,12 +361,110 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       expect(refusals()).toEqual([['ERR_SIGNIN_REFUSED', 'code_refused']])
     })
 
-    it('refuses a transaction cookie that was altered', async () => {
+    it('refuses a transaction cookie that was altered, setting no session cookie', async () => {
+      events.length = 0
       const app = createApp(options())
       const { back, transaction } = await throughProvider(app)
       const altered = flip(transaction)
       const res = await callback(app, back, `${TX}=${altered}`)
       expect(res.status).toBe(400)
+      expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
+      expect(cookiesOf(res).get(TX)).toBe('')
+      expect(refusals()).toEqual([['ERR_SIGNIN_CALLBACK_INVALID', 'transaction_missing']])
+    })
+
+    it.each([
+      ['invalid_client (a wrong client secret)', undefined, 'a-wrong-client-secret'],
+      [
+        'unauthorized_client',
+        {
+          status: 400,
+          contentType: 'application/json',
+          body: JSON.stringify({ error: 'unauthorized_client' }),
+        },
+        undefined,
+      ],
+      ['a bare 403', { status: 403 }, undefined],
+      ['a bare 401', { status: 401 }, undefined],
+    ] as const)(
+      'answers a code exchange refused for the client (%s) with 500 and ERR_CLIENT_REFUSED, not as an outage',
+      async (_case, answer, clientSecret) => {
+        events.length = 0
+        const app = createApp(
+          signInOptions(provider, {
+            keys: () => keys,
+            onEvent: (event) => events.push(event),
+            ...(clientSecret === undefined ? {} : { clientSecret }),
+          }),
+        )
+        const { back, transaction } = await throughProvider(app)
+        provider.interceptTokenEndpoint(answer)
+        try {
+          const res = await callback(app, back, `${TX}=${transaction}`)
+          expect(res.status).toBe(500)
+          expect(res.body).toEqual({
+            error: 'server_error',
+            error_description: 'sign-in is not configured correctly',
+          })
+          expect(res.headers['retry-after']).toBeUndefined()
+          expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
+          expect(refusals()).toEqual([['ERR_CLIENT_REFUSED', 'client_refused']])
+        } finally {
+          provider.interceptTokenEndpoint(undefined)
+        }
+      },
+    )
+
+    it('carries the error the provider sent to the redirect URI (invalid_target) on the refusal event', async () => {
+      events.length = 0
+      const app = createApp(
+        signInOptions(provider, {
+          keys: () => keys,
+          onEvent: (event) => events.push(event),
+          products: { unknown: { resource: 'urn:platform:unknown' } },
+        }),
+      )
+      const { back, transaction } = await throughProvider(app)
+      expect(back.searchParams.get('error')).toBe('invalid_target')
+      const res = await callback(app, back, `${TX}=${transaction}`)
+      expect(res.status).toBe(400)
+      expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
+      const refused = events.find((event) => event.type === 'signin_refused')
+      expect(refused).toMatchObject({
+        code: 'ERR_SIGNIN_REFUSED',
+        reason: 'provider_error',
+        provider: {
+          error: 'invalid_target',
+          description: back.searchParams.get('error_description'),
+        },
+      })
+    })
+
+    it('carries the provider’s error and description on the refusal event, bounded, without control characters', async () => {
+      events.length = 0
+      const app = createApp(options())
+      const { back, transaction } = await throughProvider(app)
+      const sent = new URL(back.href)
+      sent.search = ''
+      sent.searchParams.set('error', 'invalid_target')
+      sent.searchParams.set('error_description', `no such resource\r\n\u001b[31m${'x'.repeat(400)}`)
+      sent.searchParams.set('state', back.searchParams.get('state') as string)
+      sent.searchParams.set('iss', back.searchParams.get('iss') as string)
+      const res = await callback(app, sent, `${TX}=${transaction}`)
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual({
+        error: 'access_denied',
+        error_description: 'the identity provider did not complete the sign-in',
+      })
+      const refused = events.find((event) => event.type === 'signin_refused')
+      expect(refused).toMatchObject({
+        code: 'ERR_SIGNIN_REFUSED',
+        reason: 'provider_error',
+        provider: {
+          error: 'invalid_target',
+          description: `no such resource[31m${'x'.repeat(400)}`.slice(0, 256),
+        },
+      })
     })
 
     it.each([
@@ -362,6 +481,10 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       '/a/..//evil.example',
       '/%2e%2e//evil.example',
       '/./%5Cevil.example',
+      '/a/..%2F%2Fevil.example',
+      '/.%2F%2Fevil.example',
+      '/%2e%2F%2Fevil.example',
+      '/a/%2e%2e%2F%2Fevil.example',
       'javascript:alert(1)',
       '',
     ])('sends the user to / instead of the returnTo %j', async (returnTo) => {
@@ -409,6 +532,42 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
       expect(me.status).toBe(302)
     })
   })
+})
+
+describe('sign-in at a provider that checks each resource against the requested scopes', () => {
+  let strict: RunningProvider
+  beforeAll(async () => {
+    strict = await startProvider({
+      clients: [signInClient()],
+      resourceScopesRequired: { 'urn:platform:office': 'office:records:read' },
+    })
+  })
+  afterAll(async () => {
+    await strict.close()
+  })
+
+  it.each(SIGNIN_APPS)(
+    '%s: asks for each product’s scope with its resource, and completes the sign-in',
+    async (_name, createApp) => {
+      const app = createApp(
+        signInOptions(strict, {
+          products: {
+            office: { resource: 'urn:platform:office', scope: 'office:records:read' },
+            gateway: { resource: 'urn:platform:gateway' },
+          },
+        }),
+      )
+      const { location } = await startSignIn(app)
+      expect(new URL(location).searchParams.get('scope')).toBe(
+        'email office:records:read openid profile',
+      )
+      const { callback, cookie } = await signInWith(app, strict, 'carol')
+      expect(callback.status).toBe(302)
+      expect(callback.headers['location']).toBe('/me')
+      const office = await request(app).get('/token/office').set('Cookie', cookie)
+      expect(office.body).toMatchObject({ aud: 'office', sub: 'carol' })
+    },
+  )
 })
 
 describe('Express sign-in when the response was already started', () => {

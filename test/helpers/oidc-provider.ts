@@ -66,6 +66,20 @@ export interface StartProviderOptions {
   readonly extraTokenClaims?: Readonly<Record<string, unknown>>
   /** Port on 127.0.0.1. Default 0 (a free one). */
   readonly port?: number
+  /**
+   * Resource indicator → the scopes (space-separated) an authorization request for it must ask
+   * for: the authorization endpoint sends `error=invalid_scope` back to the redirect URI when a
+   * requested `resource` needs a scope the request's `scope` lacks, as a provider that checks
+   * each resource against the requested scopes does. Default: no such check.
+   */
+  readonly resourceScopesRequired?: Readonly<Record<string, string>>
+}
+
+/** What the token endpoint answers instead of the provider (a gateway in front of it). */
+export interface TokenEndpointAnswer {
+  readonly status: number
+  readonly body?: string
+  readonly contentType?: string
 }
 
 export interface RunningProvider {
@@ -101,6 +115,11 @@ export interface RunningProvider {
     header?: Record<string, unknown>,
     realm?: string,
   ): Promise<string>
+  /**
+   * From now on the token endpoint answers `answer` without reaching the provider (a bare 403 of
+   * a gateway, a `{"error":"unauthorized_client"}`); `undefined` lets requests through again.
+   */
+  interceptTokenEndpoint(answer: TokenEndpointAnswer | undefined): void
   /** Closes the port: new connections are refused, open ones dropped. */
   stop(): Promise<void>
   /** Listens again on the same port. */
@@ -165,6 +184,7 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
   const realmKeys = new Map<string, JsonWebKey>()
   const jars = new Map<string, Map<string, string>>()
   const handlers = new Map<string, ReturnType<Provider['callback']>>()
+  let tokenAnswer: TokenEndpointAnswer | undefined
 
   const server = createServer((req, res) => route(req, res))
   const port = await listen(server, options.port ?? 0)
@@ -355,9 +375,54 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       })
       return
     }
+    if (tokenAnswer !== undefined && rest.split('?')[0] === KEYCLOAK_ROUTES.token) {
+      const { status, body = '', contentType } = tokenAnswer
+      // Drained first: answering before the body is read could reset the client's connection.
+      req.resume()
+      req.once('end', () => {
+        res.writeHead(status, contentType === undefined ? {} : { 'Content-Type': contentType })
+        res.end(body)
+      })
+      return
+    }
+    if (
+      options.resourceScopesRequired !== undefined &&
+      rest.split('?')[0] === KEYCLOAK_ROUTES.authorization &&
+      refuseScopes(String(realm), rest, options.resourceScopesRequired, res)
+    ) {
+      return
+    }
     // oidc-provider finds its mount path from the difference between originalUrl and url.
     Object.assign(req, { originalUrl: req.url, url: rest })
     void handler(req, res)
+  }
+
+  /**
+   * The authorization endpoint's resource-against-scope check: `true` when it refused, sending
+   * the browser back to the redirect URI with `error=invalid_scope` (RFC 6749 §4.1.2.1).
+   */
+  function refuseScopes(
+    realm: string,
+    rest: string,
+    required: Readonly<Record<string, string>>,
+    res: ServerResponse,
+  ): boolean {
+    const query = new URL(rest, 'http://provider.invalid').searchParams
+    const granted = new Set((query.get('scope') ?? '').split(' '))
+    const missing = query
+      .getAll('resource')
+      .flatMap((resource) => (required[resource] ?? '').split(' ').filter(Boolean))
+      .filter((scope) => !granted.has(scope))
+    const redirectUri = query.get('redirect_uri')
+    if (missing.length === 0 || redirectUri === null) return false
+    const back = new URL(redirectUri)
+    back.searchParams.set('error', 'invalid_scope')
+    back.searchParams.set('error_description', `resource requires scope ${missing.join(' ')}`)
+    const state = query.get('state')
+    if (state !== null) back.searchParams.set('state', state)
+    back.searchParams.set('iss', issuerOf(realm))
+    res.writeHead(303, { Location: back.href }).end()
+    return true
   }
 
   const sockets = new Set<import('node:net').Socket>()
@@ -458,6 +523,9 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       return new SignJWT(claims)
         .setProtectedHeader({ alg: 'RS256', kid: 'rs-1', ...header })
         .sign(key)
+    },
+    interceptTokenEndpoint(answer) {
+      tokenAnswer = answer
     },
     stop,
     start: async () => {

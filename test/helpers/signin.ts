@@ -248,9 +248,9 @@ export function inspectableStore(clock?: { now(): number }) {
       if (written) raw.set(key, value)
       return written
     },
-    async delete(key) {
+    async delete(key, indexes) {
       raw.delete(key)
-      await inner.delete(key)
+      await inner.delete(key, indexes)
     },
   }
   return {

@@ -23,6 +23,23 @@ function messageOf(options: unknown): string {
 }
 
 describe('createSignIn options', () => {
+  it('names what works for an issuer that is not a Keycloak realm: discovery, not tokenEndpoint', () => {
+    const issuer = 'https://login.example.com/tenant-1'
+    const message = messageOf({ ...base, issuer })
+    expect(message).toBe(
+      'createSignIn(options): "issuer" is not a Keycloak realm (…/realms/{realm}); give "discovery: true" ' +
+        "to read the provider's endpoints from its discovery document, or keycloak({ authUrl, realm })",
+    )
+    expect(message).not.toContain('tokenEndpoint')
+    // The hint, followed, is accepted.
+    expect(createSignIn({ ...base, issuer, discovery: true }).redirectUri).toBe(
+      'https://office.example.com/auth/callback',
+    )
+    expect(createSignIn({ ...base, issuer: { issuer, discovery: true } }).redirectUri).toBe(
+      'https://office.example.com/auth/callback',
+    )
+  })
+
   it('accepts the minimum: provider, client, baseUrl and a key ring from the environment', () => {
     expect(createSignIn(base).redirectUri).toBe('https://office.example.com/auth/callback')
   })

@@ -209,6 +209,39 @@ describe('Redis session store', () => {
     expect(await client.pttl('index-life:index:sub.a')).toBeGreaterThan(1000)
   })
 
+  it('removes a session from its sid and sub indexes when it ends, however often the user signs in', async () => {
+    const client = clients[0] as Redis
+    const prefix = `ended-${randomUUID()}`
+    const app = expressSignInApp(
+      signInOptions(provider, {
+        store: createRedisSessionStore({ redis: client, keyPrefix: prefix }),
+        keys: testKeys(),
+      }),
+    )
+    for (let round = 0; round < 4; round++) {
+      const { cookie } = await signInWith(app, provider, 'often')
+      expect((await request(app).post('/auth/logout').set('Cookie', cookie)).status).toBe(303)
+    }
+    const indexes = await client.keys(`${prefix}:index:*`)
+    const members = await Promise.all(indexes.map((index) => client.smembers(index)))
+    expect(members.flat()).toEqual([])
+  })
+
+  it('drops sessions that expired in Redis from an index when the index grows or is walked', async () => {
+    const client = clients[0] as Redis
+    const prefix = `expired-${randomUUID()}`
+    const store = createRedisSessionStore({ redis: client, keyPrefix: prefix })
+    await store.create('s1', 'sealed', 60_000, ['sub.a'], 60_000)
+    await store.create('s2', 'sealed', 60_000, ['sub.a', 'sid.b'], 60_000)
+    // What Redis does at a session's idle expiry: the key goes, nobody calls delete().
+    await client.del(`${prefix}:{s1}`)
+    await store.create('s3', 'sealed', 60_000, ['sub.a'], 60_000)
+    expect((await client.smembers(`${prefix}:index:sub.a`)).sort()).toEqual(['s2', 's3'])
+    await client.del(`${prefix}:{s2}`)
+    expect(await store.indexed('sid.b')).toEqual([])
+    expect(await client.scard(`${prefix}:index:sid.b`)).toBe(0)
+  })
+
   it('gives the indexes of a signed-in session its absolute lifetime, not its idle one', async () => {
     const client = clients[0] as Redis
     const prefix = `absolute-${randomUUID()}`

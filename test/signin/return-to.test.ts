@@ -10,6 +10,8 @@ describe('returnTo', () => {
     ['/a/b#section', '/a/b#section'],
     ['/a/../b', '/b'],
     ['/caf%C3%A9', '/caf%C3%A9'],
+    ['/a/..%2Fb', '/a/..%2Fb'],
+    ['/search?q=%2F%2Fexample', '/search?q=%2F%2Fexample'],
   ])('keeps the same-origin path %j', (value, expected) => {
     expect(safeReturnTo(value)).toBe(expected)
   })
@@ -44,6 +46,12 @@ describe('returnTo', () => {
     '/./\tevil.example',
     '/./\\evil.example',
     '/.\n//evil.example',
+    // Dot segments that resolve to `//evil` only once decoded (issue 19, item 6).
+    '/a/..%2F%2Fevil.example',
+    '/.%2F%2Fevil.example',
+    '/%2e%2F%2Fevil.example',
+    '/a/%2e%2e%2F%2Fevil.example',
+    '/a/..%2F%5Cevil.example',
     '',
     `/${'a'.repeat(2048)}`,
     undefined,
