@@ -204,7 +204,13 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       try {
         response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
       } catch (error) {
-        throw toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+        throw toTokenSourceError(
+          error,
+          { clientId, issuer },
+          client.credentialSource,
+          'token',
+          client.clientAuth,
+        )
       } finally {
         keepKeys(config)
       }
@@ -233,7 +239,13 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     if (error instanceof SignInError) return error
     return unavailable(
       'provider_unavailable',
-      toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token'),
+      toTokenSourceError(
+        error,
+        { clientId, issuer },
+        client.credentialSource,
+        'token',
+        client.clientAuth,
+      ),
     )
   }
 
@@ -248,7 +260,13 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       })
     }
     const reason = checkReason(error)
-    const mapped = toTokenSourceError(error, { clientId, issuer }, client.credentialSource, 'token')
+    const mapped = toTokenSourceError(
+      error,
+      { clientId, issuer },
+      client.credentialSource,
+      'token',
+      client.clientAuth,
+    )
     if (isClientRefusal(mapped))
       return new SignInError('ERR_CLIENT_REFUSED', 'client_refused', mapped)
     switch (mapped.code) {

@@ -409,6 +409,11 @@ describe.each(ALL_SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
           expect(res.headers['retry-after']).toBeUndefined()
           expect(cookiesOf(res).get('__Host-tollgate.sid')).toBeUndefined()
           expect(refusals()).toEqual([['ERR_CLIENT_REFUSED', 'client_refused']])
+          // The client id "office-web" has a "-", which client_secret_basic percent-encodes.
+          const refused = events.find((event) => event.type === 'signin_refused')
+          expect(String((refused?.error as Error | undefined)?.message)).toContain(
+            "clientAuth: 'client_secret_post' avoids it",
+          )
         } finally {
           provider.interceptTokenEndpoint(undefined)
         }
