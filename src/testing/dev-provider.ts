@@ -396,6 +396,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       throw new TypeError(`authorize(): the URL is not this provider's (${issuer})`)
     }
     target.searchParams.set('login_hint', user)
+    const providerOrigin = new URL(server.url).origin
     const cookies = new Map<string, string>()
     let next = target.href
     for (let hop = 0; hop < 10; hop++) {
@@ -412,7 +413,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       const location = response.headers.get('location')
       if (location === null) throw new Error(`authorize(): ${response.status} without a redirect`)
       const resolved = new URL(location, next)
-      if (!resolved.href.startsWith(server.url)) return resolved
+      if (resolved.origin !== providerOrigin) return resolved
       next = resolved.href
     }
     throw new Error('authorize(): more than 10 redirects')
