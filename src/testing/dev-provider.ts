@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
+import { audienceAsResource } from './dev-audience.js'
 import { followAuthorization } from './dev-authorize.js'
 import { configuration, ROUTES } from './dev-configuration.js'
 import { answerInteraction } from './dev-interaction.js'
@@ -77,7 +78,7 @@ const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
  * Starts a development OpenID provider on 127.0.0.1, with Keycloak's paths under
  * `/realms/{realm}`: discovery, an authorization endpoint with a sign-in page listing `users`
  * (PKCE required), a token endpoint for `authorization_code`, `refresh_token` (rotated, reuse
- * revokes the grant) and `client_credentials`, honouring `scope` and `resource` (RFC 8707), ID
+ * revokes the grant) and `client_credentials`, honouring `scope`, `resource` (RFC 8707) and `audience`, ID
  * tokens with profile claims, userinfo, end-session and back-channel logout. Refusals are
  * oidc-provider's, as any certified provider answers: `invalid_client`, `invalid_grant`,
  * `invalid_scope`, `invalid_target`. Everything is kept in memory. Close it when done.
@@ -141,9 +142,17 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       })
       return
     }
-    // oidc-provider finds its mount path from the difference between originalUrl and url.
-    Object.assign(req, { originalUrl: req.url, url: rest })
-    handler(req, res)
+    const mounted = handler
+    const forward = (request: IncomingMessage) => {
+      // oidc-provider finds its mount path from the difference between originalUrl and url.
+      Object.assign(request, { originalUrl: req.url, url: rest })
+      mounted(request, res)
+    }
+    if (rest.split('?', 1)[0] !== ROUTES.token) return forward(req)
+    audienceAsResource(req, settings.resources).then(forward, () => {
+      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' })
+      res.end('{"error":"invalid_request"}')
+    })
   }
 
   async function authorize(

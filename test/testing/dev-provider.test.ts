@@ -92,6 +92,46 @@ describe('createDevProvider', () => {
     })
   })
 
+  it('reads an audience parameter as the resource of the API with that audience', async () => {
+    const { status, body } = await tokenRequest(provider, WEB, {
+      grant_type: 'client_credentials',
+      scope: 'billing:read',
+      audience: 'billing',
+    })
+    expect(status).toBe(200)
+    expect(claimsOf(String(body['access_token']))).toMatchObject({
+      aud: 'billing',
+      scope: 'billing:read',
+    })
+  })
+
+  it('refuses an audience parameter that names no API with invalid_target', async () => {
+    const answer = await tokenRequest(provider, JOB, {
+      grant_type: 'client_credentials',
+      audience: 'billing',
+    })
+    expect(answer).toMatchObject({ status: 400, body: { error: 'invalid_target' } })
+    const unknown = await tokenRequest(provider, JOB, {
+      grant_type: 'client_credentials',
+      audience: 'nothing-by-that-name',
+    })
+    expect(unknown).toMatchObject({ status: 400, body: { error: 'invalid_target' } })
+  })
+
+  it('gives tollgate/client’s audience option the token for that API', async () => {
+    const source = createTokenSource({
+      issuer: keycloak({ authUrl: provider.url, realm: provider.realm }),
+      clientId: WEB.clientId,
+      clientSecret: WEB.clientSecret,
+      audience: 'billing',
+    })
+    try {
+      expect(claimsOf(await source.get())).toMatchObject({ aud: 'billing' })
+    } finally {
+      source.close()
+    }
+  })
+
   it('issues client_credentials tokens to a private_key_jwt client through tollgate/client', async () => {
     const source = createTokenSource({
       issuer: keycloak({ authUrl: provider.url, realm: provider.realm }),
