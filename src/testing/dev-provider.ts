@@ -148,7 +148,10 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       Object.assign(request, { originalUrl: req.url, url: rest })
       mounted(request, res)
     }
-    if (rest.split('?', 1)[0] !== ROUTES.token) return forward(req)
+    if (rest.split('?', 1)[0] !== ROUTES.token) {
+      forward(req)
+      return
+    }
     audienceAsResource(req, settings.resources).then(forward, () => {
       if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' })
       res.end('{"error":"invalid_request"}')
