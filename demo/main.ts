@@ -6,7 +6,7 @@
  * demo with one line naming the variable that moves it.
  */
 import {
-  DEMO_PASSWORD,
+  DEMO_USERS,
   type Demo,
   type DemoPorts,
   PortInUseError,
@@ -72,10 +72,11 @@ console.log(`tollgate demo (tokens valid for ${lifetime / 60} minutes)
   identity provider  ${issuer.issuer(REALM)}  (JWKS: ${issuer.jwksUri(REALM)})
   gateway (Express)  ${gatewayUrl}   audience "gateway", tenant from the "tenant" claim, free plan 5 req/min
   office (Koa)       ${officeUrl}   audience "office"
-  sign-in provider   ${signInProvider.issuer(REALM)}  (oidc-provider, Keycloak paths, a login form)
+  sign-in provider   ${signInProvider.issuer}  (tollgate/testing's createDevProvider(), Keycloak paths)
 
-In a browser: ${officeUrl}/  → Sign in (any user name, password "${DEMO_PASSWORD}") → your office
-data, fetched with your office token, and the gateway's billing answer, with your gateway token.
+In a browser: ${officeUrl}/  → Sign in (choose ${DEMO_USERS.map((user) => user.sub).join(' or ')} on the provider's page) → your
+office data, fetched with your office token, and the gateway's billing answer, with your gateway
+token. Sign out at the office page, and confirm at the provider.
 
 200, gateway token at the gateway (tenant acme; the 6th call within a minute answers 429):
   curl -i ${billing} -H 'Accept: application/json' -H 'Authorization: Bearer ${gatewayToken}'

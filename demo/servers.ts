@@ -20,15 +20,18 @@ import {
 import * as gatewayAuth from 'tollgate/express'
 import * as officeAuth from 'tollgate/koa'
 import { createMemorySessionStore, type SignInContext } from 'tollgate/signin'
-import { createTestIssuer, type TestIssuer } from 'tollgate/testing'
-
-// The sign-in provider: a real OpenID provider (panva's oidc-provider, a dev dependency) with
-// Keycloak's paths and a login form, the one the tests use too. Loaded by startDemo(), quietly.
-import type { RunningProvider } from '../test/helpers/oidc-provider.js'
+import {
+  createDevProvider,
+  createTestIssuer,
+  type DevProvider,
+  type DevUser,
+  type TestIssuer,
+} from 'tollgate/testing'
 
 /**
- * Runs `start` without oidc-provider's development warnings (in-memory storage, Node 20): a demo
- * expects both, and `npm start` prints one line when it fails.
+ * Runs `start` without oidc-provider's "Unsupported runtime" warning on Node 20 (the sign-in
+ * provider, `createDevProvider()`, runs on oidc-provider): the demo supports Node 20, and
+ * `npm start` prints one line when it fails.
  */
 async function quietly<T>(start: () => Promise<T>): Promise<T> {
   const warn = console.warn
@@ -57,8 +60,28 @@ export const OFFICE_WEB_CLIENT = {
   clientId: 'office-web',
   clientSecret: 'demo-only-office-web-secret',
 }
-/** What a demo user types into the sign-in provider's form (any user name of a-z, 0-9, . and -). */
-export const DEMO_PASSWORD = 'demo'
+/**
+ * The people the sign-in provider's page offers. Their tokens carry the platform's tenant claim,
+ * which the gateway's limits key on (globex: the pro plan).
+ */
+export const DEMO_USERS: readonly DevUser[] = [
+  {
+    sub: 'alice',
+    name: 'Alice Example',
+    email: 'alice@example.com',
+    tokenClaims: { tenant: 'globex' },
+  },
+  { sub: 'bob', name: 'Bob Example', email: 'bob@example.com', tokenClaims: { tenant: 'globex' } },
+]
+
+/** The APIs of the platform, by resource indicator: what the sign-in provider issues tokens for. */
+const PLATFORM_RESOURCES = {
+  'urn:platform:gateway': { audience: 'gateway', scopes: ['billing:read'] },
+  'urn:platform:office': {
+    audience: 'office',
+    scopes: ['office:records:read', 'office:records:write'],
+  },
+}
 
 /**
  * The time the gateway's token source sees: the real time, moved forward by the walkthrough to
@@ -88,8 +111,8 @@ export interface DemoPorts {
 
 export interface Demo {
   readonly issuer: TestIssuer
-  /** The provider users sign in at (oidc-provider, Keycloak-shaped, with a login form). */
-  readonly signInProvider: RunningProvider
+  /** The provider users sign in at (`createDevProvider()`: Keycloak-shaped, a sign-in page). */
+  readonly signInProvider: DevProvider
   readonly gatewayUrl: string
   readonly officeUrl: string
   /** The gateway's office token source, its events (never a token) and its clock. */
@@ -232,7 +255,7 @@ interface OfficeSetup {
   readonly authUrls: readonly string[]
   readonly officeUrl: string
   readonly gatewayUrl: string
-  readonly signInProvider: RunningProvider
+  readonly signInProvider: DevProvider
 }
 
 function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
@@ -293,14 +316,10 @@ function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
 /** The office web front's registration at the sign-in provider. */
 function officeWebClient(officeUrl: string) {
   return {
-    client_id: OFFICE_WEB_CLIENT.clientId,
-    client_secret: OFFICE_WEB_CLIENT.clientSecret,
-    grant_types: ['authorization_code', 'refresh_token'],
-    redirect_uris: [`${officeUrl}/auth/callback`],
-    post_logout_redirect_uris: [`${officeUrl}/`],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'client_secret_basic',
-    scope: 'openid profile email offline_access billing:read office:records:read',
+    ...OFFICE_WEB_CLIENT,
+    redirectUris: [`${officeUrl}/auth/callback`],
+    postLogoutRedirectUris: [`${officeUrl}/`],
+    scopes: ['billing:read', 'office:records:read'],
   }
 }
 
@@ -331,7 +350,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   })
   let officeUrl = ''
   let gatewayUrl = ''
-  let signInProvider: RunningProvider | undefined
+  let signInProvider: DevProvider | undefined
   let gateway: Server | undefined
   // The office listens first (its URL is the sign-in client's redirect URI); it answers once built.
   let officeHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
@@ -354,16 +373,14 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   }
   try {
     officeUrl = await onPort('office', ports.office ?? 0, () => listen(office, ports.office ?? 0))
-    const { startProvider } = await quietly(() => import('../test/helpers/oidc-provider.js'))
     signInProvider = await onPort('signIn', ports.signIn ?? 0, () =>
       quietly(() =>
-        startProvider({
-          realms: [REALM],
+        createDevProvider({
+          realm: REALM,
+          users: DEMO_USERS,
+          resources: PLATFORM_RESOURCES,
           clients: [officeWebClient(officeUrl)],
-          interactiveLogin: true,
-          // The platform's tenant claim, which the gateway's limits key on (globex: the pro plan).
-          extraTokenClaims: { tenant: 'globex' },
-          ...(ports.signIn === undefined ? {} : { port: ports.signIn }),
+          port: ports.signIn ?? 0,
         }),
       ),
     )

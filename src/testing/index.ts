@@ -3,6 +3,17 @@
  *
  * @module
  */
+
+export type {
+  DevClient,
+  DevClientAuth,
+  DevGrantType,
+  DevProvider,
+  DevProviderOptions,
+  DevResource,
+  DevUser,
+} from './dev-provider.js'
+export { createDevProvider } from './dev-provider.js'
 export type { DpopProofOptions, TestDpopKey } from './dpop.js'
 export { createDpopKey } from './dpop.js'
 export type { TestIssuerFault } from './faults.js'

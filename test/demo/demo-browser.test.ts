@@ -1,7 +1,7 @@
 /**
  * The demo's office web page in a real browser: Debian's chromium, headless, driven by
- * playwright-core. Sign in through the sign-in provider's login form (oidc-provider with
- * Keycloak's paths), see office data fetched with the user's office token and the gateway's
+ * playwright-core. Sign in on the sign-in provider's page (`createDevProvider()`, Keycloak's
+ * paths) by choosing a user, see office data fetched with the user's office token and the gateway's
  * billing answer fetched with the user's gateway token, sign out. Screenshots are kept in
  * `test-artifacts/` (git-ignored). Everything on loopback.
  */
@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { type BrowserContext, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { DEMO_PASSWORD, type Demo, startDemo } from '../../demo/servers.js'
+import { type Demo, startDemo } from '../../demo/servers.js'
 
 /** Debian's chromium; `CHROMIUM_PATH` points elsewhere (another distribution, a Chrome build). */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -49,7 +49,7 @@ describe('office web page in chromium', () => {
     if (profile !== undefined) rmSync(profile, { recursive: true, force: true })
   })
 
-  it('signs in with the provider’s form, shows office data and the gateway’s billing answer, and signs out', async () => {
+  it('signs in by choosing a user on the provider’s page, shows office data and the gateway’s billing answer, and signs out', async () => {
     const page = await browser.newPage()
     await page.goto(`${demo.officeUrl}/`)
     await expect.poll(() => page.textContent('body')).toContain('You are not signed in.')
@@ -57,13 +57,11 @@ describe('office web page in chromium', () => {
     await page.click('#sign-in')
     // The sign-in provider's own page, on its own origin.
     await page.waitForURL((url) => url.href.startsWith(demo.signInProvider.url))
-    expect(await page.title()).toBe('Sign in to the platform')
-    await page.fill('input[name="username"]', 'alice')
-    await page.fill('input[name="password"]', DEMO_PASSWORD)
-    await page.click('button[type="submit"]')
+    expect(await page.title()).toBe('Sign in to platform')
+    await page.click('button[value="alice"]')
 
     await page.waitForURL(`${demo.officeUrl}/`)
-    expect(await page.textContent('#user')).toBe('User alice')
+    expect(await page.textContent('#user')).toBe('Alice Example')
     expect(await page.textContent('#namespaces')).toBe('CRM')
     const billing = JSON.parse((await page.textContent('#billing')) ?? '{}')
     expect(billing).toMatchObject({ tenant: 'globex', subscriptions: [{ id: 'sub_1' }] })

@@ -39,6 +39,7 @@ describe('npm start', () => {
   it.each([
     ['DEMO_ISSUER_PORT', 'issuer'],
     ['DEMO_GATEWAY_PORT', 'gateway'],
+    ['DEMO_SIGNIN_PORT', 'signIn'],
   ])('stops with one line naming %s when its port is taken', async (variable, service) => {
     const taken = createServer()
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))

@@ -1,0 +1,177 @@
+/**
+ * The oidc-provider configuration of the development provider: Keycloak's routes, the registered
+ * clients in RFC 7591 metadata, resource indicators, claims, refresh-token rotation, the pages.
+ *
+ * @module
+ */
+import type { NormalizedDevClient, NormalizedDevProviderOptions } from './dev-options.js'
+import { signOutPage } from './dev-pages.js'
+import type { createDevStore } from './dev-store.js'
+import type { TestKey } from './keys.js'
+import type { ProviderClient, ProviderModule, ProviderToken } from './oidc-provider-api.js'
+
+/** Keycloak's endpoint paths, under `/realms/{realm}`. */
+export const ROUTES = {
+  authorization: '/protocol/openid-connect/auth',
+  token: '/protocol/openid-connect/token',
+  jwks: '/protocol/openid-connect/certs',
+  userinfo: '/protocol/openid-connect/userinfo',
+  end_session: '/protocol/openid-connect/logout',
+} as const
+// Standard claims (OpenID Connect Core §5.4) released per scope.
+const PROFILE_CLAIMS = [
+  'name',
+  'family_name',
+  'given_name',
+  'middle_name',
+  'nickname',
+  'preferred_username',
+  'profile',
+  'picture',
+  'website',
+  'gender',
+  'birthdate',
+  'zoneinfo',
+  'locale',
+  'updated_at',
+]
+
+/** The oidc-provider client metadata (RFC 7591 names) of one registered client. */
+function clientMetadata(client: NormalizedDevClient): Record<string, unknown> {
+  return {
+    client_id: client.clientId,
+    ...(client.clientSecret === undefined ? {} : { client_secret: client.clientSecret }),
+    ...(client.jwks === undefined
+      ? {}
+      : { jwks: { keys: client.jwks.keys.map((key) => ({ ...key })) } }),
+    token_endpoint_auth_method: client.clientAuth,
+    grant_types: [...client.grantTypes],
+    response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
+    redirect_uris: [...client.redirectUris],
+    post_logout_redirect_uris: [...client.postLogoutRedirectUris],
+    ...(client.backchannelLogoutUri === undefined
+      ? {}
+      : {
+          backchannel_logout_uri: client.backchannelLogoutUri,
+          backchannel_logout_session_required: false,
+        }),
+    scope: ['openid', 'profile', 'email', 'offline_access', ...client.scopes].join(' '),
+  }
+}
+
+/** The oidc-provider configuration; `keys` are the signing keys, the current one first. */
+export function configuration(
+  options: NormalizedDevProviderOptions,
+  oidc: ProviderModule,
+  keys: readonly TestKey[],
+  store: ReturnType<typeof createDevStore>,
+  cookieKeys: readonly string[],
+): Record<string, unknown> {
+  const { resources, clients, users } = options
+  const allScopes = new Set([...resources.values()].flatMap((resource) => resource.scopes))
+  return {
+    adapter: store.adapter,
+    clients: [...clients.values()].map(clientMetadata),
+    jwks: { keys: keys.map((key) => ({ ...key.privateJwk })) },
+    cookies: { keys: [...cookieKeys] },
+    routes: ROUTES,
+    scopes: ['openid', 'offline_access', 'profile', 'email', ...allScopes],
+    claims: { openid: ['sub'], profile: PROFILE_CLAIMS, email: ['email', 'email_verified'] },
+    // Profile claims in the ID token itself, as Keycloak sends them (by default oidc-provider
+    // keeps them for userinfo when an access token is issued too).
+    conformIdTokenClaims: false,
+    findAccount: async (_ctx: unknown, sub: string) => {
+      const user = users.get(sub)
+      if (user === undefined) return undefined
+      return {
+        accountId: sub,
+        claims: async () => ({
+          ...user.claims,
+          sub,
+          ...(user.name === undefined ? {} : { name: user.name }),
+          ...(user.email === undefined ? {} : { email: user.email, email_verified: true }),
+        }),
+      }
+    },
+    extraTokenClaims: async (_ctx: unknown, token: ProviderToken) => {
+      if (token.accountId !== undefined) return { ...users.get(token.accountId)?.tokenClaims }
+      return { ...clients.get(token.clientId ?? '')?.tokenClaims }
+    },
+    // Keycloak issues a refresh token with every code exchange; rotated on every use, and a
+    // rotated one used again revokes the whole grant (oidc-provider's reuse detection).
+    issueRefreshToken: async (_ctx: unknown, client: ProviderClient) =>
+      client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    responseTypes: ['code'],
+    pkce: { required: () => true },
+    clientBasedCORS: () => true,
+    renderError: async (ctx: { type: string; body: string }, out: Record<string, unknown>) => {
+      ctx.type = 'json'
+      ctx.body = JSON.stringify(out)
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      backchannelLogout: { enabled: true },
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: async (ctx: { body: string }, form: string) => {
+          ctx.body = signOutPage(options.realm, form)
+        },
+        postLogoutSuccessSource: async (ctx: { body: string }) => {
+          ctx.body = signOutPage(options.realm, '').replace(
+            /<h1>.*$/s,
+            '<h1>Signed out</h1></body></html>',
+          )
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        // A request naming no resource gets a token for the client's first audience; one whose
+        // authorization named several, for the first of the client's audiences among them.
+        defaultResource: async (_ctx: unknown, client: ProviderClient, oneOf?: string[]) => {
+          const audiences = clients.get(client.clientId)?.audiences ?? []
+          if (oneOf === undefined) return audiences[0]
+          return audiences.find((indicator) => oneOf.includes(indicator)) ?? oneOf[0]
+        },
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (_ctx: unknown, indicator: string, client: ProviderClient) => {
+          const resource = resources.get(indicator)
+          if (
+            resource === undefined ||
+            clients.get(client.clientId)?.audiences.includes(indicator) !== true
+          ) {
+            throw new oidc.errors.InvalidTarget()
+          }
+          return {
+            audience: resource.audience,
+            scope: resource.scopes.join(' '),
+            accessTokenFormat: 'jwt',
+            accessTokenTTL: options.accessTokenTtlSeconds,
+            jwt: { sign: { alg: keys[0]?.alg ?? 'RS256' } },
+          }
+        },
+      },
+    },
+    interactions: {
+      url: (_ctx: unknown, interaction: { uid: string }) =>
+        `/realms/${options.realm}/interaction/${interaction.uid}`,
+    },
+    // oidc-provider refuses outgoing requests to special-use addresses (SSRF protection); this
+    // provider only calls applications on the developer's machine (back-channel logout).
+    fetch: (target: string, init: RequestInit & { dispatcher?: unknown }) => {
+      const { dispatcher: _dispatcher, ...direct } = init
+      return fetch(target, direct)
+    },
+    ttl: {
+      AccessToken: options.accessTokenTtlSeconds,
+      ClientCredentials: options.accessTokenTtlSeconds,
+      RefreshToken: options.refreshTokenTtlSeconds,
+      IdToken: options.accessTokenTtlSeconds,
+      AuthorizationCode: 60,
+      Interaction: 600,
+      Session: 36_000,
+      Grant: 36_000,
+    },
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * `createDevProvider()`: a complete development OpenID provider on loopback, Keycloak-shaped,
+ * built on panva's oidc-provider (an optional peer dependency, loaded only here).
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+import { audienceAsResource } from './dev-audience.js'
+import { followAuthorization } from './dev-authorize.js'
+import { configuration, ROUTES } from './dev-configuration.js'
+import { answerInteraction } from './dev-interaction.js'
+import { sendLogoutToken } from './dev-logout.js'
+import { type DevProviderOptions, normalizeDevProviderOptions } from './dev-options.js'
+import { createDevStore } from './dev-store.js'
+import { listenOnLoopback } from './http.js'
+import { generateTestKey, type TestKey } from './keys.js'
+import { loadOidcProvider, type ProviderInstance } from './oidc-provider-api.js'
+
+/** A running development provider; see {@link createDevProvider}. */
+export interface DevProvider {
+  /** `http://127.0.0.1:PORT`: the `authUrl` of `keycloak({ authUrl, realms })`. */
+  readonly url: string
+  readonly realm: string
+  /** `{url}/realms/{realm}`: the `iss` of its tokens. */
+  readonly issuer: string
+  /** `{issuer}/protocol/openid-connect/certs`. */
+  readonly jwksUri: string
+  /** `{issuer}/protocol/openid-connect/auth`. */
+  readonly authorizationEndpoint: string
+  /** `{issuer}/protocol/openid-connect/token`. */
+  readonly tokenEndpoint: string
+  /** `{issuer}/protocol/openid-connect/logout` (RP-initiated logout, with a confirmation page). */
+  readonly endSessionEndpoint: string
+  /**
+   * Follows an authorization URL (what a sign-in route redirects to) as a browser would, without
+   * the page: `user` (a configured `sub`; default `autoLogin`, else the first user) is signed in
+   * and consents. Returns the URL the provider sends the browser back to: the redirect URI with
+   * `code`, `state` and `iss`, or with `error`.
+   */
+  authorize(authorizationUrl: string, options?: { readonly user?: string }): Promise<URL>
+  /**
+   * Generates a new signing key and signs with it from now on; the previous keys stay published
+   * unless `keepPrevious` is `false`. Sessions, grants and refresh tokens are kept.
+   *
+   * @returns the new key's `kid`.
+   */
+  rotateKeys(options?: { readonly keepPrevious?: boolean }): Promise<string>
+  /**
+   * Sends an OpenID Connect Back-Channel Logout token to the client's `backchannelLogoutUri`, as
+   * the provider does when a user's session ends there: with `sub` (every session of the user),
+   * `sid` (one provider session), or both. Signed with the current key.
+   *
+   * @returns the status the client answered (200 or 204 when it accepted).
+   * @throws Error for an unknown client or one without `backchannelLogoutUri`.
+   */
+  sendBackchannelLogout(logout: {
+    readonly clientId: string
+    readonly sub?: string
+    readonly sid?: string
+  }): Promise<number>
+  /** Stops for good, dropping open connections. */
+  close(): Promise<void>
+}
+
+export type {
+  DevClient,
+  DevClientAuth,
+  DevGrantType,
+  DevProviderOptions,
+  DevResource,
+  DevUser,
+} from './dev-options.js'
+
+const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
+/**
+ * Starts a development OpenID provider on 127.0.0.1, with Keycloak's paths under
+ * `/realms/{realm}`: discovery, an authorization endpoint with a sign-in page listing `users`
+ * (PKCE required), a token endpoint for `authorization_code`, `refresh_token` (rotated, reuse
+ * revokes the grant) and `client_credentials`, honouring `scope`, `resource` (RFC 8707) and `audience`, ID
+ * tokens with profile claims, userinfo, end-session and back-channel logout. Refusals are
+ * oidc-provider's, as any certified provider answers: `invalid_client`, `invalid_grant`,
+ * `invalid_scope`, `invalid_target`. Everything is kept in memory. Close it when done.
+ *
+ * Needs `oidc-provider` (v9) installed: it is an optional peer dependency of `tollgate/testing`.
+ *
+ * @throws TypeError when an option is invalid (the message names it and what to fix).
+ *
+ * @example
+ * ```ts
+ * const provider = await createDevProvider({
+ *   users: [{ sub: 'alice', name: 'Alice Example', email: 'alice@example.com' }],
+ *   resources: { 'urn:example:orders': { audience: 'orders', scopes: ['orders:read'] } },
+ *   clients: [{ clientId: 'orders-job', clientSecret: 'dev-secret' }],
+ * })
+ * const gate = createGate({ issuers: keycloak({ authUrl: provider.url, realms: ['dev'] }), audience: 'orders' })
+ * ```
+ */
+export async function createDevProvider(options: DevProviderOptions): Promise<DevProvider> {
+  const settings = normalizeDevProviderOptions(options)
+  const oidc = await loadOidcProvider()
+  const store = createDevStore()
+  const cookieKeys = [randomBytes(32).toString('base64url')]
+  let keys: TestKey[] = [await generateTestKey('RS256')]
+  let provider: ProviderInstance | undefined
+  let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
+
+  const server = await listenOnLoopback((req, res) => route(req, res), settings.port)
+  const issuer = `${server.url}/realms/${settings.realm}`
+
+  const build = () => {
+    const next = new oidc.default(issuer, configuration(settings, oidc, keys, store, cookieKeys))
+    provider = next
+    handler = next.callback()
+  }
+  try {
+    build()
+  } catch (error) {
+    await server.close()
+    throw error
+  }
+
+  function route(req: IncomingMessage, res: ServerResponse): void {
+    const match = REALM_PATH.exec(req.url ?? '')
+    if (
+      match === null ||
+      match[1] !== settings.realm ||
+      provider === undefined ||
+      handler === undefined
+    ) {
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"error":"Realm does not exist"}')
+      return
+    }
+    const rest = (req.url ?? '').slice(`/realms/${settings.realm}`.length) || '/'
+    if (rest.startsWith('/interaction/')) {
+      answerInteraction(provider, settings, req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+        res.end('{"error":"server_error"}')
+      })
+      return
+    }
+    const mounted = handler
+    const forward = (request: IncomingMessage) => {
+      // oidc-provider finds its mount path from the difference between originalUrl and url.
+      Object.assign(request, { originalUrl: req.url, url: rest })
+      mounted(request, res)
+    }
+    if (rest.split('?', 1)[0] !== ROUTES.token) {
+      forward(req)
+      return
+    }
+    audienceAsResource(req, settings.resources).then(forward, () => {
+      if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' })
+      res.end('{"error":"invalid_request"}')
+    })
+  }
+
+  async function authorize(
+    authorizationUrl: string,
+    authorizeOptions: { readonly user?: string } = {},
+  ): Promise<URL> {
+    const user = authorizeOptions.user ?? settings.autoLogin ?? [...settings.users.keys()][0] ?? ''
+    if (!settings.users.has(user)) {
+      throw new TypeError(`authorize(): "${user}" is not a configured user`)
+    }
+    return followAuthorization(issuer, authorizationUrl, user)
+  }
+
+  return Object.freeze({
+    url: server.url,
+    realm: settings.realm,
+    issuer,
+    jwksUri: `${issuer}${ROUTES.jwks}`,
+    authorizationEndpoint: `${issuer}${ROUTES.authorization}`,
+    tokenEndpoint: `${issuer}${ROUTES.token}`,
+    endSessionEndpoint: `${issuer}${ROUTES.end_session}`,
+    authorize,
+    async rotateKeys(rotateOptions = {}) {
+      const key = await generateTestKey('RS256')
+      keys = rotateOptions.keepPrevious === false ? [key] : [key, ...keys]
+      build()
+      return key.kid
+    },
+    async sendBackchannelLogout(logout) {
+      const client = settings.clients.get(logout.clientId)
+      if (client?.backchannelLogoutUri === undefined) {
+        throw new Error(
+          `sendBackchannelLogout(): client "${logout.clientId}" is not registered with a backchannelLogoutUri`,
+        )
+      }
+      if (logout.sub === undefined && logout.sid === undefined) {
+        throw new TypeError('sendBackchannelLogout(): give "sub", "sid" or both')
+      }
+      return sendLogoutToken(
+        issuer,
+        keys[0] as TestKey,
+        { ...client, backchannelLogoutUri: client.backchannelLogoutUri },
+        logout,
+      )
+    },
+    close: () => server.close(),
+  } satisfies DevProvider)
+}
