@@ -38,7 +38,9 @@ export interface RateLimitWindow {
  * holds a limiter command), bounds each request with {@link RateLimitOptions.storeTimeoutMs},
  * and its script counts nothing when Redis runs it after that deadline (a command resent after a
  * reconnect, or read by a server that was stalled). It listens for the client's `close` event to
- * fail the requests in flight at once.
+ * fail the requests in flight at once. A client with ioredis's `commandTimeout` or
+ * `socketTimeout` is refused at creation: either gives up on a command Redis has counted when
+ * this process's event loop stalls past it.
  */
 export interface RedisClientLike {
   readonly status: string
@@ -278,5 +280,38 @@ function storeOption(value: unknown): RedisClientLike | undefined {
       client,
     )
   }
+  for (const option of PRE_EMPTING_CLIENT_OPTIONS) {
+    const value = clientOption(client, option)
+    if (value !== undefined) {
+      fail(
+        'rateLimit.store.redis',
+        `must be a client without ioredis's "${option}": after an event-loop stall longer than it, ` +
+          'ioredis gives up on a limiter command that Redis has already counted, before tollgate ' +
+          'reads the answer, and the request is decided again by the fallback (admitted twice). ' +
+          '"rateLimit.storeTimeoutMs" bounds every limiter request; for your other commands keep it ' +
+          `on another client, e.g. redis.duplicate({ ${option}: undefined })`,
+        value,
+      )
+    }
+  }
   return client as unknown as RedisClientLike
+}
+
+/**
+ * ioredis options whose timer can fail a limiter command that Redis has run. Both are timers
+ * that fire before the event loop reads the socket after a stall, and neither knows about the
+ * deadline the script carries: `commandTimeout` rejects the command, `socketTimeout` destroys
+ * the connection (which fails every command in flight).
+ */
+const PRE_EMPTING_CLIENT_OPTIONS = ['commandTimeout', 'socketTimeout'] as const
+
+/** An option of an ioredis `Redis` client, or of the node clients of a `Cluster`. */
+function clientOption(client: Record<string, unknown>, name: string): unknown {
+  const options = client['options']
+  if (!isRecord(options)) return undefined
+  const own = options[name]
+  if (typeof own === 'number') return own
+  const nodeOptions = options['redisOptions']
+  const nodes = isRecord(nodeOptions) ? nodeOptions[name] : undefined
+  return typeof nodes === 'number' ? nodes : undefined
 }

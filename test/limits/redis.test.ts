@@ -4,8 +4,9 @@
  * for several gateway processes sharing one Redis.
  */
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 
-import type { Redis } from 'ioredis'
+import { Cluster, Redis, type RedisOptions } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
@@ -648,5 +649,126 @@ describe('createTenantLimiter (Redis store)', () => {
       await server.restart()
       await waitForReady(admin)
     }
+  })
+})
+
+/**
+ * The client options the README recommends for the limiter's Redis, exactly: the test below reads
+ * them back from the README, so that the two cannot drift apart.
+ */
+const README_CLIENT_OPTIONS = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+} as const satisfies RedisOptions
+
+describe('the limiter with the ioredis client settings the README recommends', () => {
+  it('are the settings the README shows', () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+    const block = /const redis = new Redis\(process\.env\.REDIS_URL!, \{\n([\s\S]*?)\n\}\)/.exec(
+      readme.slice(readme.indexOf('**Redis in production**')),
+    )?.[1]
+    expect(block).toBeDefined()
+    const shown = Object.fromEntries(
+      (block ?? '').split('\n').map((line) => {
+        const [, name, value] = /^\s*(\w+): ([^,]+),?(?:\s*\/\/.*)?$/.exec(line) ?? []
+        return [name, JSON.parse(value ?? 'null')]
+      }),
+    )
+    expect(shown).toEqual(README_CLIENT_OPTIONS)
+  })
+
+  it('admit exactly the limit when the event loop stalls until long after Redis answered', async ({
+    annotate,
+  }) => {
+    const client = new Redis({ host: '127.0.0.1', port: server.port, ...README_CLIENT_OPTIONS })
+    client.on('error', () => {})
+    try {
+      await waitForReady(client)
+      const events: GateEvent[] = []
+      const keyPrefix = nextPrefix()
+      const limiter = createTenantLimiter(
+        normalizeRateLimitOptions({
+          keyPrefix,
+          windows: [{ points: 50, durationSeconds: 60 }],
+          // Roomy, so that Redis itself, starved of CPU on a shared machine, is never late: the
+          // stall below is what this tests, and it lasts twice as long.
+          storeTimeoutMs: ROOMY_TIMEOUT_MS,
+          store: { redis: client },
+        }),
+        { emit: (event) => events.push(event) },
+      )
+      const key = `${keyPrefix}:{acme}:default:60`
+      expect(
+        countByStatus(await Promise.all(Array.from({ length: 30 }, () => attempt(limiter)))),
+      ).toEqual({ 200: 30 })
+      const burst = Promise.all(Array.from({ length: 100 }, () => attempt(limiter)))
+      // A deterministic stall: the event loop is held until Redis has run all 100 commands and
+      // at least twice the deadline has passed (the stimulus, never asserted). Every timer is
+      // overdue when the loop is free again, and every answer waits unread in the socket.
+      const started = performance.now()
+      let counted = 0
+      while (
+        (counted < 130 || performance.now() - started < 2 * ROOMY_TIMEOUT_MS) &&
+        performance.now() - started < 10_000
+      ) {
+        const reply = execFileSync('redis-cli', ['-p', String(server.port), 'GET', key])
+        counted = Number(reply.toString().trim()) || 0
+      }
+      const statuses = countByStatus(await burst)
+      await annotate(
+        `limit 50, 30 spent, then 100 concurrent requests with the loop held ${(performance.now() - started).toFixed(0)} ms: ${JSON.stringify(statuses)}`,
+      )
+      // 20 points were left: Redis's answers decide, none falls back to a fresh memory window.
+      expect(statuses).toEqual({ 200: 20, 429: 80 })
+      expect(events.filter(({ type }) => type !== 'rate_limited')).toEqual([])
+      expect(await admin.get(key)).toBe('130')
+    } finally {
+      client.disconnect()
+    }
+  })
+
+  it.each([
+    [
+      'a client with commandTimeout',
+      () => new Redis({ lazyConnect: true, commandTimeout: 200 }),
+      /"rateLimit.store.redis" must be a client without ioredis's "commandTimeout": .* \(got number 200\)/,
+    ],
+    [
+      'a client with socketTimeout',
+      () => new Redis({ lazyConnect: true, socketTimeout: 1000 }),
+      /"rateLimit.store.redis" must be a client without ioredis's "socketTimeout": .* \(got number 1000\)/,
+    ],
+    [
+      'a Cluster whose nodes have commandTimeout',
+      () =>
+        new Cluster([{ host: '127.0.0.1', port: server.port }], {
+          lazyConnect: true,
+          redisOptions: { commandTimeout: 200 },
+        }),
+      /without ioredis's "commandTimeout": .*redis\.duplicate\(\{ commandTimeout: undefined \}\) \(got number 200\)/,
+    ],
+  ])(
+    'refuses at creation %s, which gives up on commands Redis has counted',
+    (_name, client, message) => {
+      const create = () =>
+        normalizeRateLimitOptions({
+          windows: [{ points: 50, durationSeconds: 60 }],
+          store: { redis: client() },
+        })
+      expect(create).toThrow(TypeError)
+      expect(create).toThrow(message)
+    },
+  )
+
+  it('accepts a duplicate of such a client without the option', () => {
+    const shared = new Redis({ lazyConnect: true, commandTimeout: 200 })
+    const own = shared.duplicate({ commandTimeout: undefined })
+    expect(() =>
+      normalizeRateLimitOptions({
+        windows: [{ points: 1, durationSeconds: 1 }],
+        store: { redis: own },
+      }),
+    ).not.toThrow()
   })
 })
