@@ -78,7 +78,9 @@ export interface RateLimitOptions {
   readonly storeTimeoutMs?: number
   /**
    * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
-   * request probes it; a successful probe returns everyone to the store. Default 1000.
+   * request probes it. Requests that arrive while the probe is in flight wait for its answer (at
+   * most one `storeTimeoutMs`): a successful probe sends them, and everyone after, to the store;
+   * a failed one sends them to the fallback. Default 1000.
    */
   readonly storeRetryIntervalMs?: number
   /**

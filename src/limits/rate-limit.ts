@@ -37,8 +37,9 @@ export interface TenantLimiter {
    * request refused by a window costs nothing in the longer ones). Resolves to the response
    * headers for an admitted request; throws `RateLimitedError` (429, `Retry-After` and the same
    * fields) or `ServiceUnavailableError` (503, `deny` policy). Never hangs past
-   * `storeTimeoutMs` plus the event loop's delay; a closed Redis connection fails the request
-   * over at once. Only the application's own `cost` function,
+   * `storeTimeoutMs` plus the event loop's delay, or twice that for a request that waited for a
+   * probe of a failed store before asking it; a closed Redis connection fails the request over
+   * at once. Only the application's own `cost` function,
    * or a cost that is not an integer ≥ 1, makes it throw anything else.
    */
   consume(
@@ -114,7 +115,8 @@ export function createTenantLimiter(
   const denyRetryAfterSeconds = Math.max(1, secondsUntil(o.storeRetryIntervalMs))
 
   let degraded = false
-  let probing = false
+  /** While the store is degraded, the request that probes it; resolves to whether it answered. */
+  let probe: Promise<boolean> | undefined
   let retryAt = 0
   let lastError: unknown
   let lastErrorEventAt = Number.NEGATIVE_INFINITY
@@ -191,24 +193,36 @@ export function createTenantLimiter(
     const blocked = blockedState(plan, id, clock.now())
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
 
-    const probe = degraded
-    if (probe) {
-      if (probing || clock.now() < retryAt) return fallback(id, plan, points, lastError)
-      probing = true
+    let probed: ((answered: boolean) => void) | undefined
+    if (degraded) {
+      if (probe !== undefined) {
+        // A probe is in flight: its answer (at most one store deadline away) says whether this
+        // request goes to the store, rather than deciding it by the fallback meanwhile.
+        if (!(await probe)) return fallback(id, plan, points, lastError)
+      } else if (clock.now() < retryAt) {
+        return fallback(id, plan, points, lastError)
+      } else {
+        probe = new Promise((resolve) => {
+          probed = resolve
+        })
+      }
     }
     let outcome: Outcome
     try {
       const keys = plan.windows.map((window) => `${o.keyPrefix}:{${id}}${window.keySuffix}`)
       outcome = outcomeOf(plan, await store.consume(keys, plan.windows, points))
+      if (probed !== undefined && degraded) {
+        degraded = false
+        emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
+      }
     } catch (error) {
       storeFailed(error)
       return fallback(id, plan, points, error)
     } finally {
-      if (probe) probing = false
-    }
-    if (probe && degraded) {
-      degraded = false
-      emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
+      if (probed !== undefined) {
+        probe = undefined
+        probed(!degraded)
+      }
     }
     rememberSpent(id, outcome, clock.now())
     return settle(id, plan, outcome)

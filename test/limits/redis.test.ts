@@ -378,6 +378,43 @@ describe('createTenantLimiter (Redis store)', () => {
       await attempt(limiter)
       expect(Number(await admin.get(`${keyPrefix}:{acme}:default:60`))).toBe(before + 1)
     })
+
+    it('lets the requests that arrive while a probe is in flight wait for its answer', async () => {
+      const events: GateEvent[] = []
+      const clock = new ManualClock()
+      const client = await server.client()
+      const keyPrefix = nextPrefix()
+      const limiter = createTenantLimiter(
+        normalizeRateLimitOptions({
+          ...options,
+          windows: [{ points: 100, durationSeconds: 60 }],
+          keyPrefix,
+          storeRetryIntervalMs: 1000,
+          store: { redis: client },
+        }),
+        { emit: (event) => events.push(event), clock },
+      )
+      expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
+      await server.kill()
+      try {
+        expect((await attempt(limiter)).status).toBe(policy === 'deny' ? 503 : 200)
+      } finally {
+        await server.restart()
+        await waitForReady(client)
+        await waitForReady(admin)
+      }
+      clock.advance(1000)
+      const burst = Promise.all(Array.from({ length: 60 }, () => attempt(limiter)))
+      // One of them probes the store; the 59 others send nothing yet and wait for its answer.
+      expect(clock.pendingTimers).toBe(1)
+      expect(countByStatus(await burst)).toEqual({ 200: 60 })
+      // All 60 counted in Redis (restarted empty), none decided by the fallback.
+      expect(await admin.get(`${keyPrefix}:{acme}:default:60`)).toBe('60')
+      expect(events.filter(({ type }) => type === 'limiter_fallback')).toEqual([
+        { type: 'limiter_fallback', engaged: true, policy },
+        { type: 'limiter_fallback', engaged: false, policy },
+      ])
+    })
   })
 
   it('counts nothing in Redis for the commands that timed out while it was frozen, once it resumes', async ({
