@@ -1,7 +1,9 @@
 /**
  * What the limiter tests hand to `consume()`: a verified token of realm acme and a GET request;
- * and a manual clock.
+ * the ioredis client options the README recommends; and a manual clock.
  */
+import type { RedisOptions } from 'ioredis'
+
 import type { LimiterClock } from '../../src/limits/clock.js'
 import type { VerifiedToken } from '../../src/limits/tenant.js'
 import type { RequestLike } from '../../src/types.js'
@@ -16,6 +18,16 @@ export const token: VerifiedToken = {
 }
 
 export const get: RequestLike = { headers: {}, method: 'GET', url: '/items' }
+
+/**
+ * The ioredis client options the README recommends for the limiter, exactly:
+ * `test/limits/redis.test.ts` reads them back from the README, so that the two cannot drift apart.
+ */
+export const README_CLIENT_OPTIONS = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+} as const satisfies RedisOptions
 
 interface ManualTimer {
   readonly at: number

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
-import { Cluster, Redis, type RedisOptions } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { GateEvent } from '../../src/events.js'
@@ -14,7 +14,7 @@ import { normalizeRateLimitOptions } from '../../src/limits/options.js'
 import type { RateLimitOptions, TenantLimiter } from '../../src/limits/rate-limit.js'
 import { createTenantLimiter } from '../../src/limits/rate-limit.js'
 import type { ResolvedTenant } from '../../src/limits/tenant.js'
-import { get, ManualClock, token } from '../helpers/limiter-fixtures.js'
+import { get, ManualClock, README_CLIENT_OPTIONS, token } from '../helpers/limiter-fixtures.js'
 import type { RedisServer } from '../helpers/redis.js'
 import { startRedisServer, waitForReady } from '../helpers/redis.js'
 
@@ -706,16 +706,6 @@ describe('createTenantLimiter (Redis store)', () => {
     }
   })
 })
-
-/**
- * The client options the README recommends for the limiter's Redis, exactly: the test below reads
- * them back from the README, so that the two cannot drift apart.
- */
-const README_CLIENT_OPTIONS = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-  connectTimeout: 2000,
-} as const satisfies RedisOptions
 
 describe('the limiter with the ioredis client settings the README recommends', () => {
   it('are the settings the README shows', () => {
