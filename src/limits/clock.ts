@@ -15,9 +15,9 @@ export interface LimiterClock {
   setTimer(callback: () => void, ms: number): () => void
 }
 
-/** `Date.now()` and unref'd `setTimeout`. */
+/** `Date.now()` and unref'd `setTimeout`, looked up at each call (so fake timers reach them). */
 export const systemClock: LimiterClock = {
-  now: Date.now,
+  now: () => Date.now(),
   setTimer(callback, ms) {
     const timer = setTimeout(callback, ms)
     timer.unref()
