@@ -283,18 +283,20 @@ function storeOption(value: unknown): RedisClientLike | undefined {
     )
   }
   for (const option of PRE_EMPTING_CLIENT_OPTIONS) {
-    const value = clientOption(client, option)
-    if (value !== undefined) {
-      fail(
-        'rateLimit.store.redis',
-        `must be a client without ioredis's "${option}": after an event-loop stall longer than it, ` +
-          'ioredis gives up on a limiter command that Redis has already counted, before tollgate ' +
-          'reads the answer, and the request is decided again by the fallback (admitted twice). ' +
-          '"rateLimit.storeTimeoutMs" bounds every limiter request; for your other commands keep it ' +
-          `on another client, e.g. redis.duplicate({ ${option}: undefined })`,
-        value,
-      )
-    }
+    const found = clientOption(client, option)
+    if (found === undefined) continue
+    const [where, value] = found
+    fail(
+      'rateLimit.store.redis',
+      `must be a client without ioredis's "${option}" (got ${where}${option}: ${value}). After ` +
+        'an event-loop stall longer than it, ioredis gives up on a limiter command that Redis has ' +
+        'already counted, and the fallback decides the request a second time; ' +
+        '"rateLimit.storeTimeoutMs" already bounds every limiter request. To keep it for your ' +
+        'other commands, give the limiter its own client: ' +
+        (where === ''
+          ? `redis.duplicate({ ${option}: undefined })`
+          : `a second Cluster whose redisOptions leave out ${option}`),
+    )
   }
   return client as unknown as RedisClientLike
 }
@@ -307,13 +309,16 @@ function storeOption(value: unknown): RedisClientLike | undefined {
  */
 const PRE_EMPTING_CLIENT_OPTIONS = ['commandTimeout', 'socketTimeout'] as const
 
-/** An option of an ioredis `Redis` client, or of the node clients of a `Cluster`. */
-function clientOption(client: Record<string, unknown>, name: string): unknown {
+/**
+ * A numeric option of an ioredis `Redis` client (`['', value]`), or of the node clients of a
+ * `Cluster` (`['redisOptions.', value]`).
+ */
+function clientOption(client: Record<string, unknown>, name: string): [string, number] | undefined {
   const options = client['options']
   if (!isRecord(options)) return undefined
   const own = options[name]
-  if (typeof own === 'number') return own
+  if (typeof own === 'number') return ['', own]
   const nodeOptions = options['redisOptions']
   const nodes = isRecord(nodeOptions) ? nodeOptions[name] : undefined
-  return typeof nodes === 'number' ? nodes : undefined
+  return typeof nodes === 'number' ? ['redisOptions.', nodes] : undefined
 }

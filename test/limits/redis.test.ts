@@ -777,12 +777,12 @@ describe('the limiter with the ioredis client settings the README recommends', (
     [
       'a client with commandTimeout',
       () => new Redis({ lazyConnect: true, commandTimeout: 200 }),
-      /"rateLimit.store.redis" must be a client without ioredis's "commandTimeout": .* \(got number 200\)/,
+      /"rateLimit.store.redis" must be a client without ioredis's "commandTimeout" \(got commandTimeout: 200\)\. .*redis\.duplicate\(\{ commandTimeout: undefined \}\)$/,
     ],
     [
       'a client with socketTimeout',
       () => new Redis({ lazyConnect: true, socketTimeout: 1000 }),
-      /"rateLimit.store.redis" must be a client without ioredis's "socketTimeout": .* \(got number 1000\)/,
+      /"rateLimit.store.redis" must be a client without ioredis's "socketTimeout" \(got socketTimeout: 1000\)\. .*redis\.duplicate\(\{ socketTimeout: undefined \}\)$/,
     ],
     [
       'a Cluster whose nodes have commandTimeout',
@@ -791,7 +791,7 @@ describe('the limiter with the ioredis client settings the README recommends', (
           lazyConnect: true,
           redisOptions: { commandTimeout: 200 },
         }),
-      /without ioredis's "commandTimeout": .*redis\.duplicate\(\{ commandTimeout: undefined \}\) \(got number 200\)/,
+      /"rateLimit.store.redis" must be a client without ioredis's "commandTimeout" \(got redisOptions\.commandTimeout: 200\)\. .*a second Cluster whose redisOptions leave out commandTimeout$/,
     ],
   ])(
     'refuses at creation %s, which gives up on commands Redis has counted',
