@@ -38,7 +38,9 @@ export interface RateLimitWindow {
  * holds a limiter command), bounds each request with {@link RateLimitOptions.storeTimeoutMs},
  * and its script counts nothing when Redis runs it after that deadline (a command resent after a
  * reconnect, or read by a server that was stalled). It listens for the client's `close` event to
- * fail the requests in flight at once.
+ * fail the requests in flight at once. A client with ioredis's `commandTimeout` or
+ * `socketTimeout` is refused at creation: either gives up on a command Redis has counted when
+ * this process's event loop stalls past it.
  */
 export interface RedisClientLike {
   readonly status: string
@@ -76,7 +78,9 @@ export interface RateLimitOptions {
   readonly storeTimeoutMs?: number
   /**
    * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
-   * request probes it; a successful probe returns everyone to the store. Default 1000.
+   * request probes it. Requests that arrive while the probe is in flight wait for its answer (at
+   * most one `storeTimeoutMs`): a successful probe sends them, and everyone after, to the store;
+   * a failed one sends them to the fallback. Default 1000.
    */
   readonly storeRetryIntervalMs?: number
   /**
@@ -278,5 +282,43 @@ function storeOption(value: unknown): RedisClientLike | undefined {
       client,
     )
   }
+  for (const option of PRE_EMPTING_CLIENT_OPTIONS) {
+    const found = clientOption(client, option)
+    if (found === undefined) continue
+    const [where, value] = found
+    fail(
+      'rateLimit.store.redis',
+      `must be a client without ioredis's "${option}" (got ${where}${option}: ${value}). After ` +
+        'an event-loop stall longer than it, ioredis gives up on a limiter command that Redis has ' +
+        'already counted, and the fallback decides the request a second time; ' +
+        '"rateLimit.storeTimeoutMs" already bounds every limiter request. To keep it for your ' +
+        'other commands, give the limiter its own client: ' +
+        (where === ''
+          ? `redis.duplicate({ ${option}: undefined })`
+          : `a second Cluster whose redisOptions leave out ${option}`),
+    )
+  }
   return client as unknown as RedisClientLike
+}
+
+/**
+ * ioredis options whose timer can fail a limiter command that Redis has run. Both are timers
+ * that fire before the event loop reads the socket after a stall, and neither knows about the
+ * deadline the script carries: `commandTimeout` rejects the command, `socketTimeout` destroys
+ * the connection (which fails every command in flight).
+ */
+const PRE_EMPTING_CLIENT_OPTIONS = ['commandTimeout', 'socketTimeout'] as const
+
+/**
+ * A numeric option of an ioredis `Redis` client (`['', value]`), or of the node clients of a
+ * `Cluster` (`['redisOptions.', value]`).
+ */
+function clientOption(client: Record<string, unknown>, name: string): [string, number] | undefined {
+  const options = client['options']
+  if (!isRecord(options)) return undefined
+  const own = options[name]
+  if (typeof own === 'number') return ['', own]
+  const nodeOptions = options['redisOptions']
+  const nodes = isRecord(nodeOptions) ? nodeOptions[name] : undefined
+  return typeof nodes === 'number' ? ['redisOptions.', nodes] : undefined
 }

@@ -10,6 +10,7 @@ import { RateLimitedError, ServiceUnavailableError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { RequestLike } from '../types.js'
 import { summarize } from '../validate.js'
+import { type LimiterClock, systemClock } from './clock.js'
 import type { HeaderWindow, PlanHeaders, WindowState } from './headers.js'
 import { createPlanHeaders, secondsUntil } from './headers.js'
 import { MemoryWindow } from './memory.js'
@@ -36,8 +37,9 @@ export interface TenantLimiter {
    * request refused by a window costs nothing in the longer ones). Resolves to the response
    * headers for an admitted request; throws `RateLimitedError` (429, `Retry-After` and the same
    * fields) or `ServiceUnavailableError` (503, `deny` policy). Never hangs past
-   * `storeTimeoutMs` plus the event loop's delay; a closed Redis connection fails the request
-   * over at once. Only the application's own `cost` function,
+   * `storeTimeoutMs` plus the event loop's delay, or twice that for a request that waited for a
+   * probe of a failed store before asking it; a closed Redis connection fails the request over
+   * at once. Only the application's own `cost` function,
    * or a cost that is not an integer ≥ 1, makes it throw anything else.
    */
   consume(
@@ -97,13 +99,13 @@ const MAX_BLOCKED_PER_WINDOW = 10_000
  */
 export function createTenantLimiter(
   o: NormalizedRateLimitOptions,
-  context: { emit: Emit },
+  context: { emit: Emit; clock?: LimiterClock },
 ): TenantLimiter {
-  const { emit } = context
+  const { emit, clock = systemClock } = context
   const store =
     o.redis === undefined
       ? undefined
-      : createRedisStore(o.redis, { keyPrefix: o.keyPrefix, timeoutMs: o.storeTimeoutMs })
+      : createRedisStore(o.redis, { keyPrefix: o.keyPrefix, timeoutMs: o.storeTimeoutMs, clock })
   const plans = new Map<string, Plan>()
   for (const [planName, windows] of o.plans) {
     const built = windows.map((window) => buildWindow(planName, window, windows.length))
@@ -113,7 +115,8 @@ export function createTenantLimiter(
   const denyRetryAfterSeconds = Math.max(1, secondsUntil(o.storeRetryIntervalMs))
 
   let degraded = false
-  let probing = false
+  /** While the store is degraded, the request that probes it; resolves to whether it answered. */
+  let probe: Promise<boolean> | undefined
   let retryAt = 0
   let lastError: unknown
   let lastErrorEventAt = Number.NEGATIVE_INFINITY
@@ -129,7 +132,7 @@ export function createTenantLimiter(
   }
 
   function storeFailed(error: unknown): void {
-    const now = Date.now()
+    const now = clock.now()
     lastError = error
     retryAt = now + o.storeRetryIntervalMs
     if (now - lastErrorEventAt >= STORE_ERROR_EVENT_INTERVAL_MS) {
@@ -154,7 +157,7 @@ export function createTenantLimiter(
     // Each instance admits its share of the window: the instances seen on the store lately
     // ('auto'), or the configured divisor.
     const divisor = o.fallbackDivisor === 'auto' ? (store?.instances() ?? 1) : o.fallbackDivisor
-    return settle(tenant, plan, consumeInMemory(plan, tenant, points, divisor))
+    return settle(tenant, plan, consumeInMemory(plan, tenant, points, divisor, clock.now()))
   }
 
   function planOf(tenant: ResolvedTenant): Plan {
@@ -171,10 +174,10 @@ export function createTenantLimiter(
     const plan = planOf(tenant)
     const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
     const id = tenant.id
-    const blocked = blockedState(plan, id)
+    const blocked = blockedState(plan, id, clock.now())
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
-    const outcome = consumeInMemory(plan, id, points, 1)
-    rememberSpent(id, outcome)
+    const outcome = consumeInMemory(plan, id, points, 1, clock.now())
+    rememberSpent(id, outcome, clock.now())
     return settle(id, plan, outcome)
   }
 
@@ -187,29 +190,41 @@ export function createTenantLimiter(
     const plan = planOf(tenant)
     const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
     const id = tenant.id
-    const blocked = blockedState(plan, id)
+    const blocked = blockedState(plan, id, clock.now())
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
 
-    const probe = degraded
-    if (probe) {
-      if (probing || Date.now() < retryAt) return fallback(id, plan, points, lastError)
-      probing = true
+    let probed: ((answered: boolean) => void) | undefined
+    if (degraded) {
+      if (probe !== undefined) {
+        // A probe is in flight: its answer (at most one store deadline away) says whether this
+        // request goes to the store, rather than deciding it by the fallback meanwhile.
+        if (!(await probe)) return fallback(id, plan, points, lastError)
+      } else if (clock.now() < retryAt) {
+        return fallback(id, plan, points, lastError)
+      } else {
+        probe = new Promise((resolve) => {
+          probed = resolve
+        })
+      }
     }
     let outcome: Outcome
     try {
       const keys = plan.windows.map((window) => `${o.keyPrefix}:{${id}}${window.keySuffix}`)
       outcome = outcomeOf(plan, await store.consume(keys, plan.windows, points))
+      if (probed !== undefined && degraded) {
+        degraded = false
+        emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
+      }
     } catch (error) {
       storeFailed(error)
       return fallback(id, plan, points, error)
     } finally {
-      if (probe) probing = false
+      if (probed !== undefined) {
+        probe = undefined
+        probed(!degraded)
+      }
     }
-    if (probe && degraded) {
-      degraded = false
-      emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
-    }
-    rememberSpent(id, outcome)
+    rememberSpent(id, outcome, clock.now())
     return settle(id, plan, outcome)
   }
 
@@ -233,9 +248,14 @@ function outcomeOf(plan: Plan, counts: readonly StoreCount[]): Outcome {
  * Consumes window by window in process memory, shortest first; stops at the first refusal.
  * Each window admits `ceil(points / divisor)`.
  */
-function consumeInMemory(plan: Plan, tenant: string, points: number, divisor: number): Outcome {
+function consumeInMemory(
+  plan: Plan,
+  tenant: string,
+  points: number,
+  divisor: number,
+  now: number,
+): Outcome {
   const states: State[] = []
-  const now = Date.now()
   for (const window of plan.windows) {
     const count = window.memory.consume(tenant, points, now)
     const share = Math.ceil(window.points / divisor)
@@ -260,8 +280,7 @@ function stateOf(
 }
 
 /** The spent window that resets last, so that `Retry-After` is never too early. */
-function blockedState(plan: Plan, tenant: string): State | undefined {
-  const now = Date.now()
+function blockedState(plan: Plan, tenant: string, now: number): State | undefined {
   let state: State | undefined
   for (const window of plan.windows) {
     const until = window.blocked.get(tenant)
@@ -278,9 +297,8 @@ function blockedState(plan: Plan, tenant: string): State | undefined {
  * A window with no points left refuses everything until it resets: later requests are refused
  * from process memory, without a store round trip (and without a Redis call while it is down).
  */
-function rememberSpent(tenant: string, outcome: Outcome): void {
+function rememberSpent(tenant: string, outcome: Outcome, now: number): void {
   const states = outcome.admitted ? outcome.states : [outcome.state]
-  const now = Date.now()
   for (const { window, remaining, msBeforeReset } of states) {
     if (remaining > 0) continue
     const { blocked } = window

@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto'
 
+import type { LimiterClock } from './clock.js'
 import type { RedisClientLike } from './options.js'
 
 /** Why the limiter did not use the store's answer. */
@@ -125,12 +126,15 @@ function inFlightOn(client: RedisClientLike): Set<() => void> {
   return inFlight
 }
 
-/** Returns the store over `client`, with keys under `keyPrefix` and a deadline of `timeoutMs`. */
+/**
+ * Returns the store over `client`, with keys under `keyPrefix` and a deadline of `timeoutMs` on
+ * `clock`.
+ */
 export function createRedisStore(
   client: RedisClientLike,
-  options: { readonly keyPrefix: string; readonly timeoutMs: number },
+  options: { readonly keyPrefix: string; readonly timeoutMs: number; readonly clock: LimiterClock },
 ): RedisStore {
-  const { timeoutMs } = options
+  const { timeoutMs, clock } = options
   client.defineCommand(CONSUME_COMMAND, { lua: CONSUME_SCRIPT })
   client.defineCommand(INSTANCES_COMMAND, { lua: INSTANCES_SCRIPT, numberOfKeys: 1 })
   const commands = client as unknown as Record<string, Command>
@@ -188,7 +192,7 @@ export function createRedisStore(
     }
     const limits: number[] = []
     for (const window of windows) limits.push(window.durationSeconds, window.points)
-    const startedAt = Date.now()
+    const startedAt = clock.now()
     heartbeat(startedAt)
 
     return new Promise<StoreCount[]>((resolve, reject) => {
@@ -196,7 +200,7 @@ export function createRedisStore(
       function finish(error: LimiterStoreError | Error | undefined, counts?: StoreCount[]) {
         if (settled) return
         settled = true
-        clearTimeout(timer)
+        cancelTimer()
         inFlight.delete(closed)
         if (error === undefined) resolve(counts as StoreCount[])
         else reject(error)
@@ -216,7 +220,7 @@ export function createRedisStore(
         ).then(
           (reply) => {
             const answer = reply as number[]
-            const receivedAt = Date.now()
+            const receivedAt = clock.now()
             learnClockOffset(Number(answer[1]), sentAt, receivedAt)
             if (settled) return
             if (answer[0] === 1) return finish(undefined, countsOf(answer))
@@ -235,7 +239,7 @@ export function createRedisStore(
       // Timers run before the poll phase that reads sockets: after the event loop was busy, the
       // answer may be waiting unread. Yield once (setImmediate runs after that poll phase) and
       // fail only if it is still missing: a busy gateway is not a slow store.
-      const timer = setTimeout(() => {
+      const cancelTimer = clock.setTimer(() => {
         setImmediate(() =>
           finish(
             new LimiterStoreError(
@@ -245,7 +249,6 @@ export function createRedisStore(
           ),
         )
       }, timeoutMs)
-      timer.unref()
       send(startedAt, false)
     })
   }

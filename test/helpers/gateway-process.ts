@@ -22,8 +22,8 @@ import type { GateEvent } from '../../src/events.js'
 import { normalizeRateLimitOptions } from '../../src/limits/options.js'
 import type { RateLimitOptions } from '../../src/limits/rate-limit.js'
 import { createTenantLimiter } from '../../src/limits/rate-limit.js'
-import { get, token } from './limiter-fixtures.js'
-import { failFast, waitForReady } from './redis.js'
+import { get, README_CLIENT_OPTIONS, token } from './limiter-fixtures.js'
+import { waitForReady } from './redis.js'
 
 /** What a burst asks of one gateway process. */
 export interface BurstOrder {
@@ -100,7 +100,8 @@ async function serve(): Promise<void> {
     if (order.type === 'start') {
       port = order.port
       storeTimeoutMs = order.options.storeTimeoutMs ?? 50
-      const redis = new Redis({ host: '127.0.0.1', port, ...failFast })
+      // Exactly the client settings the README recommends.
+      const redis = new Redis({ host: '127.0.0.1', port, ...README_CLIENT_OPTIONS })
       redis.on('error', () => {})
       await waitForReady(redis)
       limiter = createTenantLimiter(

@@ -106,6 +106,8 @@ function rateLimitFields(answer: Answer): Record<string, string[]> {
 }
 
 describe('tenant from a claim, 3 points a minute on the "small" plan', () => {
+  /** Tenants the policy refuses; a test may lift a suspension to read what the tenant has left. */
+  const suspended = new Set(['suspended'])
   const apps = useApps(() => ({
     issuers: keycloak({ authUrl: issuer.url, realms: ['acme', 'globex'] }),
     audience: 'gateway',
@@ -113,7 +115,7 @@ describe('tenant from a claim, 3 points a minute on the "small" plan', () => {
       claim: 'tenant',
       planClaim: 'plan',
       policy: (id) =>
-        id === 'suspended'
+        suspended.has(id)
           ? { action: 'refuse' }
           : id === 'stranger'
             ? { action: 'unknown' }
@@ -176,7 +178,29 @@ describe('tenant from a claim, 3 points a minute on the "small" plan', () => {
   })
 
   it('refuses a token when the tenant resolver refuses, without consuming points', async () => {
-    await apps.expectAll(bearer(genuine({ tenant: 'suspended', plan: 'small' })), TENANT_REFUSED)
+    const tenant = `s-${randomUUID().slice(0, 8)}`
+    suspended.add(tenant)
+    try {
+      for (let request = 0; request < 3; request++) {
+        const answers = await apps.expectAll(
+          bearer(genuine({ tenant, plan: 'small' })),
+          TENANT_REFUSED,
+        )
+        for (const answer of answers) expect(rateLimitFields(answer)).toEqual({})
+      }
+    } finally {
+      suspended.delete(tenant)
+    }
+    // Reinstated, the tenant still has every point of its window: the 3 refusals spent none.
+    for (let request = 0; request < 3; request++) {
+      const answers = await apps.expectAll(bearer(genuine({ tenant, plan: 'small' })), OK)
+      for (const answer of answers) {
+        expect(answer.headers['ratelimit']?.[0]).toMatch(
+          new RegExp(`^"small";r=${2 - request};t=(59|60)$`),
+        )
+      }
+    }
+    await apps.expectAll(bearer(genuine({ tenant, plan: 'small' })), RATE_LIMITED)
   })
 
   const tenantShapes: Case[] = [
