@@ -34,8 +34,10 @@ export interface RevocationTarget {
 export interface RevokeOptions extends RevocationTarget {
   /**
    * Tokens whose `iat` is before this time (seconds since the epoch) are refused; later ones pass
-   * (a user who signs in again). Default: the second after now, so that no token issued before
-   * the call survives it. At most an hour ahead. Ignored for `jti`.
+   * (a user who signs in again). Default: the second after now plus the gate's
+   * `clockToleranceSeconds`, so that no token issued before the call survives it, even one whose
+   * provider's clock runs ahead by up to the tolerance (a user signing in again within that
+   * margin is refused too). At most an hour ahead. Ignored for `jti`.
    */
   readonly notBefore?: number
 }
@@ -166,7 +168,10 @@ export function createRevocation(
       )
     }
     const now = Date.now() / 1000
-    const requested = target.notBefore ?? Math.floor(now) + 1
+    const tolerance = context.clockToleranceSeconds
+    // The gate admits an `iat` up to one tolerance ahead of this host (a provider's clock running
+    // fast): such a token was issued before the call too, so the default covers it.
+    const requested = target.notBefore ?? Math.floor(now) + 1 + tolerance
     if (
       typeof requested !== 'number' ||
       !Number.isFinite(requested) ||
@@ -183,7 +188,6 @@ export function createRevocation(
     // tolerance past its exp: past this, every such token has expired and the entry can go. A
     // not-before entry matches iat < notBefore only. A jti entry matches any iat, and the gate
     // accepts an iat up to one tolerance ahead of now: that is a second tolerance.
-    const tolerance = context.clockToleranceSeconds
     const expiresAt =
       kind === 'jti'
         ? (Math.ceil(now) + tolerance + maxLifetime + tolerance) * 1000

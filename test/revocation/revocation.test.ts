@@ -115,6 +115,28 @@ describe('gate.revoke', () => {
     expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
   })
 
+  it('refuses a token minted by a provider clock ahead, within clockToleranceSeconds, after revoke by sub', async () => {
+    const gate = gateWith()
+    // iat 4 s ahead of this host: admitted (tolerance 5 s), yet issued before the revocation.
+    const ahead = await issuer.mint({ sub: 'dave', iat: Math.floor(Date.now() / 1000) + 4 })
+    expect(await outcome(gate.check(bearer(ahead)))).toBe('admitted')
+    await gate.revoke({ issuer: acme(), sub: 'dave' })
+    expect(await outcome(gate.check(bearer(ahead)))).toBe(REVOKED)
+  })
+
+  it('sets the default not-before one clockToleranceSeconds past the second after the call', async () => {
+    const events: GateEvent[] = []
+    const gate = gateWith({ clockToleranceSeconds: 30 }, events)
+    const before = Math.floor(Date.now() / 1000)
+    await gate.revoke({ issuer: acme(), sub: 'erin' })
+    const after = Math.floor(Date.now() / 1000)
+    const revoked = events.find((event) => event.type === 'revoked')
+    expect(revoked).toBeDefined()
+    const notBefore = (revoked as { notBefore: number }).notBefore
+    expect(notBefore).toBeGreaterThanOrEqual(before + 1 + 30)
+    expect(notBefore).toBeLessThanOrEqual(after + 1 + 30)
+  })
+
   it('leaves other users, sessions and issuers alone', async () => {
     const gate = gateWith()
     await gate.revoke({ issuer: acme(), sub: 'alice' })
