@@ -260,3 +260,69 @@ describe('two gateway instances (Express and Koa) on one Redis', () => {
     )
   })
 })
+
+describe('a freshly started instance behind each adapter', () => {
+  let redis: RedisServer
+  let admin: Awaited<ReturnType<RedisServer['client']>>
+  let prefixes = 0
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    admin = await redis.client()
+  })
+  afterAll(async () => {
+    await admin.call('CLIENT', 'UNPAUSE')
+    await redis.stop()
+  })
+
+  it.each(APPS)(
+    '%s refuses a token revoked before it started, for requests sent before its first synchronization',
+    async (_name, createApp) => {
+      prefixes += 1
+      const keyPrefix = `fresh${prefixes}`
+      const token = await issuer.mint({ sub: 'long-gone', iat: now() - 10 })
+      const earlier = createApp({
+        ...options,
+        revocation: { store: { redis: await redis.client() }, keyPrefix },
+      })
+      await earlier.gate.revoke({ sub: 'long-gone' })
+      await close(earlier)
+      // Writes paused: the new instance connects and subscribes, but its first snapshot (a
+      // script) waits until unpaused. Requests sent meanwhile must wait for the list.
+      const client = await redis.client()
+      await admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')
+      // `skip` runs first in every decision: it counts the requests the gate has received.
+      let arrived = 0
+      const server = createApp({
+        ...options,
+        skip: () => {
+          arrived += 1
+          return false
+        },
+        revocation: { store: { redis: client }, keyPrefix, storeTimeoutMs: 60_000 },
+      })
+      try {
+        const url = await listen(server)
+        let unpaused = false
+        const answeredWhilePaused: number[] = []
+        const statuses = Array.from({ length: 10 }, () =>
+          get(url, token).then((status) => {
+            if (!unpaused) answeredWhilePaused.push(status)
+            return status
+          }),
+        )
+        const deadline = Date.now() + LIMIT_MS
+        while (arrived < 10) {
+          if (Date.now() > deadline) throw new Error(`only ${arrived} requests reached the gate`)
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+        unpaused = true
+        await admin.call('CLIENT', 'UNPAUSE')
+        expect(answeredWhilePaused).toEqual([])
+        expect(new Set(await Promise.all(statuses))).toEqual(new Set([401]))
+      } finally {
+        await admin.call('CLIENT', 'UNPAUSE')
+        await close(server)
+      }
+    },
+  )
+})
