@@ -12,6 +12,7 @@ import { createGate, type Gate } from '../../src/gate/gate.js'
 import type { RevocationOptions } from '../../src/revocation/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
+import { resetWarningsForTests } from '../../src/warnings.js'
 
 import {
   failFast,
@@ -593,5 +594,163 @@ describe('a freshly started instance on a Redis that already holds revocations',
     expect(await decided(gate, token)).toBe('admitted')
     await admin.call('CLIENT', 'UNPAUSE')
     await until('the list is held', async () => (await decided(gate, token)) === 'revoked')
+  })
+})
+
+describe('revocations and a Redis that persists nothing', () => {
+  const servers: RedisServer[] = []
+  afterEach(async () => {
+    for (const gate of gates.splice(0)) await gate.close()
+    for (const started of servers.splice(0)) await started.stop()
+  })
+
+  async function redisWith(args: string[] = []): Promise<RedisServer> {
+    const started = await startRedisServer(args)
+    servers.push(started)
+    return started
+  }
+
+  function gateOn(
+    client: Redis,
+    keyPrefix: string,
+    extra: Partial<RevocationOptions> = {},
+    events?: GateEvent[],
+  ): Gate {
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+      revocation: { store: { redis: client as never }, keyPrefix, ...extra },
+      ...(events === undefined ? {} : { onEvent: (event: GateEvent) => events.push(event) }),
+    })
+    gates.push(gate)
+    return gate
+  }
+
+  const volatile = (events: GateEvent[]) =>
+    events.filter((event) => event.type === 'revocation_store_volatile')
+
+  it.each([
+    ['no AOF and no RDB save points', [], 'none'],
+    ['CONFIG refused (managed Redis) and no AOF', ['--rename-command', 'CONFIG', '""'], 'unknown'],
+  ] as const)(
+    'reports a Redis with %s at start (revocation_store_volatile)',
+    async (_case, args, persistence) => {
+      const redis = await redisWith([...args])
+      const events: GateEvent[] = []
+      const gate = gateOn(await redis.client(), 'volatile', {}, events)
+      expect(await gate.ready()).toMatchObject({ ready: true, revocation: 'held' })
+      expect(volatile(events)).toEqual([
+        { type: 'revocation_store_volatile', persistence, loader: false },
+      ])
+    },
+  )
+
+  it.each([
+    ['AOF', ['--appendonly', 'yes']],
+    ['RDB save points', ['--save', '3600 1']],
+  ])('says nothing of a Redis with %s', async (_case, args) => {
+    const redis = await redisWith(args)
+    const events: GateEvent[] = []
+    const gate = gateOn(await redis.client(), 'durable', {}, events)
+    expect(await gate.ready()).toMatchObject({ ready: true, revocation: 'held' })
+    expect(volatile(events)).toEqual([])
+  })
+
+  it('warns through process.emitWarning when no onEvent listener was given, and not with a loader', async () => {
+    resetWarningsForTests()
+    const warnings: { code?: string | undefined; message: string }[] = []
+    const onWarning = (warning: Error & { code?: string }) => {
+      if (warning.code?.startsWith('TOLLGATE_REVOCATION') === true) {
+        warnings.push({ code: warning.code, message: warning.message })
+      }
+    }
+    process.on('warning', onWarning)
+    try {
+      const redis = await redisWith()
+      const withLoader = gateOn(await redis.client(), 'warned-loader', { load: () => [] })
+      await withLoader.ready()
+      const gate = gateOn(await redis.client(), 'warned')
+      await gate.ready()
+      await until('the warning', () => warnings.length > 0)
+      expect(warnings).toEqual([
+        {
+          code: 'TOLLGATE_REVOCATION_STORE_VOLATILE',
+          message: expect.stringContaining('persists nothing'),
+        },
+      ])
+      expect(warnings[0]?.message).toContain('revocation.load')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  it('forgets every revocation when that Redis and every instance restart (without load)', async () => {
+    const redis = await redisWith()
+    const token = await issuedBefore({ sub: 'forgotten' })
+    const before = gateOn(await redis.client(), 'restart')
+    await before.ready()
+    await before.revoke({ sub: 'forgotten' })
+    expect(await decided(before, token)).toBe('revoked')
+    await before.close()
+    await redis.kill()
+    await redis.restart()
+    const after = gateOn(await redis.client(), 'restart')
+    await after.ready()
+    // What the README warns of: nothing remembers the revocation.
+    expect(await decided(after, token)).toBe('admitted')
+  })
+
+  it("reloads revocations from the application's records when every instance and Redis restart", async () => {
+    const redis = await redisWith()
+    const token = await issuedBefore({ sub: 'recorded' })
+    const records: { sub: string; notBefore: number }[] = []
+    const before = gateOn(await redis.client(), 'reload', { load: () => records })
+    await before.ready()
+    await before.revoke({ sub: 'recorded' })
+    // The application records what it revoked, with the not-before it got.
+    records.push({ sub: 'recorded', notBefore: Math.floor(Date.now() / 1000) + 6 })
+    await before.close()
+    await redis.kill()
+    await redis.restart()
+    const events: GateEvent[] = []
+    const after = gateOn(await redis.client(), 'reload', { load: async () => records }, events)
+    expect(await after.ready()).toMatchObject({ ready: true, revocation: 'held' })
+    expect(await decided(after, token)).toBe('revoked')
+    expect(events).toContainEqual({
+      type: 'revocation_loaded',
+      trigger: 'start',
+      entries: 1,
+      skipped: 0,
+    })
+    // Written back to Redis: an instance started without a loader learns it from there.
+    const plain = gateOn(await redis.client(), 'reload')
+    await plain.ready()
+    expect(await decided(plain, token)).toBe('revoked')
+  })
+
+  it('calls load again when a running instance finds Redis lost its data', async () => {
+    const redis = await redisWith()
+    const triggers: string[] = []
+    const events: GateEvent[] = []
+    const gate = gateOn(
+      await redis.client(),
+      'lost',
+      {
+        load: () => {
+          triggers.push('called')
+          return []
+        },
+      },
+      events,
+    )
+    await gate.ready()
+    await redis.kill()
+    await redis.restart()
+    await until('load after the loss', () =>
+      events.some((event) => event.type === 'revocation_loaded' && event.trigger === 'store_lost'),
+    )
+    expect(
+      events.filter((event) => event.type === 'revocation_loaded').map((event) => event.trigger),
+    ).toEqual(['start', 'store_lost'])
   })
 })
