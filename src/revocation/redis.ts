@@ -119,6 +119,10 @@ export function createRedisSync(
   }
 
   function command<T>(script: string, keyList: string[], args: (string | number)[]): Promise<T> {
+    return withDeadline(client.eval(script, keyList.length, ...keyList, ...args) as Promise<T>)
+  }
+
+  function withDeadline<T>(call: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -130,7 +134,6 @@ export function createRedisSync(
       }, options.storeTimeoutMs)
       timer.unref()
     })
-    const call = client.eval(script, keyList.length, ...keyList, ...args) as Promise<T>
     call.catch(() => {})
     return Promise.race([call, deadline]).finally(() => clearTimeout(timer))
   }
@@ -254,12 +257,13 @@ export function createRedisSync(
         if (!loadFailed && loadDue === due) loadDue = undefined
       }
       await snapshot()
-      setSynced(true)
-      if (loadFailed) scheduleResync(LOAD_RETRY_MS)
       if (!persistenceChecked) {
         persistenceChecked = true
-        void checkPersistence()
+        // Once, before the list counts as held: ready() resolving means the operator was told.
+        await checkPersistence()
       }
+      setSynced(true)
+      if (loadFailed) scheduleResync(LOAD_RETRY_MS)
     } catch (error) {
       setSynced(false)
       storeError(error)
@@ -282,7 +286,7 @@ export function createRedisSync(
     }
     try {
       if (client.call === undefined) throw new Error('no generic command')
-      const reply = await client.call('CONFIG', 'GET', 'save')
+      const reply = await withDeadline(client.call('CONFIG', 'GET', 'save'))
       const points = Array.isArray(reply) ? reply[1] : undefined
       if (typeof points !== 'string') throw new Error('unexpected CONFIG GET reply')
       if (points.trim() !== '') return
