@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { LogoutRefusalReason } from '../events.js'
 
 /** Stable machine-readable codes; part of the semver contract. */
 export type SignInErrorCode =
@@ -73,6 +74,8 @@ export type SignInRefusalReason =
   | 'cross_site'
   | 'unknown_product'
   | 'logout_token'
+  /** A logout token refused by a check of its own (`logout_token_signature`, `logout_token_missing_exp`…). */
+  | `logout_token_${LogoutRefusalReason}`
 
 /** A refusal of a sign-in route, or a token a handler could not have. */
 export class SignInError extends Error {

@@ -99,7 +99,9 @@ describe.each(APPS)('%s: provider callbacks', (_name, createApp) => {
     })
   })
 
-  it('refuses a forged logout token with 400 and a JSON error', async () => {
+  it('refuses a forged logout token with 400 and a JSON error, revoking nothing', async () => {
+    const session = await issuer.mint({ sid: 'session-2', iat: now() - 10 })
+    expect(await get(url, session)).toBe(200)
     const genuine = await issuer.mintLogoutToken({ sid: 'session-2' })
     const [header, payload, signature] = genuine.split('.') as [string, string, string]
     const altered = `${header}.${payload.slice(0, -2)}${payload.endsWith('A') ? 'B' : 'A'}${payload.slice(-1)}.${signature}`
@@ -110,6 +112,8 @@ describe.each(APPS)('%s: provider callbacks', (_name, createApp) => {
       cacheControl: 'no-store',
       body: JSON.stringify({ error: 'invalid_request', error_description: 'invalid logout token' }),
     })
+    // The session the forged token names is still admitted: nothing was revoked.
+    expect(await get(url, session)).toBe(200)
   })
 
   it('refuses a replayed logout token', async () => {
