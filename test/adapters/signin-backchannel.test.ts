@@ -247,7 +247,7 @@ describe('back-channel logout tokens without exp (logoutToken.requireExp: false)
     )
   })
 
-  it('refuses logoutToken options it does not know', () => {
+  it('refuses a logoutToken.requireExp that is not a boolean, at construction', () => {
     expect(() =>
       expressSignInApp(signInOptions(provider, { logoutToken: { requireExp: 'no' } as never })),
     ).toThrow('"logoutToken.requireExp" must be a boolean')
