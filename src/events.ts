@@ -41,6 +41,8 @@ export type LogoutRefusalReason =
   | 'too_old'
   | 'not_yet_valid'
   | 'missing_claim'
+  /** No `exp`: Back-Channel Logout 1.0 final requires it (`requireExp: false` accepts earlier drafts' tokens). */
+  | 'missing_exp'
   | 'malformed_claim'
   | 'events'
   | 'nonce'
@@ -90,6 +92,34 @@ export type RevocationEvent =
       readonly type: 'revocation_fallback'
       readonly engaged: boolean
       readonly policy: 'enforce-known' | 'deny'
+    }
+  | {
+      /**
+       * The `load` hook resolved: `entries` revocations are held from the application's records,
+       * `skipped` were invalid (named no single target, or a `sid`/`sub`/`clientId`/`all` without
+       * `notBefore`). `trigger`: the gate started, or Redis was found to have lost its data.
+       */
+      readonly type: 'revocation_loaded'
+      readonly trigger: 'start' | 'store_lost'
+      readonly entries: number
+      readonly skipped: number
+    }
+  | {
+      /** The `load` hook threw or rejected; it is called again shortly. */
+      readonly type: 'revocation_load_failed'
+      readonly trigger: 'start' | 'store_lost'
+      readonly error: unknown
+    }
+  | {
+      /**
+       * The Redis that holds the revocation list persists nothing (`persistence: 'none'`: no AOF,
+       * no RDB save points) or would not say (`'unknown'`: `CONFIG GET save` refused, as on
+       * managed Redis, and no AOF): when it restarts, revocations survive only in the instances'
+       * memory and in `load` (`loader`: whether one is configured).
+       */
+      readonly type: 'revocation_store_volatile'
+      readonly persistence: 'none' | 'unknown'
+      readonly loader: boolean
     }
   | {
       /** A provider callback refused (400): forged, replayed, expired or malformed. */

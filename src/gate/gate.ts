@@ -31,10 +31,19 @@ import type { Guard } from './guards.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
 
-/** What `gate.ready()` and `gate.refresh()` report: `ready` when every issuer has usable keys. */
+/**
+ * What `gate.ready()` and `gate.refresh()` report: `ready` when every issuer has usable keys and,
+ * with `revocation` on, `gate.ready()` found the revocation list held.
+ */
 export interface ReadyReport {
   readonly ready: boolean
   readonly issuers: readonly IssuerKeysStatus[]
+  /**
+   * With `revocation` on, from `gate.ready()`: `'held'` once this instance holds the revocation
+   * list (first Redis synchronization, `load` done), `'not_held'` if it still did not after
+   * waiting up to `revocation.storeTimeoutMs`.
+   */
+  readonly revocation?: 'held' | 'not_held'
 }
 
 /** A configured gate. Create one per service (and per set of options), at start-up. */
@@ -52,7 +61,11 @@ export interface Gate extends RevocationHandles {
    * request on a gate with `credentialsRequired: false`), and reports it like any refusal.
    */
   authorize(guard: Guard, auth: Admission | undefined, request?: RequestLike): void
-  /** Fetches every issuer's keys unless fresh ones are held (start-up, readiness probes). Never rejects. */
+  /**
+   * Fetches every issuer's keys unless fresh ones are held (start-up, readiness probes) and, with
+   * `revocation` on, waits for the revocation list (at most `revocation.storeTimeoutMs`): not
+   * ready until this instance holds it. Never rejects.
+   */
   ready(): Promise<ReadyReport>
   /**
    * Fetches the key sets now, bypassing the cooldown: after the provider dropped a compromised
@@ -377,6 +390,13 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
         ? refuse(new TokenMissingError(), request, { ...BEFORE_VERIFICATION, startedAt })
         : PASS
     }
+    // Until this instance holds the revocation list, a token waits for it (issue 19: new
+    // instances admitted long-revoked tokens until their first synchronization).
+    const listPending = revoked?.whenHeld()
+    if (listPending !== undefined) {
+      const held = token
+      return listPending.then(() => admit(request, held, scheme, undefined, startedAt))
+    }
     const cached = verifier.cached(token, Date.now())
     // A revoked cached token goes on to admit(), which refuses it with its facts; with DPoP on,
     // a cached verdict still goes through the proof check, in admit().
@@ -435,7 +455,16 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
   const gate: Gate = Object.freeze({
     check,
     authorize,
-    ready: () => report(allKeys, false),
+    async ready(): Promise<ReadyReport> {
+      const [keys] = await Promise.all([report(allKeys, false), revoked?.whenHeld()])
+      if (revoked === undefined) return keys
+      const held = revoked.held
+      return {
+        ready: keys.ready && held,
+        issuers: keys.issuers,
+        revocation: held ? 'held' : 'not_held',
+      }
+    },
     refresh(issuer?: string): Promise<ReadyReport> {
       if (issuer === undefined) return report(allKeys, true)
       const entry = typeof issuer === 'string' ? issuers.get(issuer) : undefined

@@ -110,6 +110,7 @@ export function createGateRevocation(
             clockToleranceSeconds,
             audiences: options.callbacks.clientIds,
             maxAgeSeconds: options.callbacks.maxAgeSeconds,
+            requireExp: options.callbacks.requireExp,
           },
           emit,
         )

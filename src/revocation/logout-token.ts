@@ -23,7 +23,8 @@ export interface VerifiedLogoutToken {
   readonly sid: string | undefined
   readonly sub: string | undefined
   readonly iat: number
-  readonly exp: number
+  /** Absent only when the rules accept a token without one (`requireExp: false`). */
+  readonly exp: number | undefined
 }
 
 /** Everything logout token verification needs, built once by the gate. */
@@ -36,6 +37,12 @@ export interface LogoutTokenRules {
   readonly audiences: ReadonlySet<string>
   /** The `iat` window, in seconds. */
   readonly maxAgeSeconds: number
+  /**
+   * `false` accepts a token without `exp` (drafts of Back-Channel Logout before the final 1.0
+   * made it required): the `iat` window bounds it instead, and the caller's replay memory of its
+   * `jti` lasts that window.
+   */
+  readonly requireExp: boolean
 }
 
 /** A refused logout token; `reason` is for operators only. */
@@ -173,12 +180,17 @@ function checkLogoutClaims(
   const refuse = (reason: LogoutRefusalReason) => new LogoutRefusal(reason, issuer)
   if (!hasAudience(claims.aud, rules.audiences)) throw refuse('audience')
   const { iat, exp, nbf } = claims
-  if (iat === undefined || exp === undefined) throw refuse('missing_claim')
-  if (!isNumericDate(iat) || !isNumericDate(exp)) throw refuse('malformed_claim')
+  if (iat === undefined) throw refuse('missing_claim')
+  // §2.4 of the final spec requires exp; earlier drafts' providers send none (a reason of its own,
+  // so that an operator sees what to change).
+  if (exp === undefined && rules.requireExp) throw refuse('missing_exp')
+  if (!isNumericDate(iat) || (exp !== undefined && !isNumericDate(exp))) {
+    throw refuse('malformed_claim')
+  }
   if (iat > now + tolerance) throw refuse('issued_in_future')
   // §2.6 step 5: "the iat … within an acceptable range": bounds how long a captured token is worth replaying.
   if (iat < now - rules.maxAgeSeconds - tolerance) throw refuse('too_old')
-  if (exp + tolerance <= now) throw refuse('expired')
+  if (exp !== undefined && exp + tolerance <= now) throw refuse('expired')
   if (nbf !== undefined && (!isNumericDate(nbf) || nbf > now + tolerance)) {
     throw refuse('not_yet_valid')
   }

@@ -4,7 +4,17 @@
  *
  * @module
  */
-import { fail, integer, isRecord, oneOf, record, redisKeyPrefix } from '../validate.js'
+import {
+  boolean,
+  fail,
+  integer,
+  isRecord,
+  oneOf,
+  optionalFunction,
+  record,
+  redisKeyPrefix,
+} from '../validate.js'
+import type { RevokeOptions } from './target.js'
 
 /**
  * The ioredis client (`new Redis(…)`) or Cluster client (`new Cluster(…)`) that shares the
@@ -16,10 +26,22 @@ export interface RevocationRedisClient {
   readonly status: string
   duplicate(): unknown
   eval(script: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>
+  /** ioredis's generic command (`CONFIG GET save`, to tell whether Redis persists anything). */
+  call?(command: string, ...args: (string | number)[]): Promise<unknown>
 }
 
 /** While the Redis store cannot be reached. */
 export type RevocationStoreFailurePolicy = 'enforce-known' | 'deny'
+
+/** Until this instance holds the revocation list (first Redis synchronization, `load` done). */
+export type RevocationUnsyncedPolicy = 'deny' | 'enforce-known'
+
+/**
+ * The application's own record of revocations: what `load` resolves to. Each item is a
+ * `gate.revoke()` target; `sid`, `sub`, `clientId` and `all` items need the `notBefore` the
+ * application recorded (without it, every token issued before this start would be refused).
+ */
+export type RevocationLoader = () => Promise<readonly RevokeOptions[]> | readonly RevokeOptions[]
 
 /**
  * The endpoints an identity provider calls to revoke: OpenID Connect Back-Channel Logout 1.0
@@ -33,6 +55,14 @@ export interface RevocationCallbackOptions {
   readonly clientIds: string | readonly string[]
   /** Logout tokens issued longer ago than this are refused (the `iat` window), in seconds (1 to 3600). Default 120. */
   readonly maxAgeSeconds?: number
+  /**
+   * `true` (default): a logout token without `exp` is refused (`missing_exp`), as Back-Channel
+   * Logout 1.0 final requires. `false`: one without `exp` is accepted while its `iat` lies within
+   * `maxAgeSeconds` (providers built on earlier drafts, whose logout tokens carry no `exp`); its
+   * `jti` is remembered for that window, so it is accepted once. A token with an `exp` is always
+   * held to it.
+   */
+  readonly requireExp?: boolean
 }
 
 /** Revocation of tokens before their `exp`, shared by every gateway instance through Redis. */
@@ -55,6 +85,23 @@ export interface RevocationOptions {
   readonly storeTimeoutMs?: number
   /** Accept revocations from the identity provider (back-channel logout, Keycloak push). Default: off. */
   readonly callbacks?: RevocationCallbackOptions
+  /**
+   * What a request gets before this instance holds the revocation list (its first
+   * synchronization with Redis, and `load` when given). Such a request first waits for the list,
+   * at most `storeTimeoutMs`; if the list is still not held: `'deny'` (default) answers 503
+   * `ERR_REVOCATION_UNAVAILABLE` with `Retry-After: 1`; `'enforce-known'` decides with what this
+   * instance knows (its own revocations, and `load`'s once it resolved): a token revoked
+   * elsewhere may be admitted.
+   */
+  readonly untilSynced?: RevocationUnsyncedPolicy
+  /**
+   * Reloads revocations from the application's own records: called when the gate starts and
+   * again when the Redis store is found to have lost its data (a new epoch), until it resolves
+   * (retried after a failure). Entries Redis lacks are written back to it, so every instance has
+   * them. The list is not held until it resolved once. Use it when Redis persists nothing: a
+   * restart of Redis and every instance otherwise forgets every revocation.
+   */
+  readonly load?: RevocationLoader
 }
 
 /** {@link RevocationOptions} with every default filled in. */
@@ -73,8 +120,14 @@ export interface NormalizedRevocationOptions {
   readonly resyncIntervalMs: number
   readonly storeTimeoutMs: number
   readonly callbacks:
-    | { readonly clientIds: ReadonlySet<string>; readonly maxAgeSeconds: number }
+    | {
+        readonly clientIds: ReadonlySet<string>
+        readonly maxAgeSeconds: number
+        readonly requireExp: boolean
+      }
     | undefined
+  readonly untilSynced: RevocationUnsyncedPolicy
+  readonly load: RevocationLoader | undefined
 }
 
 const OPTION_KEYS = [
@@ -85,8 +138,10 @@ const OPTION_KEYS = [
   'resyncIntervalMs',
   'storeTimeoutMs',
   'callbacks',
+  'untilSynced',
+  'load',
 ]
-const CALLBACK_KEYS = ['clientIds', 'maxAgeSeconds']
+const CALLBACK_KEYS = ['clientIds', 'maxAgeSeconds', 'requireExp']
 
 /**
  * Validates {@link RevocationOptions} once, at construction.
@@ -122,6 +177,15 @@ export function normalizeRevocationOptions(
       max: 60_000,
     }),
     callbacks: options.callbacks === undefined ? undefined : callbacksOption(options.callbacks),
+    untilSynced: oneOf(options.untilSynced, 'revocation.untilSynced', [
+      'deny',
+      'enforce-known',
+    ] as const),
+    load: optionalFunction<RevocationLoader>(
+      options.load,
+      'revocation.load',
+      '() => Promise<targets> returning the revocations the application recorded',
+    ),
   })
 }
 
@@ -146,6 +210,7 @@ function callbacksOption(value: unknown): NormalizedRevocationOptions['callbacks
       min: 1,
       max: 3600,
     }),
+    requireExp: boolean(callbacks.requireExp, 'revocation.callbacks.requireExp', true),
   })
 }
 

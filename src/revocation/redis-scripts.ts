@@ -74,6 +74,10 @@ for i = 1, #tombs, 2 do
 end
 return {redis.call('GET', KEYS[3]), redis.call('GET', KEYS[2]) or '0', entries, removed}`
 
+// INFO is allowed in scripts (CONFIG is not); through EVAL with the list's key a Cluster runs it
+// on the node that holds the list. KEYS: entries.
+export const INFO_PERSISTENCE = `return redis.call('INFO', 'persistence')`
+
 export const CLAIM = `return redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1])`
 
 const KINDS = new Set<unknown>(['jti', 'sid', 'sub', 'clientId', 'all'])

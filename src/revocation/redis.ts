@@ -13,6 +13,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 
 import type { Emit } from '../events.js'
+import { warnOnce } from '../warnings.js'
 import { identityOf, type RevocationEntry, type RevocationList } from './list.js'
 import { mergeSnapshot } from './merge.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './options.js'
@@ -20,6 +21,7 @@ import {
   ADD,
   CLAIM,
   entryOf,
+  INFO_PERSISTENCE,
   type Message,
   parseMessage,
   REMOVE,
@@ -54,6 +56,8 @@ export interface RevocationSync {
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
 /** After a failed resynchronization, the next attempt waits this long (or the resync interval, if shorter). */
 const RETRY_MS = 250
+/** After a failed `revocation.load`, the next attempt waits this long. */
+const LOAD_RETRY_MS = 1000
 
 /** Starts synchronizing `list` through `client`; the subscriber is a `duplicate()` of it. */
 export function createRedisSync(
@@ -63,6 +67,12 @@ export function createRedisSync(
     readonly list: RevocationList
     readonly emit: Emit
     readonly onSynced: (synced: boolean) => void
+    /**
+     * Adds the application's records (`revocation.load`) to the list; rejects when the hook
+     * failed. Called before the first snapshot and before the one after a data loss, so that the
+     * snapshot's merge writes back what Redis lacks.
+     */
+    readonly load: ((trigger: 'start' | 'store_lost') => Promise<void>) | undefined
   },
 ): RevocationSync {
   const { list, emit } = context
@@ -91,6 +101,9 @@ export function createRedisSync(
   let again = false
   let retryTimer: NodeJS.Timeout | undefined
   let lastErrorEventAt = Number.NEGATIVE_INFINITY
+  /** The `load` hook still to run before the next snapshot, and why. */
+  let loadDue: 'start' | 'store_lost' | undefined = context.load === undefined ? undefined : 'start'
+  let persistenceChecked = false
 
   function storeError(error: unknown): void {
     const now = Date.now()
@@ -106,6 +119,10 @@ export function createRedisSync(
   }
 
   function command<T>(script: string, keyList: string[], args: (string | number)[]): Promise<T> {
+    return withDeadline(client.eval(script, keyList.length, ...keyList, ...args) as Promise<T>)
+  }
+
+  function withDeadline<T>(call: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -117,7 +134,6 @@ export function createRedisSync(
       }, options.storeTimeoutMs)
       timer.unref()
     })
-    const call = client.eval(script, keyList.length, ...keyList, ...args) as Promise<T>
     call.catch(() => {})
     return Promise.race([call, deadline]).finally(() => clearTimeout(timer))
   }
@@ -184,6 +200,11 @@ export function createRedisSync(
       for (const message of buffered) if (message[1] === 'del') removed.add(message[2])
       // A restore from an older RDB snapshot brings the old epoch back, with an older sequence.
       const dataLoss = epoch !== undefined && (storeEpoch !== epoch || storedSeq < lastSeq)
+      // The application's records may hold revocations no running instance knows: reload them.
+      if (dataLoss && context.load !== undefined) {
+        loadDue = 'store_lost'
+        scheduleResync(0)
+      }
       const queued = new Map(writing)
       for (const [identity, change] of pending) queued.set(identity, change.add)
       const merged = mergeSnapshot(
@@ -225,13 +246,68 @@ export function createRedisSync(
       }
       await subscriber.subscribe(channel)
       await flushPending()
+      const due = loadDue
+      let loadFailed = false
+      if (due !== undefined && context.load !== undefined) {
+        // The hook reports its own failure (`revocation_load_failed`); Redis is not at fault.
+        loadFailed = await context.load(due).then(
+          () => false,
+          () => true,
+        )
+        if (!loadFailed && loadDue === due) loadDue = undefined
+      }
       await snapshot()
+      if (!persistenceChecked) {
+        persistenceChecked = true
+        // Once, before the list counts as held: ready() resolving means the operator was told.
+        await checkPersistence()
+      }
       setSynced(true)
+      if (loadFailed) scheduleResync(LOAD_RETRY_MS)
     } catch (error) {
       setSynced(false)
       storeError(error)
       scheduleResync(Math.min(RETRY_MS, options.resyncIntervalMs))
     }
+  }
+
+  /**
+   * Whether this Redis keeps anything across a restart. Without AOF or RDB save points a restart
+   * of Redis and of every instance forgets every revocation (issue 19): say so once, at start.
+   * INFO runs in a script so that on a Cluster it reaches the node holding the list.
+   */
+  async function checkPersistence(): Promise<void> {
+    let persistence: 'none' | 'unknown'
+    try {
+      const info = await command<string>(INFO_PERSISTENCE, [keys.entries], [])
+      if (/^aof_enabled:1\s*$/m.test(String(info))) return
+    } catch {
+      return
+    }
+    try {
+      if (client.call === undefined) throw new Error('no generic command')
+      const reply = await withDeadline(client.call('CONFIG', 'GET', 'save'))
+      const points = Array.isArray(reply) ? reply[1] : undefined
+      if (typeof points !== 'string') throw new Error('unexpected CONFIG GET reply')
+      if (points.trim() !== '') return
+      persistence = 'none'
+    } catch {
+      // Managed Redis (ElastiCache, Memorystore…) refuses CONFIG: persistence cannot be told.
+      persistence = 'unknown'
+    }
+    if (closed) return
+    const loader = context.load !== undefined
+    emit?.({ type: 'revocation_store_volatile', persistence, loader })
+    // With a loader the application's records cover a restart: nothing to warn about.
+    if (emit !== undefined || loader) return
+    warnOnce({
+      code: 'TOLLGATE_REVOCATION_STORE_VOLATILE',
+      subject: options.keyPrefix,
+      message:
+        persistence === 'none'
+          ? `tollgate: the Redis holding the revocation list (${options.keyPrefix}) persists nothing (no AOF, no RDB save points): if it restarts with every gateway instance, revoked tokens are admitted again. Enable persistence, or give revocation.load to reload revocations from your records.`
+          : `tollgate: could not tell whether the Redis holding the revocation list (${options.keyPrefix}) persists anything (no AOF, CONFIG GET save refused): if it persists nothing and restarts with every gateway instance, revoked tokens are admitted again. Check its persistence, or give revocation.load to reload revocations from your records.`,
+    })
   }
 
   /** Single flight: a request during a resync runs one more after it. */

@@ -8,37 +8,14 @@
 import { InvalidTokenError, ServiceUnavailableError, type TollgateError } from '../errors.js'
 import type { Emit, RevocationSource, RevocationStorage } from '../events.js'
 import type { Admission } from '../types.js'
+import { warnOnce } from '../warnings.js'
 import { type RevocationEntry, type RevocationKind, RevocationList } from './list.js'
 import type { NormalizedRevocationOptions } from './options.js'
 import { createRedisSync, type RevocationSync } from './redis.js'
+import type { RevocationTarget, RevokeOptions } from './target.js'
 
 export type { RevocationKind } from './list.js'
-
-/** Which tokens a revocation names: exactly one of `jti`, `sid`, `sub`, `clientId` or `all`. */
-export interface RevocationTarget {
-  /** The exact `iss`. Default: the only configured issuer (required when there are several). */
-  readonly issuer?: string
-  /** One token. */
-  readonly jti?: string
-  /** Every token of a sign-in session (the `sid` claim). */
-  readonly sid?: string
-  /** Every token of a user: log a user out everywhere. */
-  readonly sub?: string
-  /** Every token issued to an OAuth client (`azp`, else `client_id`). */
-  readonly clientId?: string
-  /** Every token of the issuer (Keycloak's realm not-before). */
-  readonly all?: true
-}
-
-/** A revocation to make. */
-export interface RevokeOptions extends RevocationTarget {
-  /**
-   * Tokens whose `iat` is before this time (seconds since the epoch) are refused; later ones pass
-   * (a user who signs in again). Default: the second after now, so that no token issued before
-   * the call survives it. At most an hour ahead. Ignored for `jti`.
-   */
-  readonly notBefore?: number
-}
+export type { RevocationTarget, RevokeOptions } from './target.js'
 
 /** What `gate.revoke()` and `gate.unrevoke()` resolve to. */
 export interface RevocationReceipt {
@@ -58,6 +35,14 @@ export interface Revocation {
   unrevoke(target: RevocationTarget, source: RevocationSource): Promise<RevocationReceipt>
   /** `true` the first time `key` is seen within `ttlMs` (shared through Redis when it answers). */
   claimOnce(key: string, ttlMs: number): Promise<boolean>
+  /**
+   * `undefined` once this instance holds the revocation list (first Redis synchronization and
+   * `load` done); before, a promise that resolves when it does or `storeTimeoutMs` after the call,
+   * whichever comes first. Never rejects.
+   */
+  whenHeld(): Promise<void> | undefined
+  /** Whether this instance holds the revocation list (see {@link Revocation.whenHeld}). */
+  readonly held: boolean
   close(): void
 }
 
@@ -68,6 +53,8 @@ const MAX_FUTURE_SECONDS = 3600
 const SWEEP_INTERVAL_MS = 60_000
 /** Bound on remembered logout-token ids when Redis does not answer. */
 const MAX_SEEN = 100_000
+/** After a failed `load`, the next attempt (memory store; with Redis, the resynchronization retries). */
+const LOAD_RETRY_MS = 1000
 
 function invalidTarget(method: string, problem: string): never {
   throw new TypeError(`gate.${method}(target): ${problem}`)
@@ -91,6 +78,105 @@ export function createRevocation(
   let everSynced = false
   /** Whether a `revocation_fallback` with `engaged: true` was the last one emitted. */
   let engaged = false
+  /** What this instance still lacks to hold the list: the first synchronization, the first load. */
+  let awaitingSync = options.redis !== undefined
+  let awaitingLoad = options.load !== undefined
+  const heldWaiters = new Set<() => void>()
+  let loadTimer: NodeJS.Timeout | undefined
+  let closed = false
+
+  function checkHeld(): void {
+    if (awaitingSync || awaitingLoad) return
+    for (const wake of heldWaiters) wake()
+    heldWaiters.clear()
+  }
+
+  function whenHeld(): Promise<void> | undefined {
+    if (!awaitingSync && !awaitingLoad) return undefined
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        clearTimeout(timer)
+        heldWaiters.delete(wake)
+        resolve()
+      }
+      const timer = setTimeout(wake, options.storeTimeoutMs)
+      timer.unref()
+      heldWaiters.add(wake)
+    })
+  }
+
+  /** Reports a load failure or skipped entries: the event, else a process warning. */
+  function reportLoad(trigger: 'start' | 'store_lost', error: unknown, skipped: number): void {
+    if (emit !== undefined) return
+    const message =
+      error !== undefined
+        ? `tollgate: revocation.load failed (${error instanceof Error ? error.name : 'error'}); tokens revoked in the application's records may be admitted until it succeeds (retried)`
+        : `tollgate: revocation.load returned ${skipped} invalid entries, skipped (each needs exactly one of jti, sid, sub, clientId, all: true, and sid/sub/clientId/all a notBefore)`
+    warnOnce({
+      code:
+        error !== undefined
+          ? 'TOLLGATE_REVOCATION_LOAD_FAILED'
+          : 'TOLLGATE_REVOCATION_LOAD_INVALID',
+      subject: `${options.keyPrefix}:${trigger}`,
+      message,
+    })
+  }
+
+  /** Adds the application's records to the list; rejects when the hook does (the caller retries). */
+  async function load(trigger: 'start' | 'store_lost'): Promise<void> {
+    const loader = options.load
+    if (loader === undefined) return
+    let targets: readonly RevokeOptions[]
+    try {
+      targets = await loader()
+      if (!Array.isArray(targets)) throw new TypeError('revocation.load must resolve to an array')
+    } catch (error) {
+      emit?.({ type: 'revocation_load_failed', trigger, error })
+      reportLoad(trigger, error, 0)
+      throw error
+    }
+    let entries = 0
+    let skipped = 0
+    const nowMs = Date.now()
+    for (const target of targets) {
+      let entry: RevocationEntry
+      try {
+        // Without the recorded not-before, the default (now) would sign out everyone it names.
+        const kind = SELECTORS.find((name) => (target as RevokeOptions)?.[name] !== undefined)
+        if (kind !== 'jti' && (target as RevokeOptions)?.notBefore === undefined) {
+          throw new TypeError('notBefore required')
+        }
+        entry = entryOf(target, 'load')
+      } catch {
+        skipped += 1
+        continue
+      }
+      // Every token it matches was issued before its not-before and has expired: nothing to hold.
+      if (
+        entry.kind !== 'jti' &&
+        (entry.notBefore + maxLifetime + context.clockToleranceSeconds) * 1000 <= nowMs
+      ) {
+        continue
+      }
+      list.add(entry)
+      entries += 1
+    }
+    emit?.({ type: 'revocation_loaded', trigger, entries, skipped })
+    if (skipped > 0) reportLoad(trigger, undefined, skipped)
+    if (trigger === 'start') {
+      awaitingLoad = false
+      checkHeld()
+    }
+  }
+
+  /** With the memory store, nothing else calls `load`: retried here until it succeeds. */
+  function loadAtStart(): void {
+    load('start').catch(() => {
+      if (closed) return
+      loadTimer = setTimeout(loadAtStart, LOAD_RETRY_MS)
+      loadTimer.unref()
+    })
+  }
 
   function engage(): void {
     if (engaged) return
@@ -111,6 +197,8 @@ export function createRevocation(
   function onSynced(synced: boolean): void {
     if (synced) {
       everSynced = true
+      awaitingSync = false
+      checkHeld()
       clearTimeout(denyTimer)
       denyTimer = undefined
       denying = false
@@ -126,7 +214,13 @@ export function createRevocation(
   const sync: RevocationSync | undefined =
     options.redis === undefined
       ? undefined
-      : createRedisSync(options.redis, options, { list, emit, onSynced })
+      : createRedisSync(options.redis, options, {
+          list,
+          emit,
+          onSynced,
+          load: options.load === undefined ? undefined : load,
+        })
+  if (sync === undefined && options.load !== undefined) loadAtStart()
   // Until the first synchronization this instance knows nothing: the same bound applies.
   if (sync !== undefined) startDenyTimer()
   const sweeper = setInterval(() => {
@@ -166,7 +260,10 @@ export function createRevocation(
       )
     }
     const now = Date.now() / 1000
-    const requested = target.notBefore ?? Math.floor(now) + 1
+    const tolerance = context.clockToleranceSeconds
+    // The gate admits an `iat` up to one tolerance ahead of this host (a provider's clock running
+    // fast): such a token was issued before the call too, so the default covers it.
+    const requested = target.notBefore ?? Math.floor(now) + 1 + tolerance
     if (
       typeof requested !== 'number' ||
       !Number.isFinite(requested) ||
@@ -183,7 +280,6 @@ export function createRevocation(
     // tolerance past its exp: past this, every such token has expired and the entry can go. A
     // not-before entry matches iat < notBefore only. A jti entry matches any iat, and the gate
     // accepts an iat up to one tolerance ahead of now: that is a second tolerance.
-    const tolerance = context.clockToleranceSeconds
     const expiresAt =
       kind === 'jti'
         ? (Math.ceil(now) + tolerance + maxLifetime + tolerance) * 1000
@@ -247,6 +343,15 @@ export function createRevocation(
           retryAfterSeconds: 1,
         })
       }
+      // Before the list is held, this instance cannot know what was revoked: a token revoked
+      // long ago would pass (issue 19: new instances admitted them until their first sync).
+      if ((awaitingSync || awaitingLoad) && options.untilSynced === 'deny') {
+        return new ServiceUnavailableError({
+          code: 'ERR_REVOCATION_UNAVAILABLE',
+          retryAfterSeconds: 1,
+          detail: { synced: false },
+        })
+      }
       const by = list.match(auth)
       return by === undefined
         ? undefined
@@ -259,9 +364,15 @@ export function createRevocation(
       // Redis also failing to answer must not let a replay through on this instance.
       return claimLocally(key, ttlMs) && shared !== false
     },
+    whenHeld,
+    get held() {
+      return !awaitingSync && !awaitingLoad
+    },
     close() {
+      closed = true
       clearInterval(sweeper)
       clearTimeout(denyTimer)
+      clearTimeout(loadTimer)
       sync?.close()
     },
   }

@@ -59,6 +59,7 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
         // §2.6 step 3: the token is for this client.
         audiences: new Set([client.clientId]),
         maxAgeSeconds: MAX_AGE_SECONDS,
+        requireExp: internals.settings.logoutTokenRequireExp,
       }
     })().catch((error: unknown) => {
       rules = undefined
@@ -92,7 +93,8 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
       logout = await verifyLogoutToken(token, await rulesOf(internals), now)
     } catch (error) {
       if (error instanceof LogoutRefusal) {
-        throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', 'logout_token', error)
+        // The check that refused it, on the event's own reason (operators need not dig in `error`).
+        throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', `logout_token_${error.reason}`, error)
       }
       throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
     }
@@ -111,7 +113,7 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
     if (!fresh) {
       throw new SignInError(
         'ERR_LOGOUT_TOKEN_INVALID',
-        'logout_token',
+        'logout_token_replayed',
         new LogoutRefusal('replayed', logout.issuer),
       )
     }

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { LogoutRefusalReason } from '../events.js'
 
 /** Stable machine-readable codes; part of the semver contract. */
 export type SignInErrorCode =
@@ -87,6 +88,8 @@ export type SignInRefusalReason =
   | 'cross_site'
   | 'unknown_product'
   | 'logout_token'
+  /** A logout token refused by a check of its own (`logout_token_signature`, `logout_token_missing_exp`…). */
+  | `logout_token_${LogoutRefusalReason}`
 
 /**
  * What the provider said when it sent `error=…` back to the redirect URI (RFC 6749 §4.1.2.1):

@@ -107,6 +107,12 @@ export interface SignInOptions {
   readonly refresh?: SessionRefreshOptions
   /** Where the provider sends the user after signing out. Default `{baseUrl}/`. */
   readonly postLogoutRedirectUri?: string
+  /**
+   * Back-channel logout tokens. `requireExp` (default `true`): a logout token without `exp` is
+   * refused, as Back-Channel Logout 1.0 final requires; `false` accepts one while its `iat` is at
+   * most 120 s old (providers built on earlier drafts), its `jti` accepted once in that window.
+   */
+  readonly logoutToken?: { readonly requireExp?: boolean }
   /** Receives sign-in events (never a token, a code or a cookie). Exceptions it throws are ignored. */
   readonly onEvent?: SignInEventListener
   /** Deadline of one request to the provider, in ms. Default 10000. */
@@ -143,6 +149,7 @@ export interface NormalizedSignInOptions {
   readonly refreshBeforeExpiryMs: number
   readonly lockMs: number
   readonly postLogoutRedirectUri: string
+  readonly logoutTokenRequireExp: boolean
   readonly onEvent: SignInEventListener | undefined
   readonly now: () => number
 }
@@ -171,6 +178,7 @@ const OWN_KEYS = [
   'session',
   'refresh',
   'postLogoutRedirectUri',
+  'logoutToken',
   'onEvent',
 ]
 const ROUTE = /^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]{0,200}$/
@@ -294,6 +302,11 @@ function normalize(input: unknown): NormalizedSignInOptions {
       }) * 1000,
     lockMs: refreshLockMs(refresh['lockMs'], client.timeoutMs),
     postLogoutRedirectUri,
+    logoutTokenRequireExp: boolean(
+      record(options.logoutToken ?? {}, 'logoutToken', ['requireExp'])['requireExp'],
+      'logoutToken.requireExp',
+      true,
+    ),
     onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
     now: client.now,
   })

@@ -99,7 +99,9 @@ describe.each(APPS)('%s: provider callbacks', (_name, createApp) => {
     })
   })
 
-  it('refuses a forged logout token with 400 and a JSON error', async () => {
+  it('refuses a forged logout token with 400 and a JSON error, revoking nothing', async () => {
+    const session = await issuer.mint({ sid: 'session-2', iat: now() - 10 })
+    expect(await get(url, session)).toBe(200)
     const genuine = await issuer.mintLogoutToken({ sid: 'session-2' })
     const [header, payload, signature] = genuine.split('.') as [string, string, string]
     const altered = `${header}.${payload.slice(0, -2)}${payload.endsWith('A') ? 'B' : 'A'}${payload.slice(-1)}.${signature}`
@@ -110,6 +112,8 @@ describe.each(APPS)('%s: provider callbacks', (_name, createApp) => {
       cacheControl: 'no-store',
       body: JSON.stringify({ error: 'invalid_request', error_description: 'invalid logout token' }),
     })
+    // The session the forged token names is still admitted: nothing was revoked.
+    expect(await get(url, session)).toBe(200)
   })
 
   it('refuses a replayed logout token', async () => {
@@ -259,4 +263,70 @@ describe('two gateway instances (Express and Koa) on one Redis', () => {
       `logout POSTed to one instance → refused by the other (HTTP, loopback), ${rounds} sessions: p50 ${at(50)} ms, p90 ${at(90)} ms, p99 ${at(99)} ms, max ${at(100)} ms; ${elapsed.filter((ms) => ms <= 1000).length}/${rounds} within 1 s`,
     )
   })
+})
+
+describe('a freshly started instance behind each adapter', () => {
+  let redis: RedisServer
+  let admin: Awaited<ReturnType<RedisServer['client']>>
+  let prefixes = 0
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    admin = await redis.client()
+  })
+  afterAll(async () => {
+    await admin.call('CLIENT', 'UNPAUSE')
+    await redis.stop()
+  })
+
+  it.each(APPS)(
+    '%s refuses a token revoked before it started, for requests sent before its first synchronization',
+    async (_name, createApp) => {
+      prefixes += 1
+      const keyPrefix = `fresh${prefixes}`
+      const token = await issuer.mint({ sub: 'long-gone', iat: now() - 10 })
+      const earlier = createApp({
+        ...options,
+        revocation: { store: { redis: await redis.client() }, keyPrefix },
+      })
+      await earlier.gate.revoke({ sub: 'long-gone' })
+      await close(earlier)
+      // Writes paused: the new instance connects and subscribes, but its first snapshot (a
+      // script) waits until unpaused. Requests sent meanwhile must wait for the list.
+      const client = await redis.client()
+      await admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')
+      // `skip` runs first in every decision: it counts the requests the gate has received.
+      let arrived = 0
+      const server = createApp({
+        ...options,
+        skip: () => {
+          arrived += 1
+          return false
+        },
+        revocation: { store: { redis: client }, keyPrefix, storeTimeoutMs: 60_000 },
+      })
+      try {
+        const url = await listen(server)
+        let unpaused = false
+        const answeredWhilePaused: number[] = []
+        const statuses = Array.from({ length: 10 }, () =>
+          get(url, token).then((status) => {
+            if (!unpaused) answeredWhilePaused.push(status)
+            return status
+          }),
+        )
+        const deadline = Date.now() + LIMIT_MS
+        while (arrived < 10) {
+          if (Date.now() > deadline) throw new Error(`only ${arrived} requests reached the gate`)
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+        unpaused = true
+        await admin.call('CLIENT', 'UNPAUSE')
+        expect(answeredWhilePaused).toEqual([])
+        expect(new Set(await Promise.all(statuses))).toEqual(new Set([401]))
+      } finally {
+        await admin.call('CLIENT', 'UNPAUSE')
+        await close(server)
+      }
+    },
+  )
 })

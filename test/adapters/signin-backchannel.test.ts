@@ -138,11 +138,33 @@ describe.each(CASES)('%s back-channel logout', (_name, createApp, storeKind) => 
     expect(await signedIn(cookie)).toBe(true)
   })
 
-  it('refuses a logout token whose signature does not verify', async () => {
-    const token = await logoutToken({ sub: 'frank' })
+  it('refuses a logout token whose signature does not verify, keeping the session, and says why on the event', async () => {
+    const { cookie } = await signInWith(origin, provider, 'grace', origin)
+    const token = await logoutToken({ sub: 'grace' })
     const [header, payload] = token.split('.')
+    events.length = 0
     const res = await post(`${header}.${payload}.${'A'.repeat(342)}`)
     expect(res.status).toBe(400)
+    expect(await signedIn(cookie)).toBe(true)
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        type: 'signin_refused',
+        code: 'ERR_LOGOUT_TOKEN_INVALID',
+        reason: 'logout_token_signature',
+      }),
+    )
+    expect(events).not.toContainEqual(expect.objectContaining({ type: 'session_ended' }))
+  })
+
+  it('refuses a logout token without exp by default (earlier drafts), keeping the session, with reason logout_token_missing_exp', async () => {
+    const { cookie } = await signInWith(origin, provider, 'hank', origin)
+    events.length = 0
+    const res = await post(await logoutToken({ sub: 'hank', exp: undefined }))
+    expect(res.status).toBe(400)
+    expect(await signedIn(cookie)).toBe(true)
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'signin_refused', reason: 'logout_token_missing_exp' }),
+    )
   })
 
   it('refuses a request without exactly one logout_token', async () => {
@@ -154,6 +176,81 @@ describe.each(CASES)('%s back-channel logout', (_name, createApp, storeKind) => 
     const res = await request(origin).get('/auth/backchannel-logout')
     expect(res.status).toBe(405)
     expect(res.headers['allow']).toBe('POST')
+  })
+})
+
+describe('back-channel logout tokens without exp (logoutToken.requireExp: false)', () => {
+  let provider: RunningProvider
+  beforeAll(async () => {
+    provider = await startSignInProvider({ backchannel: true })
+  })
+  afterAll(async () => {
+    await provider.close()
+  })
+
+  /** A logout token as providers on earlier drafts send it: iat, jti, events, no exp. */
+  const draftToken = (sub: string, iat = Math.floor(Date.now() / 1000)) =>
+    provider.sign(
+      {
+        iss: provider.issuer(),
+        aud: SIGNIN_CLIENT,
+        iat,
+        jti: randomUUID(),
+        sub,
+        events: { [LOGOUT_EVENT]: {} },
+      },
+      { typ: 'logout+jwt' },
+    )
+
+  it('ends the session for a recent logout token without exp, once', async () => {
+    const events: SignInEvent[] = []
+    const app = expressSignInApp(
+      signInOptions(provider, {
+        logoutToken: { requireExp: false },
+        onEvent: (event) => events.push(event),
+      }),
+    )
+    const { cookie } = await signInWith(app, provider, 'ida')
+    const token = await draftToken('ida')
+    const post = () =>
+      request(app).post('/auth/backchannel-logout').type('form').send({ logout_token: token })
+    expect((await post()).status).toBe(200)
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: false,
+    })
+    expect((await post()).status).toBe(400)
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'signin_refused', reason: 'logout_token_replayed' }),
+    )
+  })
+
+  it('still refuses one without exp whose iat is outside the window', async () => {
+    const events: SignInEvent[] = []
+    const app = expressSignInApp(
+      signInOptions(provider, {
+        logoutToken: { requireExp: false },
+        onEvent: (event) => events.push(event),
+      }),
+    )
+    const { cookie } = await signInWith(app, provider, 'jan')
+    const stale = await draftToken('jan', Math.floor(Date.now() / 1000) - 3600)
+    const res = await request(app)
+      .post('/auth/backchannel-logout')
+      .type('form')
+      .send({ logout_token: stale })
+    expect(res.status).toBe(400)
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'signin_refused', reason: 'logout_token_too_old' }),
+    )
+  })
+
+  it('refuses a logoutToken.requireExp that is not a boolean, at construction', () => {
+    expect(() =>
+      expressSignInApp(signInOptions(provider, { logoutToken: { requireExp: 'no' } as never })),
+    ).toThrow('"logoutToken.requireExp" must be a boolean')
   })
 })
 

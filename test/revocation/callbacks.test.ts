@@ -181,7 +181,7 @@ describe('gate.backchannelLogout', () => {
       'issued_in_future',
     ],
     ['an iat outside the window', () => claims({ iat: now() - 200, exp: now() + 60 }), 'too_old'],
-    ['no exp', () => claims({ exp: undefined }), 'missing_claim'],
+    ['no exp (earlier drafts of the spec)', () => claims({ exp: undefined }), 'missing_exp'],
     ['an exp in the past', () => claims({ iat: now() - 60, exp: now() - 30 }), 'expired'],
     ['an nbf in the future', () => claims({ nbf: now() + 60 }), 'not_yet_valid'],
     ['no events claim (an access token)', () => issuer.mint({ sid: 'x' }), 'events'],
@@ -216,6 +216,42 @@ describe('gate.backchannelLogout', () => {
       expect(await decided(before)).toBe('admitted')
     },
   )
+
+  describe('with requireExp: false (providers on earlier drafts)', () => {
+    const withoutExp = (extra: Record<string, unknown> = {}) =>
+      issuer.mintLogoutToken({ sub: 'draft', exp: undefined, ...extra })
+    const draftGate = () =>
+      newGate({ revocation: { callbacks: { clientIds: 'gateway', requireExp: false } } })
+
+    it('accepts a recent logout token without exp and revokes its subject', async () => {
+      draftGate()
+      const before = await issuer.mint({ sub: 'draft', iat: now() - 10 })
+      const answer = await logout(await withoutExp())
+      expect(answer.status).toBe(200)
+      expect(await decided(before)).toBe('revoked')
+    })
+
+    it('accepts it once: its jti is remembered for the iat window', async () => {
+      draftGate()
+      const token = await withoutExp()
+      expect((await logout(token)).status).toBe(200)
+      expect((await logout(token)).status).toBe(400)
+      expect(refusals()).toEqual(['replayed'])
+    })
+
+    it.each([
+      ['an iat outside the window', { iat: now() - 200 }, 'too_old'],
+      ['no iat either', { iat: undefined }, 'missing_claim'],
+      ['an exp that has passed', { iat: now() - 60, exp: now() - 30 }, 'expired'],
+      ['a string exp', { exp: String(now() + 60) }, 'malformed_claim'],
+    ])('still refuses %s', async (_name, extra, reason) => {
+      draftGate()
+      const before = await issuer.mint({ sub: 'draft', iat: now() - 10 })
+      expect((await logout(await withoutExp(extra))).status).toBe(400)
+      expect(refusals()).toEqual([reason])
+      expect(await decided(before)).toBe('admitted')
+    })
+  })
 
   it.each([
     ['a GET', { headers: FORM, method: 'GET' }, 405],

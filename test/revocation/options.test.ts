@@ -18,7 +18,16 @@ describe('normalizeRevocationOptions', () => {
       resyncIntervalMs: 60_000,
       storeTimeoutMs: 1000,
       callbacks: undefined,
+      untilSynced: 'deny',
+      load: undefined,
     })
+  })
+
+  it('takes the until-synced policy and a load hook', () => {
+    const load = async () => []
+    const normalized = normalizeRevocationOptions({ untilSynced: 'enforce-known', load }, 86_400)
+    expect(normalized.untilSynced).toBe('enforce-known')
+    expect(normalized.load).toBe(load)
   })
 
   it('normalizes the callbacks with one client id or several', () => {
@@ -27,6 +36,7 @@ describe('normalizeRevocationOptions', () => {
     ).toEqual({
       clientIds: new Set(['gateway']),
       maxAgeSeconds: 120,
+      requireExp: true,
     })
     const several = normalizeRevocationOptions(
       { callbacks: { clientIds: ['gateway', 'office'], maxAgeSeconds: 30 } },
@@ -35,7 +45,12 @@ describe('normalizeRevocationOptions', () => {
     expect(several.callbacks).toEqual({
       clientIds: new Set(['gateway', 'office']),
       maxAgeSeconds: 30,
+      requireExp: true,
     })
+    expect(
+      normalizeRevocationOptions({ callbacks: { clientIds: 'gateway', requireExp: false } }, 86_400)
+        .callbacks?.requireExp,
+    ).toBe(false)
   })
 
   it('takes an ioredis-shaped client as the store', () => {
@@ -82,6 +97,12 @@ describe('normalizeRevocationOptions', () => {
     [{ denyAfterMs: 600_001 }, '"revocation.denyAfterMs"'],
     [{ resyncIntervalMs: 999 }, '"revocation.resyncIntervalMs"'],
     [{ storeTimeoutMs: 0 }, '"revocation.storeTimeoutMs"'],
+    [{ untilSynced: 'allow' }, "\"revocation.untilSynced\" must be one of 'deny', 'enforce-known'"],
+    [{ load: [] }, '"revocation.load" must be a function'],
+    [
+      { callbacks: { clientIds: 'gateway', requireExp: 'no' } },
+      '"revocation.callbacks.requireExp" must be a boolean',
+    ],
     [{ callbacks: true }, '"revocation.callbacks" must be an object'],
     [{ callbacks: {} }, '"revocation.callbacks.clientIds" must be the client id'],
     [{ callbacks: { clientIds: [] } }, '"revocation.callbacks.clientIds"'],

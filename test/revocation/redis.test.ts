@@ -12,6 +12,7 @@ import { createGate, type Gate } from '../../src/gate/gate.js'
 import type { RevocationOptions } from '../../src/revocation/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
+import { resetWarningsForTests } from '../../src/warnings.js'
 
 import {
   failFast,
@@ -462,5 +463,294 @@ describe('revocation shared through a Redis Cluster', () => {
     await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
     const late = await instance(await cluster.client(), 'rvc')
     expect(await decided(late.gate, token)).toBe('revoked')
+  })
+})
+
+describe('a freshly started instance on a Redis that already holds revocations', () => {
+  let fresh: RedisServer
+  let admin: Redis
+  beforeAll(async () => {
+    fresh = await startRedisServer()
+    admin = await fresh.client()
+  })
+  afterAll(async () => {
+    await fresh?.stop()
+  })
+  afterEach(async () => {
+    await admin.call('CLIENT', 'UNPAUSE')
+  })
+
+  /** A token of `sub`, revoked through an instance that is up before the new one starts. */
+  async function revokedEarlier(prefix: string, sub: string): Promise<string> {
+    const running = await instance(await fresh.client(), prefix)
+    const token = await issuedBefore({ sub })
+    await running.gate.revoke({ sub })
+    await running.gate.close()
+    return token
+  }
+
+  /**
+   * Holds the new instance's first synchronization: with writes paused, Redis still answers the
+   * connection's handshake and SUBSCRIBE but runs no script (the snapshot) until unpaused.
+   */
+  const pauseScripts = () => admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')
+  const subscribed = async () =>
+    ((await admin.call('CLIENT', 'LIST')) as string).includes('cmd=subscribe')
+
+  function startGate(prefix: string, extra: Partial<RevocationOptions>, client: Redis): Gate {
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+      revocation: { store: { redis: client as never }, keyPrefix: prefix, ...extra },
+    })
+    gates.push(gate)
+    return gate
+  }
+
+  it('admits no revoked token before its first synchronization: requests wait for the list', async () => {
+    prefixCounter += 1
+    const prefix = `rv${prefixCounter}`
+    const token = await revokedEarlier(prefix, 'long-gone')
+    const client = await fresh.client()
+    await pauseScripts()
+    const gate = startGate(prefix, { storeTimeoutMs: 60_000 }, client)
+    let unpaused = false
+    const settledWhilePaused: string[] = []
+    const decide = () =>
+      decided(gate, token).then((outcome) => {
+        if (!unpaused) settledWhilePaused.push(outcome)
+        return outcome
+      })
+    // Before the subscriber is even connected, then while the snapshot waits on Redis.
+    const before = Array.from({ length: 20 }, decide)
+    await until('the subscriber is connected', subscribed)
+    const during = Array.from({ length: 20 }, decide)
+    unpaused = true
+    await admin.call('CLIENT', 'UNPAUSE')
+    const outcomes = await Promise.all([...before, ...during])
+    expect(settledWhilePaused).toEqual([])
+    expect(new Set(outcomes)).toEqual(new Set(['revoked']))
+  })
+
+  it('makes ready() wait for the revocation list', async () => {
+    prefixCounter += 1
+    const prefix = `rv${prefixCounter}`
+    await revokedEarlier(prefix, 'ready-wait')
+    const client = await fresh.client()
+    await pauseScripts()
+    const gate = startGate(prefix, { storeTimeoutMs: 60_000 }, client)
+    const order: string[] = []
+    const ready = gate.ready().then((report) => {
+      order.push('ready')
+      return report
+    })
+    await until('the subscriber is connected', subscribed)
+    order.push('unpause')
+    await admin.call('CLIENT', 'UNPAUSE')
+    expect(await ready).toMatchObject({ ready: true, revocation: 'held' })
+    expect(order).toEqual(['unpause', 'ready'])
+  })
+
+  it('reports not ready when the list is still not held after storeTimeoutMs', async () => {
+    prefixCounter += 1
+    const prefix = `rv${prefixCounter}`
+    const client = await fresh.client()
+    await pauseScripts()
+    const gate = startGate(prefix, { storeTimeoutMs: 50 }, client)
+    expect(await gate.ready()).toMatchObject({ ready: false, revocation: 'not_held' })
+  })
+
+  it("answers 503 ERR_REVOCATION_UNAVAILABLE by default (untilSynced: 'deny') when the list is not held by the deadline", async () => {
+    prefixCounter += 1
+    const prefix = `rv${prefixCounter}`
+    const token = await revokedEarlier(prefix, 'deadline')
+    const client = await fresh.client()
+    await pauseScripts()
+    const gate = startGate(prefix, { storeTimeoutMs: 50 }, client)
+    const error = (await gate
+      .check(bearer(token))
+      .catch((caught: unknown) => caught)) as TollgateError
+    expect(error).toMatchObject({
+      status: 503,
+      code: 'ERR_REVOCATION_UNAVAILABLE',
+      headers: { 'Retry-After': '1' },
+    })
+    // A token nobody revoked is not admitted either: nothing is, before the list is held.
+    const other = await issuedBefore({ sub: 'innocent' })
+    expect(await decided(gate, other)).toBe('revocation_unavailable')
+    await admin.call('CLIENT', 'UNPAUSE')
+    await until('the list is held', async () => (await decided(gate, token)) === 'revoked')
+    expect(await decided(gate, other)).toBe('admitted')
+  })
+
+  it("with untilSynced: 'enforce-known', decides with what it knows once the deadline passed", async () => {
+    prefixCounter += 1
+    const prefix = `rv${prefixCounter}`
+    const token = await revokedEarlier(prefix, 'known-risk')
+    const client = await fresh.client()
+    await pauseScripts()
+    const gate = startGate(prefix, { storeTimeoutMs: 50, untilSynced: 'enforce-known' }, client)
+    // The documented risk of this policy: the revocation made elsewhere is not known yet.
+    expect(await decided(gate, token)).toBe('admitted')
+    await admin.call('CLIENT', 'UNPAUSE')
+    await until('the list is held', async () => (await decided(gate, token)) === 'revoked')
+  })
+})
+
+describe('revocations and a Redis that persists nothing', () => {
+  const servers: RedisServer[] = []
+  afterEach(async () => {
+    for (const gate of gates.splice(0)) await gate.close()
+    for (const started of servers.splice(0)) await started.stop()
+  })
+
+  async function redisWith(args: string[] = []): Promise<RedisServer> {
+    const started = await startRedisServer(args)
+    servers.push(started)
+    return started
+  }
+
+  function gateOn(
+    client: Redis,
+    keyPrefix: string,
+    extra: Partial<RevocationOptions> = {},
+    events?: GateEvent[],
+  ): Gate {
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+      revocation: { store: { redis: client as never }, keyPrefix, ...extra },
+      ...(events === undefined ? {} : { onEvent: (event: GateEvent) => events.push(event) }),
+    })
+    gates.push(gate)
+    return gate
+  }
+
+  const volatile = (events: GateEvent[]) =>
+    events.filter((event) => event.type === 'revocation_store_volatile')
+
+  it.each([
+    ['no AOF and no RDB save points', [], 'none'],
+    ['CONFIG refused (managed Redis) and no AOF', ['--rename-command', 'CONFIG', '""'], 'unknown'],
+  ] as const)(
+    'reports a Redis with %s at start (revocation_store_volatile)',
+    async (_case, args, persistence) => {
+      const redis = await redisWith([...args])
+      const events: GateEvent[] = []
+      const gate = gateOn(await redis.client(), 'volatile', {}, events)
+      expect(await gate.ready()).toMatchObject({ ready: true, revocation: 'held' })
+      expect(volatile(events)).toEqual([
+        { type: 'revocation_store_volatile', persistence, loader: false },
+      ])
+    },
+  )
+
+  it.each([
+    ['AOF', ['--appendonly', 'yes']],
+    ['RDB save points', ['--save', '3600 1']],
+  ])('says nothing of a Redis with %s', async (_case, args) => {
+    const redis = await redisWith(args)
+    const events: GateEvent[] = []
+    const gate = gateOn(await redis.client(), 'durable', {}, events)
+    expect(await gate.ready()).toMatchObject({ ready: true, revocation: 'held' })
+    expect(volatile(events)).toEqual([])
+  })
+
+  it('warns through process.emitWarning when no onEvent listener was given, and not with a loader', async () => {
+    resetWarningsForTests()
+    const warnings: { code?: string | undefined; message: string }[] = []
+    const onWarning = (warning: Error & { code?: string }) => {
+      if (warning.code?.startsWith('TOLLGATE_REVOCATION') === true) {
+        warnings.push({ code: warning.code, message: warning.message })
+      }
+    }
+    process.on('warning', onWarning)
+    try {
+      const redis = await redisWith()
+      const withLoader = gateOn(await redis.client(), 'warned-loader', { load: () => [] })
+      await withLoader.ready()
+      const gate = gateOn(await redis.client(), 'warned')
+      await gate.ready()
+      await until('the warning', () => warnings.length > 0)
+      expect(warnings).toEqual([
+        {
+          code: 'TOLLGATE_REVOCATION_STORE_VOLATILE',
+          message: expect.stringContaining('persists nothing'),
+        },
+      ])
+      expect(warnings[0]?.message).toContain('revocation.load')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
+  it('forgets every revocation when that Redis and every instance restart (without load)', async () => {
+    const redis = await redisWith()
+    const token = await issuedBefore({ sub: 'forgotten' })
+    const before = gateOn(await redis.client(), 'restart')
+    await before.ready()
+    await before.revoke({ sub: 'forgotten' })
+    expect(await decided(before, token)).toBe('revoked')
+    await before.close()
+    await redis.kill()
+    await redis.restart()
+    const after = gateOn(await redis.client(), 'restart')
+    await after.ready()
+    // What the README warns of: nothing remembers the revocation.
+    expect(await decided(after, token)).toBe('admitted')
+  })
+
+  it("reloads revocations from the application's records when every instance and Redis restart", async () => {
+    const redis = await redisWith()
+    const token = await issuedBefore({ sub: 'recorded' })
+    const records: { sub: string; notBefore: number }[] = []
+    const before = gateOn(await redis.client(), 'reload', { load: () => records })
+    await before.ready()
+    await before.revoke({ sub: 'recorded' })
+    // The application records what it revoked, with the not-before it got.
+    records.push({ sub: 'recorded', notBefore: Math.floor(Date.now() / 1000) + 6 })
+    await before.close()
+    await redis.kill()
+    await redis.restart()
+    const events: GateEvent[] = []
+    const after = gateOn(await redis.client(), 'reload', { load: async () => records }, events)
+    expect(await after.ready()).toMatchObject({ ready: true, revocation: 'held' })
+    expect(await decided(after, token)).toBe('revoked')
+    expect(events).toContainEqual({
+      type: 'revocation_loaded',
+      trigger: 'start',
+      entries: 1,
+      skipped: 0,
+    })
+    // Written back to Redis: an instance started without a loader learns it from there.
+    const plain = gateOn(await redis.client(), 'reload')
+    await plain.ready()
+    expect(await decided(plain, token)).toBe('revoked')
+  })
+
+  it('calls load again when a running instance finds Redis lost its data', async () => {
+    const redis = await redisWith()
+    const triggers: string[] = []
+    const events: GateEvent[] = []
+    const gate = gateOn(
+      await redis.client(),
+      'lost',
+      {
+        load: () => {
+          triggers.push('called')
+          return []
+        },
+      },
+      events,
+    )
+    await gate.ready()
+    await redis.kill()
+    await redis.restart()
+    await until('load after the loss', () =>
+      events.some((event) => event.type === 'revocation_loaded' && event.trigger === 'store_lost'),
+    )
+    expect(
+      events.filter((event) => event.type === 'revocation_loaded').map((event) => event.trigger),
+    ).toEqual(['start', 'store_lost'])
   })
 })

@@ -115,6 +115,28 @@ describe('gate.revoke', () => {
     expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
   })
 
+  it('refuses a token minted by a provider clock ahead, within clockToleranceSeconds, after revoke by sub', async () => {
+    const gate = gateWith()
+    // iat 4 s ahead of this host: admitted (tolerance 5 s), yet issued before the revocation.
+    const ahead = await issuer.mint({ sub: 'dave', iat: Math.floor(Date.now() / 1000) + 4 })
+    expect(await outcome(gate.check(bearer(ahead)))).toBe('admitted')
+    await gate.revoke({ issuer: acme(), sub: 'dave' })
+    expect(await outcome(gate.check(bearer(ahead)))).toBe(REVOKED)
+  })
+
+  it('sets the default not-before one clockToleranceSeconds past the second after the call', async () => {
+    const events: GateEvent[] = []
+    const gate = gateWith({ clockToleranceSeconds: 30 }, events)
+    const before = Math.floor(Date.now() / 1000)
+    await gate.revoke({ issuer: acme(), sub: 'erin' })
+    const after = Math.floor(Date.now() / 1000)
+    const revoked = events.find((event) => event.type === 'revoked')
+    expect(revoked).toBeDefined()
+    const notBefore = (revoked as { notBefore: number }).notBefore
+    expect(notBefore).toBeGreaterThanOrEqual(before + 1 + 30)
+    expect(notBefore).toBeLessThanOrEqual(after + 1 + 30)
+  })
+
   it('leaves other users, sessions and issuers alone', async () => {
     const gate = gateWith()
     await gate.revoke({ issuer: acme(), sub: 'alice' })
@@ -305,6 +327,103 @@ describe('expiry of entries', () => {
     expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
     vi.advanceTimersByTime((600 + 120 - 1) * 1000)
     expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+  })
+})
+
+describe("revocation.load (the application's records)", () => {
+  it('holds back requests until load resolves, then refuses what it named', async () => {
+    let resolveLoad: (targets: { issuer: string; sub: string; notBefore: number }[]) => void =
+      () => {}
+    const gate = gateWith({
+      revocation: {
+        storeTimeoutMs: 60_000,
+        load: () => new Promise((resolve) => (resolveLoad = resolve)),
+      },
+    })
+    const token = await earlier({ sub: 'recorded' })
+    const order: string[] = []
+    const decided = outcome(gate.check(bearer(token))).then((result) => {
+      order.push('decided')
+      return result
+    })
+    const ready = gate.ready().then((report) => {
+      order.push('ready')
+      return report
+    })
+    // Let every microtask run: neither may settle while load is pending.
+    await new Promise((resolve) => setImmediate(resolve))
+    order.push('loaded')
+    resolveLoad([{ issuer: acme(), sub: 'recorded', notBefore: Math.floor(Date.now() / 1000) }])
+    expect(await decided).toBe(REVOKED)
+    expect(await ready).toMatchObject({ ready: true, revocation: 'held' })
+    expect(order[0]).toBe('loaded')
+  })
+
+  it('skips entries that name no single target or lack the recorded notBefore, and reports them', async () => {
+    const events: GateEvent[] = []
+    const nowSeconds = Math.floor(Date.now() / 1000)
+    const gate = gateWith(
+      {
+        revocation: {
+          load: async () => [
+            { issuer: acme(), sub: 'no-not-before' },
+            { issuer: acme(), jti: 'token-9' },
+            { issuer: acme(), sub: 'kept', notBefore: nowSeconds },
+            { issuer: acme() },
+            { issuer: acme(), sub: 'two', sid: 'targets', notBefore: nowSeconds },
+            // Several issuers are configured: an entry must say which.
+            { jti: 'no-issuer' },
+          ],
+        },
+      },
+      events,
+    )
+    await gate.ready()
+    expect(events).toContainEqual({
+      type: 'revocation_loaded',
+      trigger: 'start',
+      entries: 2,
+      skipped: 4,
+    })
+    expect(await outcome(gate.check(bearer(await earlier({ jti: 'token-9' }))))).toBe(REVOKED)
+    expect(await outcome(gate.check(bearer(await earlier({ sub: 'kept' }))))).toBe(REVOKED)
+    expect(await outcome(gate.check(bearer(await earlier({ sub: 'no-not-before' }))))).toBe(
+      'admitted',
+    )
+  })
+
+  it('answers 503 while load fails, reports it, and retries until it succeeds', async () => {
+    const events: GateEvent[] = []
+    let calls = 0
+    const gate = gateWith(
+      {
+        revocation: {
+          storeTimeoutMs: 20,
+          load: async () => {
+            calls += 1
+            if (calls === 1) throw new Error('records unavailable')
+            return []
+          },
+        },
+      },
+      events,
+    )
+    const token = await earlier({ sub: 'anyone' })
+    const refused = (await gate
+      .check(bearer(token))
+      .catch((error: unknown) => error)) as TollgateError
+    expect(refused).toMatchObject({ status: 503, code: 'ERR_REVOCATION_UNAVAILABLE' })
+    expect(events).toContainEqual({
+      type: 'revocation_load_failed',
+      trigger: 'start',
+      error: expect.any(Error),
+    })
+    const deadline = Date.now() + 10_000
+    while ((await outcome(gate.check(bearer(token)))) !== 'admitted') {
+      if (Date.now() > deadline) throw new Error('load was not retried')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(calls).toBe(2)
   })
 })
 
