@@ -88,9 +88,11 @@ export type { RevocationKind } from './revocation/list.js'
 export type { LogoutRefusalReason } from './revocation/logout-token.js'
 export type {
   RevocationCallbackOptions,
+  RevocationLoader,
   RevocationOptions,
   RevocationRedisClient,
   RevocationStoreFailurePolicy,
+  RevocationUnsyncedPolicy,
 } from './revocation/options.js'
 export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation/revocation.js'
 export type { JWSAlgorithm } from './token/algorithms.js'
