@@ -207,9 +207,9 @@ describe.each(BAD_RESPONSES)('a refresh past max age gets %s', (_name, breakProv
 
 describe('background refresh', () => {
   it('refreshes after 80% of max age without making the request wait', async () => {
-    // The refresh's fetch is held until the test lets it go, and the deadline timer is fake: the
-    // answer can only come first if the request does not wait for the refresh, however slow the
-    // machine. A request that waited would get its answer only after the release, below.
+    // The refresh's fetch is held until the test lets it go, and the fetch deadline is on fake
+    // timers: a request that waited for the refresh could not be answered before the release
+    // below, however fast or slow the machine, and `eventually(() => answered)` would fail.
     clock.install({ timers: true })
     const held = holdingFetch()
     const { gate, events } = await warmGate({ fetch: held.fetch })
