@@ -303,6 +303,17 @@ export function ratios(suites: Suites): Record<string, number> {
     }
   }
   const http = suites.http?.rows ?? []
+  // tollgate against the floor contender of the same framework, mode and rounds, by server CPU per
+  // request: what any caching bearer middleware pays on that host is in both, so this ratio moves
+  // far less with a contended machine than ratios to the bare framework do (benchmarks/README.md).
+  for (const r of http) {
+    const framework = r.contender.split(' + ')[0]
+    if (r.contender !== `${framework} + tollgate`) continue
+    const floor = http.find((f) => f.contender === `${framework} + ${FLOOR}` && f.mode === r.mode)
+    if (floor !== undefined && r.cpuUsPerReq > 0) {
+      out[`http.${slug(r.contender)}.${r.mode}.vs-floor-cpu`] = floor.cpuUsPerReq / r.cpuUsPerReq
+    }
+  }
   for (const mode of ['repeated', 'pool'] as const) {
     const redis = http.find(
       (r) => r.contender === 'express + tollgate (Redis limiter)' && r.mode === mode,

@@ -1,7 +1,13 @@
-import type { Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
 
+import express5 from 'express'
+import express4 from 'express4'
+import Koa3 from 'koa'
+import Koa2 from 'koa2'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import * as expressAdapter from '../../adapters/express/index.js'
+import * as koaAdapter from '../../adapters/koa/index.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import {
   createDpopKey,
@@ -228,13 +234,6 @@ describe.each(APPS)('%s adapter with DPoP allowed', (_name, createApp) => {
     const token = await issuer.mint()
     const headers = await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
     expectAnswer(await send(app, headers), BINDING_REFUSED_DPOP)
-  })
-
-  it('refuses a token bound by mTLS (x5t#S256), which it cannot check', async () => {
-    const token = await issuer.mint({
-      cnf: { 'x5t#S256': 'bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2' },
-    })
-    expect((await send(app, { Authorization: `Bearer ${token}` })).status).toBe(401)
   })
 
   it('challenges both schemes when no credentials are sent', async () => {
@@ -471,6 +470,125 @@ describe('DPoP replay across instances sharing Redis', () => {
     })
     app.close()
     await own.stop()
+  })
+})
+
+/**
+ * An app that records what a refusal must leave untouched: whether the route handler ran, and the
+ * `auth` the request carried when its answer went out (read outside the gate, so an adapter that
+ * set it and then refused would show).
+ */
+interface WitnessApp {
+  readonly server: Server
+  readonly handled: number
+  readonly authSeen: ReadonlyArray<unknown>
+}
+
+function expressWitness(express: typeof express5, gateOptions: GateOptions): WitnessApp {
+  const app = express()
+  const seen = { handled: 0, authSeen: [] as unknown[] }
+  app.use((req, res, next) => {
+    res.on('finish', () => seen.authSeen.push(req.auth))
+    next()
+  })
+  app.use(expressAdapter.tollgate(gateOptions))
+  app.get(ROUTE, (_req, res) => {
+    seen.handled += 1
+    res.json({ handled: true })
+  })
+  return Object.assign(seen, { server: createServer(app) })
+}
+
+function koaWitness(Koa: typeof Koa3, gateOptions: GateOptions): WitnessApp {
+  const app = new Koa<koaAdapter.TollgateState>()
+  app.silent = true
+  const seen = { handled: 0, authSeen: [] as unknown[] }
+  app.use(async (ctx, next) => {
+    try {
+      await next()
+    } finally {
+      seen.authSeen.push(ctx.state.auth)
+    }
+  })
+  app.use(koaAdapter.tollgate(gateOptions))
+  app.use((ctx) => {
+    seen.handled += 1
+    ctx.body = { handled: true }
+  })
+  return Object.assign(seen, { server: createServer(app.callback()) })
+}
+
+const WITNESSES: ReadonlyArray<readonly [string, (options: GateOptions) => WitnessApp]> = [
+  ['express 5', (o) => expressWitness(express5, o)],
+  ['express 4', (o) => expressWitness(express4 as unknown as typeof express5, o)],
+  ['koa 3', (o) => koaWitness(Koa3, o)],
+  ['koa 2', (o) => koaWitness(Koa2 as unknown as typeof Koa3, o)],
+]
+
+describe.each(WITNESSES)('%s adapter, an mTLS-bound token under DPoP', (_name, createWitness) => {
+  let redis: RedisServer
+  let witness: WitnessApp
+  let replayEntries: () => Promise<number>
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    const client = await redis.client()
+    replayEntries = () => client.dbsize()
+    witness = createWitness({
+      ...options,
+      dpop: { mode: 'allowed', publicBaseUrl: BASE, replay: { store: { redis: client } } },
+    })
+  })
+  afterAll(async () => {
+    witness.server.close()
+    await redis.stop()
+  })
+
+  // x5t#S256 (RFC 8705) binds the token to a client certificate, which tollgate cannot see.
+  const mtlsToken = () =>
+    issuer.mint({ cnf: { 'x5t#S256': 'bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2' } })
+
+  it('admits a DPoP-bound token, runs the handler and takes a replay entry (control)', async () => {
+    const token = await issuer.mint({ sub: 'alice' }, { dpop: key })
+    const before = { handled: witness.handled, entries: await replayEntries() }
+    const res = await send(
+      witness.server,
+      await key.headers(token, { method: 'GET', url: URL_OF_ROUTE }),
+    )
+    expect(res.status).toBe(200)
+    expect(witness.handled).toBe(before.handled + 1)
+    expect(witness.authSeen.at(-1)).toMatchObject({ subject: 'alice' })
+    expect(await replayEntries()).toBe(before.entries + 1)
+  })
+
+  it.each([
+    ['with a proof by a key, under the DPoP scheme', 'DPoP'],
+    ['as a bearer token', 'Bearer'],
+  ] as const)('refuses it %s: no handler, no auth, no replay entry', async (_how, scheme) => {
+    const token = await mtlsToken()
+    const headers =
+      scheme === 'DPoP'
+        ? await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
+        : { Authorization: `Bearer ${token}` }
+    const before = {
+      handled: witness.handled,
+      answers: witness.authSeen.length,
+      entries: await replayEntries(),
+    }
+    const res = await send(witness.server, headers)
+    expectAnswer(
+      res,
+      scheme === 'DPoP'
+        ? BINDING_REFUSED_DPOP
+        : {
+            status: 401,
+            challenge: `Bearer realm="api", error="invalid_token", error_description="invalid token", DPoP realm="api", ${ALGS}`,
+            body: { error: 'invalid_token', error_description: 'invalid token' },
+          },
+    )
+    expect(witness.handled).toBe(before.handled)
+    expect(witness.authSeen.length).toBe(before.answers + 1)
+    expect(witness.authSeen.at(-1)).toBeUndefined()
+    expect(await replayEntries()).toBe(before.entries)
   })
 })
 

@@ -69,32 +69,92 @@ export function expectUnavailable(result: Outcome): void {
   expect(result.headers?.['WWW-Authenticate']).toBeUndefined()
 }
 
-/** Date-only fake time starting at `start`, advanced by hand. */
+// Captured at load, before any test fakes timers: waiting for a condition must not stand still.
+const realSetTimeout = globalThis.setTimeout
+
+/**
+ * Fake time starting at `start`, advanced by hand. By default only Date moves (real sockets and
+ * timers keep working); with `timers`, `setTimeout` is fake too, so a deadline the gate sets (the
+ * JWKS fetch timeout) fires only when the test moves time with `vi.advanceTimersByTimeAsync`.
+ */
 export function fakeClock(start = Date.UTC(2032, 0, 1)) {
-  let now = start
   return {
-    install() {
-      now = start
-      vi.useFakeTimers({ toFake: ['Date'], now })
+    install({ timers = false }: { timers?: boolean } = {}) {
+      vi.useFakeTimers({
+        toFake: timers ? ['Date', 'setTimeout', 'clearTimeout'] : ['Date'],
+        now: start,
+      })
     },
     uninstall() {
       vi.useRealTimers()
     },
+    // From Date.now(), which vi.advanceTimersByTimeAsync moves as well.
     advance(ms: number) {
-      now += ms
-      vi.setSystemTime(now)
+      vi.setSystemTime(Date.now() + ms)
     },
     get now() {
-      return now
+      return Date.now()
     },
   }
 }
 
-/** Waits (real time) until `condition` holds, for at most `ms`. */
-export async function eventually(condition: () => boolean, ms = 3000): Promise<void> {
+/**
+ * Waits (real time, even under fake timers) until `condition` holds. The bound only turns a hang
+ * into a clear message: it is no threshold on the behaviour under test.
+ */
+export async function eventually(condition: () => boolean, ms = 10_000): Promise<void> {
   const deadline = performance.now() + ms
   while (!condition()) {
     if (performance.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((resolve) => setTimeout(resolve, 10))
+    await new Promise((resolve) => realSetTimeout(resolve, 10))
+  }
+}
+
+/** Resolves after the event loop has gone round `rounds` times (callbacks, then check phase). */
+export async function turns(rounds = 2): Promise<void> {
+  for (let round = 0; round < rounds; round++) {
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+/**
+ * A fetch for the gate's `jwks.fetch` that passes requests through, except while held: then it
+ * waits for {@link HoldingFetch.release} before fetching, so a test decides when a refresh may
+ * finish instead of racing a provider's delay.
+ */
+export interface HoldingFetch {
+  readonly fetch: typeof globalThis.fetch
+  hold(): void
+  release(): void
+  /** Fetches waiting for release. */
+  waiting(): number
+}
+
+export function holdingFetch(): HoldingFetch {
+  let gate: Promise<void> | undefined
+  let open: (() => void) | undefined
+  let waiting = 0
+  return {
+    async fetch(input, init) {
+      if (gate !== undefined) {
+        waiting += 1
+        try {
+          await gate
+        } finally {
+          waiting -= 1
+        }
+      }
+      return fetch(input, init)
+    },
+    hold() {
+      gate = new Promise((resolve) => {
+        open = resolve
+      })
+    },
+    release() {
+      open?.()
+      gate = undefined
+    },
+    waiting: () => waiting,
   }
 }
