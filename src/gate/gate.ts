@@ -20,6 +20,7 @@ import {
   TokenMissingError,
 } from '../errors.js'
 import { createEmit, type DecisionFacts } from '../events.js'
+import { planNameOf } from '../limits/options.js'
 import { createTenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant } from '../limits/tenant.js'
 import { createTenantResolver } from '../limits/tenant.js'
@@ -186,8 +187,15 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
   })
-  const resolveTenant = normalized.tenant && createTenantResolver(normalized.tenant)
-  const limiter = normalized.rateLimit && createTenantLimiter(normalized.rateLimit, { emit })
+  const limits = normalized.rateLimit
+  // The admission names the plan the request is metered on, which the limiter's options decide.
+  const resolveTenant =
+    normalized.tenant &&
+    createTenantResolver(
+      normalized.tenant,
+      limits === undefined ? undefined : (id, plan) => planNameOf(limits, id, plan),
+    )
+  const limiter = limits && createTenantLimiter(limits, { emit })
   // A cached token is answered without a promise chain when nothing on its way waits: a tenant
   // without a policy hook, a limiter in process memory (issue 14: on a cache hit through the Koa
   // adapter the awaits and the asynchronous limiter cost several times the lookup itself).

@@ -322,3 +322,17 @@ function clientOption(client: Record<string, unknown>, name: string): [string, n
   const nodes = isRecord(nodeOptions) ? nodeOptions[name] : undefined
   return typeof nodes === 'number' ? ['redisOptions.', nodes] : undefined
 }
+
+/**
+ * The plan a tenant is metered on: pinned in `tenantPlans`, else the plan its claim or policy
+ * gave when that plan is configured, else `defaultPlan`.
+ */
+export function planNameOf(
+  options: NormalizedRateLimitOptions,
+  id: string,
+  plan: string | undefined,
+): string {
+  const pinned = options.tenantPlans.get(id)
+  if (pinned !== undefined) return pinned
+  return plan !== undefined && options.plans.has(plan) ? plan : options.defaultPlan
+}

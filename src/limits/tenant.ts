@@ -123,6 +123,13 @@ export function normalizeTenantOptions(options: unknown): NormalizedTenantOption
 }
 
 /**
+ * The plan a tenant is metered on, from its id and the plan its claim or policy gave. With rate
+ * limits, the limiter's rule (`tenantPlans`, then that plan if configured, then `defaultPlan`), so
+ * that `auth.plan`, events and metrics name the plan the request was metered on.
+ */
+export type PlanNamer = (id: string, plan: string | undefined) => string | undefined
+
+/**
  * Returns the resolver the gate calls after verification.
  *
  * The resolver throws `InvalidTokenError` with code `ERR_TENANT_INVALID` (401) when the token
@@ -136,7 +143,10 @@ export function normalizeTenantOptions(options: unknown): NormalizedTenantOption
  * )
  * ```
  */
-export function createTenantResolver(options: NormalizedTenantOptions): TenantResolver {
+export function createTenantResolver(
+  options: NormalizedTenantOptions,
+  planName: PlanNamer = (_id, plan) => plan,
+): TenantResolver {
   const { readId, idPattern, planPath, policy } = options
   const invalid = (reason: 'tenant_missing' | 'tenant_malformed', cause?: unknown) =>
     new InvalidTokenError({ code: 'ERR_TENANT_INVALID', reason, cause })
@@ -162,7 +172,10 @@ export function createTenantResolver(options: NormalizedTenantOptions): TenantRe
   }
 
   if (policy === undefined) {
-    return (verified) => ({ id: validId(verified), plan: planFromClaim(verified) })
+    return (verified) => {
+      const id = validId(verified)
+      return { id, plan: planName(id, planFromClaim(verified)) }
+    }
   }
 
   return async (verified) => {
@@ -175,8 +188,10 @@ export function createTenantResolver(options: NormalizedTenantOptions): TenantRe
         throw new InvalidTokenError({ code: 'ERR_TENANT_UNKNOWN', reason: 'tenant_unknown' })
       case 'admit': {
         const plan = (decision as { plan?: unknown }).plan
-        if (plan === undefined) return { id, plan: planFromClaim(verified) }
-        if (typeof plan === 'string' && PLAN_NAME_PATTERN.test(plan)) return { id, plan }
+        if (plan === undefined) return { id, plan: planName(id, planFromClaim(verified)) }
+        if (typeof plan === 'string' && PLAN_NAME_PATTERN.test(plan)) {
+          return { id, plan: planName(id, plan) }
+        }
         throw new TypeError(
           `"tenant.policy" returned an invalid plan (got ${summarize(plan)}); a plan name must match ${PLAN_NAME_PATTERN}`,
         )

@@ -330,6 +330,47 @@ describe('events', () => {
   })
 })
 
+describe('the plan an admission names', () => {
+  const windows = [{ points: 100, durationSeconds: 60 }]
+  const plans = { free: windows, pro: windows, gold: windows }
+  const withPlans = (rateLimit: object, tenant: object) => {
+    const events: GateEvent[] = []
+    const gate = createGate({
+      ...base,
+      tenant: { claim: 'org', ...tenant },
+      rateLimit: { plans, defaultPlan: 'free', ...rateLimit },
+      onEvent: (event) => events.push(event),
+    })
+    const accepted = () =>
+      events.flatMap((event) => (event.type === 'accepted' ? [event.plan] : []))
+    return { gate, accepted }
+  }
+
+  it.each([
+    ['defaultPlan, for a tenant with no plan', {}, {}, 'free'],
+    ['defaultPlan, for a plan claim naming no configured plan', {}, { plan: 'platinum' }, 'free'],
+    ['the plan claim, when configured', {}, { plan: 'gold' }, 'gold'],
+    ['tenantPlans, over the plan claim', { tenantPlans: { acme: 'pro' } }, { plan: 'gold' }, 'pro'],
+  ])('is the plan the request is metered on: %s', async (_case, rateLimit, claims, expected) => {
+    const { gate, accepted } = withPlans(rateLimit, { planClaim: 'plan' })
+    const token = await issuer.mint({ sub: 'u1', org: 'acme', ...claims })
+    // Twice: a verified token, then the cached verdict.
+    for (let i = 0; i < 2; i++) expect((await gate.check(bearer(token))).auth?.plan).toBe(expected)
+    expect(accepted()).toEqual([expected, expected])
+  })
+
+  it.each([
+    ['the plan a tenant policy gave', {}, 'gold'],
+    ['tenantPlans, over the plan a policy gave', { tenantPlans: { acme: 'pro' } }, 'pro'],
+  ])('is %s', async (_case, rateLimit, expected) => {
+    const policy = () => ({ action: 'admit', plan: 'gold' }) as const
+    const { gate, accepted } = withPlans(rateLimit, { policy })
+    const { auth } = await gate.check(bearer(await issuer.mint({ sub: 'u1', org: 'acme' })))
+    expect(auth?.plan).toBe(expected)
+    expect(accepted()).toEqual([expected])
+  })
+})
+
 describe('gate.ready', () => {
   it('warms every issuer and reports it ready', async () => {
     const gate = createGate(base)
