@@ -243,7 +243,6 @@ describe('option errors', () => {
       with_({ resourceMetadata: { resource: 'https://api.example.com/?key=hunter2' } }),
     ],
     ['a Redis URL as the revocation store', with_({ revocation: { store: 'redis://:hunter2@c' } })],
-    ['a secret as the tenant source', with_({ tenant: { from: 'hunter2' } })],
     ['a secret as an audience', with_({ audience: ['gateway', { key: 'hunter2' }] })],
   ]
 
@@ -278,6 +277,11 @@ describe('option errors', () => {
         'a DPoP algorithm',
         with_({ dpop: { mode: 'allowed', allowedHosts: ['a.test'], algorithms: ['none'] } }),
         `"dpop.algorithms" may only list RS256/384/512, PS256/384/512, ES256/384/512 and EdDSA (got 'none')`,
+      ],
+      [
+        'a tenant source',
+        with_({ tenant: { from: 'claims' } }),
+        `"tenant.from" must be 'claim', 'realm' or a function (got 'claims')`,
       ],
       [
         'a token profile',
