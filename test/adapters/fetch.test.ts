@@ -138,4 +138,16 @@ describe('tollgate/fetch', () => {
       TypeError,
     )
   })
+
+  it('answers the RFC 9728 document from handle() and resourceMetadata(), without credentials', async () => {
+    const resource = 'https://api.example.test/mcp'
+    const auth = tollgate({ ...options, resourceMetadata: { resource } })
+    const wellKnown = 'https://api.example.test/.well-known/oauth-protected-resource/mcp'
+    const handled = await auth.handle(new Request(wellKnown))
+    expect(handled.response?.status).toBe(200)
+    expect(await handled.response?.json()).toMatchObject({ resource })
+    expect(auth.resourceMetadata(new Request(wellKnown))?.status).toBe(200)
+    expect(auth.resourceMetadata(new Request(URL_OF_ROUTE))).toBeUndefined()
+    await auth.gate.close()
+  })
 })

@@ -66,4 +66,22 @@ describe('tollgate/hono', () => {
     expect(res.headers.get('www-authenticate')).toContain('scope="billing:read billing:write"')
     await auth.gate.close()
   })
+
+  it('serves the RFC 9728 document from auth.resourceMetadata when the gate guards one route only', async () => {
+    const resource = 'https://api.example.test/mcp'
+    const auth = tollgate({ ...options, resourceMetadata: { resource } })
+    const app = new Hono()
+    app.use(auth.resourceMetadata)
+    app.post('/mcp', auth, (c) => c.text('ok'))
+    app.get('/health', (c) => c.text('ok'))
+    const res = await app.request('/.well-known/oauth-protected-resource/mcp')
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    expect(await res.json()).toMatchObject({ resource })
+    expect((await app.request('/health')).status).toBe(200)
+    expect((await app.request('/mcp', { method: 'POST' })).headers.get('www-authenticate')).toBe(
+      `Bearer realm="api", resource_metadata="https://api.example.test/.well-known/oauth-protected-resource/mcp"`,
+    )
+    await auth.gate.close()
+  })
 })
