@@ -54,6 +54,8 @@ export function requestOfFetch(request: Request, body?: unknown): RequestLike {
   })
   const authorization = headers['authorization']
   const url = request.url
+  // Some hosts keep Host out of `Headers`; the URL has it (DPoP's `htu` check reads it).
+  if (headers['host'] === undefined) headers['host'] = new URL(url).host
   return {
     headers: headers as HeadersLike,
     // Two raw entries are how the core learns of a repeated field (Node keeps a raw list).

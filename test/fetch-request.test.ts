@@ -40,6 +40,15 @@ describe('requestOfFetch', () => {
     })
   })
 
+  it('takes the host from the URL when the Headers carry no Host field', () => {
+    const view = requestOfFetch(new Request('https://api.example.test:8443/v1/items'))
+    expect(view.headers.host).toBe('api.example.test:8443')
+    const proxied = requestOfFetch(
+      new Request('https://internal:8443/v1/items', { headers: { host: 'api.example.test' } }),
+    )
+    expect(proxied.headers.host).toBe('api.example.test')
+  })
+
   it('signals a repeated Authorization field through the raw list, as Node does', () => {
     const headers = new Headers()
     headers.append('authorization', 'Bearer a.b.c')
