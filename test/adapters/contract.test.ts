@@ -6,7 +6,7 @@ import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
-import { APPS } from '../helpers/apps.js'
+import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
 import { rawRequest } from '../helpers/raw-request.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
@@ -145,6 +145,28 @@ describe.each(APPS)('%s adapter', (_name, createApp) => {
     })
   })
 
+  it('requires both scopes of a two-scope guard: a token with one of them gets 403', async () => {
+    for (const scope of ['billing:read', 'billing:write']) {
+      const token = await issuer.mint({ scope: `openid ${scope}` })
+      const res = await request(app).get(TWO_SCOPES_PATH).set('Authorization', `Bearer ${token}`)
+      expect(res.status, scope).toBe(403)
+      expect(res.headers['www-authenticate'], scope).toBe(
+        'Bearer realm="api", error="insufficient_scope", error_description="insufficient scope", scope="billing:read billing:write"',
+      )
+      expect(res.body, scope).toEqual({
+        error: 'insufficient_scope',
+        error_description: 'insufficient scope',
+      })
+    }
+  })
+
+  it('admits a two-scope route when the token has both scopes', async () => {
+    const token = await issuer.mint({ sub: 'both', scope: 'billing:write openid billing:read' })
+    const res = await request(app).get(TWO_SCOPES_PATH).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ authenticated: true, subject: 'both' })
+  })
+
   it('admits a route guarded by scope when the token has it', async () => {
     const token = await issuer.mint({ scope: 'openid billing:read' })
     const res = await request(app).get('/scoped').set('Authorization', `Bearer ${token}`)
@@ -209,9 +231,26 @@ describe.each(APPS)('%s adapter, configured', (_name, createApp) => {
     app.close()
   })
 
-  it('does nothing for requests the skip predicate matches', async () => {
-    const app = createApp({ ...options, skip: (req) => req.method === 'OPTIONS' })
-    expect((await request(app).options(ROUTE)).status).not.toBe(401)
+  it('leaves requests the skip predicate matches to the route: its own answer, no auth, no point spent', async () => {
+    const app = createApp({
+      ...options,
+      tenant: { claim: 'tenant' },
+      rateLimit: { windows: [{ points: 5, durationSeconds: 60 }] },
+      skip: (req) => req.method === 'OPTIONS',
+    })
+    // A valid token on the skipped requests: they would be admitted and charged if not skipped.
+    const token = await issuer.mint({ tenant: 'preflighted' })
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const skipped = await request(app).options(ROUTE).set('Authorization', `Bearer ${token}`)
+      expect(skipped.status).toBe(200)
+      expect(skipped.body).toEqual({ preflight: true, authenticated: false })
+      expect(skipped.headers['ratelimit']).toBeUndefined()
+      expect(skipped.headers['www-authenticate']).toBeUndefined()
+    }
+    const counted = await request(app).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(counted.status).toBe(200)
+    // Five points, and this request is the first to spend one.
+    expect(counted.headers['ratelimit']).toMatch(/;r=4;/)
     expect((await request(app).get(ROUTE)).status).toBe(401)
     app.close()
   })
@@ -331,20 +370,23 @@ describe('all adapters', () => {
   it('give identical status, tollgate headers and body for the same request', async () => {
     const valid = await issuer.mint({ sub: 'same' })
     const expired = await issuer.mint({ exp: 1 })
-    const cases: Array<Record<string, string>> = [
-      {},
-      { Authorization: `Bearer ${valid}` },
-      { Authorization: `Bearer ${expired}` },
-      { Authorization: 'Bearer' },
-      { Authorization: 'Basic x' },
-      { Authorization: 'Bearer a.b.c' },
-      { Authorization: `Bearer ${valid} x` },
+    const oneScope = await issuer.mint({ scope: 'billing:read' })
+    const cases: Array<readonly [string, Record<string, string>]> = [
+      [ROUTE, {}],
+      [ROUTE, { Authorization: `Bearer ${valid}` }],
+      [ROUTE, { Authorization: `Bearer ${expired}` }],
+      [ROUTE, { Authorization: 'Bearer' }],
+      [ROUTE, { Authorization: 'Basic x' }],
+      [ROUTE, { Authorization: 'Bearer a.b.c' }],
+      [ROUTE, { Authorization: `Bearer ${valid} x` }],
+      [TWO_SCOPES_PATH, { Authorization: `Bearer ${oneScope}` }],
+      [TWO_SCOPES_PATH, {}],
     ]
     const servers = APPS.map(([, createApp]) => createApp(options))
-    for (const headers of cases) {
+    for (const [path, headers] of cases) {
       const answers = []
       for (const server of servers) {
-        const res = await request(server).get(ROUTE).set(headers)
+        const res = await request(server).get(path).set(headers)
         answers.push({
           status: res.status,
           challenge: res.headers['www-authenticate'],

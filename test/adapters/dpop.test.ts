@@ -16,7 +16,7 @@ import {
   type TestIssuer,
 } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
-import { APPS } from '../helpers/apps.js'
+import { APPS, FETCH_HOSTS } from '../helpers/apps.js'
 import { rawRequest } from '../helpers/raw-request.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
@@ -243,7 +243,7 @@ describe.each(APPS)('%s adapter with DPoP allowed', (_name, createApp) => {
   })
 })
 
-describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
+describe.each(APPS)('%s adapter, DPoP modes and nonces', (name, createApp) => {
   it('refuses bearer tokens with a DPoP-only challenge in required mode', async () => {
     const app = createApp({ ...options, dpop: { mode: 'required', publicBaseUrl: BASE } })
     const token = await issuer.mint()
@@ -385,6 +385,12 @@ describe.each(APPS)('%s adapter, DPoP modes and nonces', (_name, createApp) => {
         `DPoP: ${headers.DPoP}`,
       ])
       app.close()
+      if (FETCH_HOSTS.has(name) && new URL(path, 'http://x').pathname === ROUTE) {
+        // A Fetch host resolves the target (WHATWG URL) before anything sees it: the route it
+        // serves is the resolved one, the very URL the proof names.
+        expect(res.status).toBe(200)
+        return
+      }
       expect(res.status).toBe(401)
       expect(res.raw).toContain('error="invalid_dpop_proof"')
     },

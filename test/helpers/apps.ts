@@ -1,20 +1,30 @@
 /**
- * Real Express (4, 5) and Koa (2, 3) apps protected by tollgate, for supertest. Every app serves
- * the same routes so one behaviour suite can run against all of them.
+ * Real Express (4, 5), Koa (2, 3), Fastify (4, 5) and Hono apps and a plain Fetch handler, all
+ * protected by tollgate, for supertest. Every app serves the same routes so one behaviour suite
+ * can run against all of them. Hono and the Fetch handler run on Node's HTTP server through
+ * `fetch-server.ts`, which joins repeated header fields as every Fetch host does.
  */
 import type { Server } from 'node:http'
 import { createServer } from 'node:http'
+import { parse as parseForm } from 'node:querystring'
 
 import express5 from 'express'
 import express4 from 'express4'
+import fastify5 from 'fastify'
+import fastify4 from 'fastify4'
+import { type Context, Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 
 import * as expressAdapter from '../../adapters/express/index.js'
+import * as fastifyAdapter from '../../adapters/fastify/index.js'
+import * as fetchAdapter from '../../adapters/fetch/index.js'
+import * as honoAdapter from '../../adapters/hono/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
 import type { Gate } from '../../src/gate/gate.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission } from '../../src/types.js'
+import { fetchListener } from './fetch-server.js'
 
 /** Where the apps mount the back-channel logout endpoint, when the options have `revocation.callbacks`. */
 export const LOGOUT_PATH = '/backchannel-logout'
@@ -24,6 +34,9 @@ export const PUSH_PATH = '/keycloak/k_push_not_before'
 /** A protected app's server, with the gate behind its middleware for operations tests. */
 export type ProtectedServer = Server & { readonly gate: Gate }
 export type AppFactory = (options: GateOptions) => ProtectedServer
+
+/** The route guarded by two scopes at once. */
+export const TWO_SCOPES_PATH = '/two-scopes'
 
 /** What every protected route answers: enough of `auth` to assert on, never the token. */
 function describeAuth(auth: Admission | undefined) {
@@ -56,6 +69,13 @@ function expressApp(express: typeof express5): AppFactory {
     })
     app.get('/scoped', auth.requireScopes('billing:read'), (req, res) => {
       res.json(describeAuth(req.auth))
+    })
+    app.get(TWO_SCOPES_PATH, auth.requireScopes('billing:read', 'billing:write'), (req, res) => {
+      res.json(describeAuth(req.auth))
+    })
+    // Its own answer, so a test can tell it from an answer of the gate (the `skip` option).
+    app.options('/api/v1/billing/subscriptions', (req, res) => {
+      res.json({ preflight: true, ...describeAuth(req.auth) })
     })
     app.get('/any-scope', auth.requireAnyScope('billing:read', 'billing:admin'), (req, res) => {
       res.json(describeAuth(req.auth))
@@ -137,6 +157,7 @@ function koaApp(Koa: typeof Koa3): AppFactory {
       'GET /api/v1/billing/subscriptions': [],
       'POST /api/v1/billing/subscriptions': [],
       'GET /scoped': [auth.requireScopes('billing:read')],
+      [`GET ${TWO_SCOPES_PATH}`]: [auth.requireScopes('billing:read', 'billing:write')],
       'GET /any-scope': [auth.requireAnyScope('billing:read', 'billing:admin')],
       'GET /realm-role': [auth.requireRealmRoles('admin')],
       'GET /client-role': [auth.requireClientRoles('office', 'editor')],
@@ -144,6 +165,10 @@ function koaApp(Koa: typeof Koa3): AppFactory {
     app.use(async (ctx: Koa3.ParameterizedContext<koaAdapter.TollgateState>, next) => {
       const guards = routes[`${ctx.method} ${ctx.path}`]
       if (ctx.path === '/throws') throw new Error('handler failure')
+      if (ctx.method === 'OPTIONS' && ctx.path === '/api/v1/billing/subscriptions') {
+        ctx.body = { preflight: true, ...describeAuth(ctx.state.auth) }
+        return
+      }
       if (guards === undefined) return next()
       let index = 0
       const run = async (): Promise<void> => {
@@ -157,10 +182,174 @@ function koaApp(Koa: typeof Koa3): AppFactory {
   }
 }
 
+const ROUTE_PATH = '/api/v1/billing/subscriptions'
+const JSON_TYPE = { 'Content-Type': 'application/json; charset=utf-8' }
+
+/** The answer of the apps' own error handler (framework-mode refusals, handler failures). */
+function appError(caught: unknown) {
+  const error = caught as {
+    status?: number
+    statusCode?: number
+    headers?: Record<string, string>
+    code?: string
+  }
+  return {
+    status: error.status ?? error.statusCode ?? 500,
+    headers: { ...(error.headers ?? {}), ...JSON_TYPE },
+    body: JSON.stringify({ handledBy: 'app', code: error.code ?? 'unknown' }),
+  }
+}
+
+function isForm(contentType: string | null | undefined): boolean {
+  return contentType?.split(';', 1)[0]?.trim().toLowerCase() === 'application/x-www-form-urlencoded'
+}
+
+function fastifyApp(Fastify: typeof fastify5): AppFactory {
+  return (options) => {
+    let ready: PromiseLike<unknown> = Promise.resolve()
+    const app = Fastify({
+      // Requests wait for the plugins to load: the factories here are synchronous.
+      serverFactory: (handler) =>
+        createServer((req, res) => void ready.then(() => handler(req, res))),
+      // Node's own answer to a request its parser refuses, as the other apps give (Fastify's
+      // default adds a JSON body): the security suite compares those answers too.
+      clientErrorHandler: (error, socket) => {
+        const overflow = (error as { code?: string }).code === 'HPE_HEADER_OVERFLOW'
+        const status = overflow ? '431 Request Header Fields Too Large' : '400 Bad Request'
+        if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`)
+      },
+    })
+    // A form parser, as applications have (@fastify/formbody): lets the gate see a token in the body.
+    app.addContentTypeParser(FORM_TYPE, { parseAs: 'string' }, (_req, body, done) => {
+      done(null, parseForm(body as string))
+    })
+    // Other bodies stay unread: the provider callbacks read the stream themselves.
+    app.addContentTypeParser('*', (_req, _payload, done) => done(null))
+    app.setErrorHandler((caught, _request, reply) => {
+      const { status, headers, body } = appError(caught)
+      return reply.code(status).headers(headers).send(body)
+    })
+    const auth = fastifyAdapter.tollgate(options)
+    if (options.revocation?.callbacks !== undefined) {
+      app.post(LOGOUT_PATH, auth.backchannelLogout())
+      app.post(PUSH_PATH, auth.keycloakPushNotBefore())
+    }
+    app.register(auth)
+    const answer = async (request: { auth: Admission | undefined }) => describeAuth(request.auth)
+    app.get(ROUTE_PATH, answer)
+    app.post(ROUTE_PATH, answer)
+    app.options(ROUTE_PATH, async (request) => ({ preflight: true, ...describeAuth(request.auth) }))
+    app.get('/scoped', { preHandler: auth.requireScopes('billing:read') }, answer)
+    app.get(
+      TWO_SCOPES_PATH,
+      { preHandler: auth.requireScopes('billing:read', 'billing:write') },
+      answer,
+    )
+    app.get(
+      '/any-scope',
+      { preHandler: auth.requireAnyScope('billing:read', 'billing:admin') },
+      answer,
+    )
+    app.get('/realm-role', { preHandler: auth.requireRealmRoles('admin') }, answer)
+    app.get('/client-role', { preHandler: auth.requireClientRoles('office', 'editor') }, answer)
+    app.get('/throws', async () => {
+      throw new Error('handler failure')
+    })
+    ready = app.ready()
+    return Object.assign(app.server, { gate: auth.gate })
+  }
+}
+
+const FORM_TYPE = 'application/x-www-form-urlencoded'
+
+const honoApp: AppFactory = (options) => {
+  const auth = honoAdapter.tollgate(options)
+  const app = new Hono()
+  app.onError((caught, c) => {
+    const { status, headers, body } = appError(caught)
+    return c.body(body, status as 500, headers)
+  })
+  const json = (c: Context, value: unknown) => c.body(JSON.stringify(value), 200, JSON_TYPE)
+  const answer = (c: Context) => json(c, describeAuth(c.get('auth')))
+  if (options.revocation?.callbacks !== undefined) {
+    app.post(LOGOUT_PATH, auth.backchannelLogout())
+    app.post(PUSH_PATH, auth.keycloakPushNotBefore())
+  }
+  app.use(auth)
+  app.get(ROUTE_PATH, answer)
+  app.post(ROUTE_PATH, answer)
+  app.options(ROUTE_PATH, (c) => json(c, { preflight: true, ...describeAuth(c.get('auth')) }))
+  app.get('/scoped', auth.requireScopes('billing:read'), answer)
+  app.get(TWO_SCOPES_PATH, auth.requireScopes('billing:read', 'billing:write'), answer)
+  app.get('/any-scope', auth.requireAnyScope('billing:read', 'billing:admin'), answer)
+  app.get('/realm-role', auth.requireRealmRoles('admin'), answer)
+  app.get('/client-role', auth.requireClientRoles('office', 'editor'), answer)
+  app.get('/throws', () => {
+    throw new Error('handler failure')
+  })
+  return Object.assign(createServer(fetchListener(app.fetch)), { gate: auth.gate })
+}
+
+/** A plain Fetch handler: `handle()` in front of every route, `withAuth()` on the guarded ones. */
+const fetchApp: AppFactory = (options) => {
+  const auth = fetchAdapter.tollgate(options)
+  const json = (value: unknown, headers: Readonly<Record<string, string>> = {}) =>
+    new Response(JSON.stringify(value), { status: 200, headers: { ...headers, ...JSON_TYPE } })
+  const callbacks: Record<string, (request: Request) => Promise<Response>> =
+    options.revocation?.callbacks === undefined
+      ? {}
+      : { [LOGOUT_PATH]: auth.backchannelLogout(), [PUSH_PATH]: auth.keycloakPushNotBefore() }
+  const describe = (_request: Request, user: Admission | undefined) => json(describeAuth(user))
+  const guarded: Record<string, (request: Request) => Promise<Response>> = {
+    '/scoped': auth.withAuth(describe, { scopes: ['billing:read'] }),
+    [TWO_SCOPES_PATH]: auth.withAuth(describe, { scopes: ['billing:read', 'billing:write'] }),
+    '/any-scope': auth.withAuth(describe, {
+      guards: [auth.requireAnyScope('billing:read', 'billing:admin')],
+    }),
+    '/realm-role': auth.withAuth(describe, { guards: [auth.requireRealmRoles('admin')] }),
+    '/client-role': auth.withAuth(describe, {
+      guards: [auth.requireClientRoles('office', 'editor')],
+    }),
+  }
+  async function route(request: Request): Promise<Response> {
+    const { pathname } = new URL(request.url)
+    const callback = request.method === 'POST' ? callbacks[pathname] : undefined
+    if (callback !== undefined) return callback(request)
+    const guardedRoute = request.method === 'GET' ? guarded[pathname] : undefined
+    if (guardedRoute !== undefined) return guardedRoute(request)
+    // The application parses a form body before the gate, as the Express app's body parser does.
+    const form = isForm(request.headers.get('content-type'))
+    const body = form ? parseForm(await request.clone().text()) : undefined
+    const result = await auth.handle(request, { body })
+    if (result.response !== undefined) return result.response
+    if (pathname === '/throws') throw new Error('handler failure')
+    if (pathname !== ROUTE_PATH) return new Response('Not Found', { status: 404 })
+    const preflight = request.method === 'OPTIONS' ? { preflight: true } : {}
+    return json({ ...preflight, ...describeAuth(result.auth) }, result.headers)
+  }
+  const handler = (request: Request) =>
+    route(request).catch((caught: unknown) => {
+      const { status, headers, body } = appError(caught)
+      return new Response(body, { status, headers })
+    })
+  return Object.assign(createServer(fetchListener(handler)), { gate: auth.gate })
+}
+
+/**
+ * The apps served as a Fetch host serves them: `Headers` join repeated fields with ", ", so one
+ * Authorization field holding ", " and credentials cannot be told from two fields (see
+ * `src/fetch-request.ts`).
+ */
+export const FETCH_HOSTS: ReadonlySet<string> = new Set(['hono', 'fetch'])
+
 /** Every framework major tollgate supports, by name. */
 export const APPS: ReadonlyArray<readonly [string, AppFactory]> = [
   ['express 5', expressApp(express5)],
   ['express 4', expressApp(express4 as unknown as typeof express5)],
   ['koa 3', koaApp(Koa3)],
   ['koa 2', koaApp(Koa2 as unknown as typeof Koa3)],
+  ['fastify 5', fastifyApp(fastify5)],
+  ['fastify 4', fastifyApp(fastify4 as unknown as typeof fastify5)],
+  ['hono', honoApp],
+  ['fetch', fetchApp],
 ]

@@ -142,10 +142,11 @@ describe('tenant from a claim, 3 points a minute on the "small" plan', () => {
       const answers = await apps.expectAll(bearer(genuine({ tenant, plan: 'small' })), OK)
       remaining.push(...answers.map((answer) => answer.headers['ratelimit']?.[0] ?? 'none'))
     }
+    const count = apps.servers.length
     expect(remaining.map((value) => /r=(\d+)/.exec(value)?.[1])).toEqual([
-      ...['2', '2', '2', '2'],
-      ...['1', '1', '1', '1'],
-      ...['0', '0', '0', '0'],
+      ...Array(count).fill('2'),
+      ...Array(count).fill('1'),
+      ...Array(count).fill('0'),
     ])
     await apps.expectAll(bearer(genuine({ tenant, plan: 'small' })), RATE_LIMITED)
   })

@@ -1,0 +1,178 @@
+/**
+ * Fastify plugin (Fastify 4 and 5): `app.register(tollgate(options))`, then `request.auth`.
+ *
+ * @module
+ */
+import type {
+  FastifyInstance,
+  FastifyPluginCallback,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  RouteShorthandOptionsWithHandler,
+} from 'fastify'
+import fastifyPlugin from 'fastify-plugin'
+
+import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import type { GateOptions } from '../../src/gate/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * Set by tollgate once the token is verified, the tenant resolved and its limit respected;
+     * `undefined` when credentials are optional and none were sent, or `skip` matched.
+     */
+    auth: Admission | undefined
+  }
+}
+
+/** A hook in callback style: a `preHandler` for a route's `preHandler` option. */
+export type TollgateHook = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+) => void
+
+/** The plugin, with the gate behind it and route guards that answer exactly as it does. */
+export interface TollgatePlugin
+  extends FastifyPluginCallback,
+    GuardMiddlewareFactories<TollgateHook>,
+    CallbackEndpoints<RouteShorthandOptionsWithHandler> {
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
+  readonly gate: Gate
+}
+
+const FORM = 'application/x-www-form-urlencoded'
+// Marks the provider callback routes in their route config: the provider sends no bearer token,
+// and Fastify runs a context's hooks for every route in it, whatever the order of declaration.
+const CALLBACK_ROUTE = Symbol('tollgate.callbackRoute')
+
+function isCallbackRoute(request: FastifyRequest): boolean {
+  const config = request.routeOptions.config as unknown as Record<symbol, unknown> | undefined
+  return config?.[CALLBACK_ROUTE] === true
+}
+
+function requestOf(request: FastifyRequest): RequestLike {
+  const { headers, method, url, body, raw } = request
+  const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
+  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
+}
+
+function hasForm(request: FastifyRequest): boolean {
+  const type = request.headers['content-type']
+  return type?.split(';', 1)[0]?.trim().toLowerCase() === FORM
+}
+
+function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): void {
+  reply.code(status).headers(headers).send(body)
+}
+
+/**
+ * A Fastify plugin that admits a request (setting `request.auth` and rate-limit headers) or
+ * refuses it, in an `onRequest` hook; a form-encoded request is decided in `preValidation`, once
+ * the application's parser has read the body, so that a token sent in it as well as in the
+ * header is refused (RFC 6750 §2.2). Wrapped with fastify-plugin: the hook applies to the context
+ * the plugin is registered in and its children, not to sibling contexts. Refusals are answered
+ * with JSON `{ error, error_description }` through `reply`, or handed to Fastify's error handler
+ * with `errorHandling: 'framework'` (the error carries `statusCode` and `headers`).
+ *
+ * @example
+ * ```ts
+ * const auth = tollgate({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'gateway' })
+ * await app.register(auth)
+ * app.get('/invoices', { preHandler: auth.requireScopes('billing:read') }, async (request) => ({
+ *   subject: request.auth?.subject,
+ * }))
+ * ```
+ * @throws TypeError at creation when `options` are invalid.
+ */
+export function tollgate(options: GateOptions): TollgatePlugin {
+  const { gate, decide } = openGate(options)
+  const refuse = (error: unknown, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
+    if (gate.errorHandling === 'framework') return void done(error as Error)
+    // An answer from a hook: Fastify skips the rest of the chain; `done` is not called.
+    send(reply, renderError(error))
+  }
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    result: CheckResult,
+    done: HookHandlerDoneFunction,
+  ): void => {
+    request.auth = result.auth
+    reply.headers(result.headers)
+    done()
+  }
+
+  function decideOn(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+    const view = requestOf(request)
+    const metadata = gate.resourceMetadata(view)
+    if (metadata !== undefined) return send(reply, metadata)
+    const decided = decide(view)
+    if (!(decided instanceof Promise)) return admit(request, reply, decided, done)
+    // Two-argument then: a throw in a later hook can never come back here as a refusal.
+    decided.then(
+      (result) => admit(request, reply, result, done),
+      (error: unknown) => refuse(error, reply, done),
+    )
+  }
+
+  function tollgateOnRequest(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    if (hasForm(request) || isCallbackRoute(request)) return void done()
+    decideOn(request, reply, done)
+  }
+  function tollgatePreValidation(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    if (!hasForm(request) || isCallbackRoute(request)) return void done()
+    decideOn(request, reply, done)
+  }
+
+  function plugin(instance: FastifyInstance, _options: unknown, done: (error?: Error) => void) {
+    // One decorator per app, whatever the number of gates registered in its contexts.
+    if (!instance.hasRequestDecorator('auth')) instance.decorateRequest('auth', undefined)
+    instance.addHook('onRequest', tollgateOnRequest)
+    instance.addHook('preValidation', tollgatePreValidation)
+    done()
+  }
+
+  const guards = guardMiddleware(
+    (guard): TollgateHook =>
+      function tollgateGuard(request, reply, done) {
+        try {
+          gate.authorize(guard, request.auth, requestOf(request))
+        } catch (error) {
+          return refuse(error, reply, done)
+        }
+        done()
+      },
+  )
+  const endpoints = callbackEndpoints(
+    gate,
+    (handle): RouteShorthandOptionsWithHandler => ({
+      config: { [CALLBACK_ROUTE]: true },
+      handler: async function tollgateCallback(request, reply) {
+        const { headers, method, body, raw } = request
+        const answer = await handle({ headers, method, body, stream: raw })
+        return reply
+          .code(answer.status)
+          .headers(answer.headers)
+          .send(answer.body === '' ? undefined : answer.body)
+      },
+    }),
+  )
+  const wrapped = fastifyPlugin(plugin, { name: 'tollgate' })
+  return Object.assign(wrapped, guards, endpoints, { gate })
+}
+
+export * from '../../src/index.js'

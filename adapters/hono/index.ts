@@ -1,0 +1,128 @@
+/**
+ * Hono adapter: `app.use(tollgate(options))`, then `c.get('auth')`.
+ *
+ * @module
+ */
+import type { Context, Handler, MiddlewareHandler, Next } from 'hono'
+
+import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch-request.js'
+import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import type { GateOptions } from '../../src/gate/options.js'
+import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /**
+     * Set by tollgate once the token is verified, the tenant resolved and its limit respected;
+     * `undefined` when credentials are optional and none were sent, or `skip` matched.
+     */
+    auth: Admission | undefined
+  }
+}
+
+/** What tollgate adds to a Hono app's variables, for `new Hono<TollgateEnv>()` where wanted. */
+export interface TollgateEnv {
+  Variables: { auth: Admission | undefined }
+}
+
+/** The middleware, with the gate behind it and route guards that answer exactly as it does. */
+export interface TollgateMiddleware
+  extends MiddlewareHandler,
+    GuardMiddlewareFactories<MiddlewareHandler>,
+    CallbackEndpoints<Handler> {
+  /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
+  readonly gate: Gate
+  /**
+   * Serves the RFC 9728 metadata document (`resourceMetadata` option) and passes every other
+   * request on: mount it at the app level when the gate itself only guards some routes.
+   */
+  readonly resourceMetadata: MiddlewareHandler
+}
+
+const FORM = 'application/x-www-form-urlencoded'
+
+/**
+ * The request as the gate sees it. A form body is parsed (Hono keeps it for the route's own
+ * `parseBody()`) so that a token sent in it as well as in the header is refused (RFC 6750 §2.2).
+ */
+async function requestOf(c: Context): Promise<RequestLike> {
+  const type = c.req.header('content-type')
+  const form = type?.split(';', 1)[0]?.trim().toLowerCase() === FORM
+  return requestOfFetch(c.req.raw, form ? await c.req.parseBody() : undefined)
+}
+
+function send(c: Context, { status, headers, body }: ErrorResponse): Response {
+  // Through `c`, so the rate-limit fields set on an admission stay on a guard's refusal.
+  return c.body(body, status as 200, headers)
+}
+
+/**
+ * Middleware that admits a request (setting `c.var.auth` and rate-limit headers) or refuses it.
+ * Refusals are answered with JSON `{ error, error_description }`, or thrown to `app.onError`
+ * with `errorHandling: 'framework'` (the error carries `status` and `headers`).
+ *
+ * @example
+ * ```ts
+ * const auth = tollgate({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'gateway' })
+ * const app = new Hono()
+ * app.use('/api/*', auth)
+ * app.get('/api/invoices', auth.requireScopes('billing:read'), (c) => c.json({ who: c.get('auth')?.subject }))
+ * ```
+ * @throws TypeError at creation when `options` are invalid.
+ */
+export function tollgate(options: GateOptions): TollgateMiddleware {
+  const { gate, decide } = openGate(options)
+  const refuse = (error: unknown, c: Context): Response => {
+    if (gate.errorHandling === 'framework') throw error
+    return send(c, renderError(error))
+  }
+  const admit = (c: Context, result: CheckResult, next: Next): Promise<void> => {
+    c.set('auth', result.auth)
+    for (const name in result.headers) c.header(name, result.headers[name] as string)
+    return next()
+  }
+
+  const tollgateMiddleware: MiddlewareHandler = async function tollgateMiddleware(c, next) {
+    const request = await requestOf(c)
+    const metadata = gate.resourceMetadata(request)
+    if (metadata !== undefined) return send(c, metadata)
+    let result: CheckResult
+    try {
+      result = await decide(request)
+    } catch (error) {
+      return refuse(error, c)
+    }
+    // Outside the try: a throw further down the chain is never taken for a refusal.
+    await admit(c, result, next)
+  }
+
+  const guards = guardMiddleware(
+    (guard): MiddlewareHandler =>
+      async function tollgateGuard(c, next) {
+        try {
+          gate.authorize(guard, c.get('auth'), requestOfFetch(c.req.raw))
+        } catch (error) {
+          return refuse(error, c)
+        }
+        await next()
+      },
+  )
+  const endpoints = callbackEndpoints(
+    gate,
+    (handle): Handler =>
+      async function tollgateCallback(c) {
+        return responseOfFetch(await handle(callbackRequestOfFetch(c.req.raw)))
+      },
+  )
+  const resourceMetadata: MiddlewareHandler = async function tollgateResourceMetadata(c, next) {
+    const metadata = gate.resourceMetadata(requestOfFetch(c.req.raw))
+    if (metadata === undefined) return next()
+    return send(c, metadata)
+  }
+  return Object.assign(tollgateMiddleware, guards, endpoints, { gate, resourceMetadata })
+}
+
+export * from '../../src/index.js'
