@@ -5,7 +5,7 @@
  * @module
  */
 import { renderError } from '../../src/errors.js'
-import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch-request.js'
+import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
 import { type Gate, openGate } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'

@@ -6,7 +6,7 @@
 import type { Context, Handler, MiddlewareHandler, Next } from 'hono'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch-request.js'
+import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
 import { type Gate, openGate } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'

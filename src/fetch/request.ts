@@ -4,10 +4,10 @@
  *
  * @module
  */
-import type { ErrorResponse } from './errors.js'
-import type { CallbackRequest } from './revocation/callback-body.js'
-import type { CallbackResponse } from './revocation/callbacks.js'
-import type { HeadersLike, RequestLike } from './types.js'
+import type { ErrorResponse } from '../errors.js'
+import type { CallbackRequest } from '../revocation/callback-body.js'
+import type { CallbackResponse } from '../revocation/callbacks.js'
+import type { HeadersLike, RequestLike } from '../types.js'
 
 // What follows ", " in a joined Authorization value when a second field was joined to the first:
 // a scheme alone, or a scheme and token68 credentials (RFC 9110 §11.4). Auth-params of a single

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 
-import { joinsAuthorizationFields, requestOfFetch } from '../src/fetch-request.js'
+import { joinsAuthorizationFields, requestOfFetch } from '../../src/fetch/request.js'
 
 describe('joinsAuthorizationFields', () => {
   it.each([
