@@ -338,7 +338,7 @@ const fetchApp: AppFactory = (options) => {
 /**
  * The apps served as a Fetch host serves them: `Headers` join repeated fields with ", ", so one
  * Authorization field holding ", " and credentials cannot be told from two fields (see
- * `src/fetch-request.ts`).
+ * `src/fetch/request.ts`).
  */
 export const FETCH_HOSTS: ReadonlySet<string> = new Set(['hono', 'fetch'])
 
