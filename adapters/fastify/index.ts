@@ -175,4 +175,4 @@ export function tollgate(options: GateOptions): TollgatePlugin {
   return Object.assign(wrapped, guards, endpoints, { gate })
 }
 
-export * from '../../src/index.js'
+export * from '../core-exports.js'

@@ -185,4 +185,4 @@ export function tollgate(options: GateOptions): FetchTollgate {
   return { gate, handle, withAuth, resourceMetadata, ...guards, ...endpoints }
 }
 
-export * from '../../src/index.js'
+export * from '../core-exports.js'

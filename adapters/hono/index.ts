@@ -125,4 +125,4 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   return Object.assign(tollgateMiddleware, guards, endpoints, { gate, resourceMetadata })
 }
 
-export * from '../../src/index.js'
+export * from '../core-exports.js'

@@ -10,18 +10,25 @@ import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
+import * as fastifyAdapter from '../../adapters/fastify/index.js'
+import * as fetchAdapter from '../../adapters/fetch/index.js'
+import * as honoAdapter from '../../adapters/hono/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
 import * as core from '../../src/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 
 const GUARD_NAMES = ['requireScopes', 'requireAnyScope', 'requireRealmRoles', 'requireClientRoles']
 const CORE_GUARDS: unknown[] = GUARD_NAMES.map((name) => (core as Record<string, unknown>)[name])
-const ADAPTERS: Array<[string, Record<string, unknown>]> = [
-  ['tollgate/express', expressAdapter],
-  ['tollgate/koa', koaAdapter],
+/** Each entry point, with the values it adds to the core's. */
+const ADAPTERS: Array<[string, Record<string, unknown>, string[]]> = [
+  ['tollgate/express', expressAdapter, ['signIn', 'tollgate']],
+  ['tollgate/koa', koaAdapter, ['signIn', 'tollgate']],
+  ['tollgate/fastify', fastifyAdapter, ['tollgate']],
+  ['tollgate/hono', honoAdapter, ['tollgate']],
+  ['tollgate/fetch', fetchAdapter, ['tollgate']],
 ]
 
-describe.each(ADAPTERS)('%s exports', (_name, adapter) => {
+describe.each(ADAPTERS)('%s exports', (_name, adapter, ownNames) => {
   it('no guard function of the core, under any name', () => {
     for (const name of GUARD_NAMES) expect(name in adapter, name).toBe(false)
     const guards = Object.entries(adapter).filter(([, value]) => CORE_GUARDS.includes(value))
@@ -39,9 +46,9 @@ describe.each(ADAPTERS)('%s exports', (_name, adapter) => {
     }
   })
 
-  it('nothing but the core, its own tollgate() and signIn()', () => {
+  it('nothing but the core and its own entry points', () => {
     const own = Object.keys(adapter).filter((name) => !(name in core))
-    expect(own.sort()).toEqual(['signIn', 'tollgate'])
+    expect(own.sort()).toEqual(ownNames)
   })
 })
 
