@@ -19,6 +19,7 @@ export default defineConfig({
       { find: /^tollgate\/fetch$/, replacement: source('./adapters/fetch/index.ts') },
       { find: /^tollgate\/hono$/, replacement: source('./adapters/hono/index.ts') },
       { find: /^tollgate\/fastify$/, replacement: source('./adapters/fastify/index.ts') },
+      { find: /^tollgate\/nestjs$/, replacement: source('./adapters/nestjs/index.ts') },
     ],
   },
   test: {
