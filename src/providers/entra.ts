@@ -60,9 +60,16 @@ export function entra(options: EntraOptions): IssuerOptions[] {
     )
   }
   const where = tenant === undefined ? 'entra(options): "tenants"' : 'entra(options): "tenant"'
-  const ids = nonEmptyStrings(tenant ?? tenants, where, 'directory (tenant) ids')
+  // Tokens write tenant ids in lower case; the same id listed in two cases is one tenant.
+  const ids = [
+    ...new Set(
+      nonEmptyStrings(tenant ?? tenants, where, 'directory (tenant) ids').map((id) =>
+        id.toLowerCase(),
+      ),
+    ),
+  ]
   for (const id of ids) {
-    if (!TENANT_ID.test(id.toLowerCase())) {
+    if (!TENANT_ID.test(id)) {
       throw new TypeError(
         `${where} must list directory (tenant) ids, GUIDs as in the token's tid (got ${describeValue(id, true)}); ` +
           '"common", "organizations" and domain names never appear in a token\'s iss: list each accepted tenant id',
@@ -80,8 +87,7 @@ export function entra(options: EntraOptions): IssuerOptions[] {
     "the API's application (client) id or Application ID URI",
   )
   const shared = tenant === undefined
-  return ids.map((raw) => {
-    const id = raw.toLowerCase()
+  return ids.map((id) => {
     return {
       issuer: version === 2 ? `${LOGIN}/${id}/v2.0` : `https://sts.windows.net/${id}/`,
       jwksUri: `${LOGIN}/${shared ? 'common' : id}/discovery/v2.0/keys`,

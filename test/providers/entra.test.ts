@@ -113,6 +113,16 @@ describe('entra({ tenants }) (multi-tenant)', () => {
     ])
   })
 
+  it('lists a tenant id given in upper and lower case once, in the lower case tokens carry', () => {
+    const entries = entra({
+      tenants: [ENTRA.tenant.toUpperCase(), ENTRA.tenant],
+      audience: ENTRA.api,
+    })
+    expect(entries.map((entry) => entry.issuer)).toEqual([
+      `https://login.microsoftonline.com/${ENTRA.tenant}/v2.0`,
+    ])
+  })
+
   it('admits the tokens of each listed tenant, each with its own tenant', async () => {
     const own = await gate.check(await kit.mint(entraV2UserToken(ENTRA.tenant)))
     const customer = await gate.check(await kit.mint(entraV2UserToken(ENTRA.customer)))
