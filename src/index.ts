@@ -79,6 +79,16 @@ export type {
   TenantPolicy,
 } from './limits/tenant.js'
 export type { ResourceMetadataOptions } from './metadata/resource-metadata.js'
+export {
+  type Auth0Options,
+  auth0,
+  type CognitoOptions,
+  cognito,
+  type EntraOptions,
+  entra,
+  type OktaOptions,
+  okta,
+} from './providers/index.js'
 export type {
   CallbackEndpoints,
   CallbackRequest,
@@ -96,6 +106,7 @@ export type {
 } from './revocation/options.js'
 export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation/revocation.js'
 export type { JWSAlgorithm } from './token/algorithms.js'
+export type { ClaimMapping } from './token/claims.js'
 export type { IssuerOptions, KeycloakOptions } from './token/issuers.js'
 export { keycloak } from './token/issuers.js'
 export type { IssuerKeysStatus } from './token/jwks.js'

@@ -33,7 +33,7 @@ import {
   type RevocationOptions,
 } from '../revocation/options.js'
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
-import type { ClaimRules } from '../token/claims.js'
+import { type ClaimRules, createClaimReaders } from '../token/claims.js'
 import { type IssuerOptions, keyUrlProblem, realmOf } from '../token/issuers.js'
 import type { NormalizedJWKSOptions } from '../token/jwks.js'
 import type { RequestLike } from '../types.js'
@@ -78,8 +78,12 @@ export interface CacheOptions {
 export interface GateOptions {
   /** Trusted issuers (an allow-list; see `keycloak()`). Required. */
   readonly issuers: readonly IssuerOptions[]
-  /** Audiences this service accepts; a token must carry one of them in `aud`. Required. */
-  readonly audience: string | readonly string[]
+  /**
+   * Audiences this service accepts; a token must carry one of them in `aud`. Required, unless
+   * every issuer entry names its own (`audience`, or `withoutAudience` as `cognito()` does);
+   * an entry's own audience replaces this one for that issuer's tokens.
+   */
+  readonly audience?: string | readonly string[]
   /** Allowed signature algorithms, asymmetric only. Default `['RS256', 'PS256', 'ES256', 'EdDSA']`. */
   readonly algorithms?: readonly JWSAlgorithm[]
   /** `realm` of the `WWW-Authenticate` challenge. Default `'api'`. */
@@ -163,7 +167,18 @@ export interface NormalizedOptions {
   readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
 }
 
-const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
+const ISSUER_KEYS = [
+  'issuer',
+  'jwksUri',
+  'discovery',
+  'realm',
+  'audience',
+  'withoutAudience',
+  'accessTokenClaims',
+  'claims',
+]
+const MAPPING_KEYS = ['scopes', 'roles', 'clientId']
+const CLAIM_NAME = /^[\x21-\x7E]{1,256}$/
 const JWKS_KEYS = [
   'timeoutMs',
   'cooldownMs',
@@ -237,14 +252,126 @@ function keycloakIssuerUrl(issuer: string, path: string, allowInsecureHttp: bool
   }
 }
 
-function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): NormalizedIssuer[] {
+/** What an issuer entry says about its tokens' claims: `undefined` when nothing. */
+type IssuerClaimOptions = Pick<ClaimRules, 'readers' | 'withoutAudience' | 'accessTokenClaims'> & {
+  readonly audiences: ReadonlySet<string> | undefined
+}
+
+function claimNames(value: unknown, path: string): readonly string[] | undefined {
+  if (value === undefined) return undefined
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.some((name) => typeof name !== 'string' || !CLAIM_NAME.test(name))
+  ) {
+    fail(path, 'must be a non-empty array of claim names', value)
+  }
+  return Object.freeze([...value])
+}
+
+function issuerClaimOptions(
+  entry: Record<string, unknown>,
+  path: string,
+): IssuerClaimOptions | undefined {
+  const { audience, withoutAudience, accessTokenClaims, claims } = entry
+  if (
+    audience === undefined &&
+    withoutAudience === undefined &&
+    accessTokenClaims === undefined &&
+    claims === undefined
+  ) {
+    return undefined
+  }
+  let clientIds: ReadonlySet<string> | undefined
+  if (withoutAudience !== undefined) {
+    const { clientIds: list } = record(withoutAudience, `${path}.withoutAudience`, ['clientIds'])
+    clientIds = new Set(stringList(list, `${path}.withoutAudience.clientIds`, false))
+    if (accessTokenClaims === undefined) {
+      fail(
+        `${path}.withoutAudience`,
+        'needs accessTokenClaims (e.g. { token_use: "access" }): without an aud, only such a claim tells an access token from an ID token of the same client',
+      )
+    }
+  }
+  let marks: IssuerClaimOptions['accessTokenClaims']
+  if (accessTokenClaims !== undefined) {
+    const names = isRecord(accessTokenClaims) ? Object.keys(accessTokenClaims) : []
+    if (
+      names.length === 0 ||
+      names.some(
+        (name) =>
+          !CLAIM_NAME.test(name) ||
+          typeof (accessTokenClaims as Record<string, unknown>)[name] !== 'string',
+      )
+    ) {
+      fail(
+        `${path}.accessTokenClaims`,
+        'must be an object of claim names and their string values',
+        accessTokenClaims,
+      )
+    }
+    marks = Object.freeze(
+      names.map((name) =>
+        Object.freeze([
+          name,
+          (accessTokenClaims as Record<string, string>)[name] as string,
+        ] as const),
+      ),
+    )
+  }
+  let readers: IssuerClaimOptions['readers']
+  if (claims !== undefined) {
+    const mapping = record(claims, `${path}.claims`, MAPPING_KEYS)
+    const scopes = claimNames(mapping.scopes, `${path}.claims.scopes`)
+    const roles = claimNames(mapping.roles, `${path}.claims.roles`)
+    const clientId = claimNames(mapping.clientId, `${path}.claims.clientId`)
+    readers = createClaimReaders({
+      ...(scopes && { scopes }),
+      ...(roles && { roles }),
+      ...(clientId && { clientId }),
+    })
+  }
+  return {
+    audiences:
+      audience === undefined ? undefined : new Set(stringList(audience, `${path}.audience`, false)),
+    ...(clientIds && { withoutAudience: clientIds }),
+    ...(marks && { accessTokenClaims: marks }),
+    ...(readers && { readers }),
+  }
+}
+
+/**
+ * Each issuer's own claim rules: the gate's, with what the entry (a provider profile) changes.
+ * Only issuers that change something are listed; the others use the gate's rules as they are.
+ */
+function rulesByIssuer(
+  issuers: readonly { issuer: string; own: IssuerClaimOptions | undefined }[],
+  rules: ClaimRules,
+): ReadonlyMap<string, ClaimRules> | undefined {
+  const byIssuer = new Map<string, ClaimRules>()
+  for (const { issuer, own } of issuers) {
+    if (own === undefined) continue
+    const { audiences, ...rest } = own
+    byIssuer.set(
+      issuer,
+      Object.freeze({ ...rules, ...rest, audiences: audiences ?? rules.audiences }),
+    )
+  }
+  return byIssuer.size === 0 ? undefined : byIssuer
+}
+
+function normalizeIssuers(
+  value: unknown,
+  allowInsecureHttp: boolean,
+): { issuer: NormalizedIssuer; own: IssuerClaimOptions | undefined }[] {
   if (!Array.isArray(value) || value.length === 0) {
     fail('issuers', 'must be a non-empty array of { issuer, jwksUri } (see keycloak())', value)
   }
   const seen = new Set<string>()
   return value.map((entry: unknown, index) => {
     const path = `issuers[${index}]`
-    const { issuer, jwksUri, discovery, realm } = record(entry, path, ISSUER_KEYS)
+    const fields = record(entry, path, ISSUER_KEYS)
+    const { issuer, jwksUri, discovery, realm } = fields
     if (typeof issuer !== 'string' || issuer.length === 0) {
       fail(`${path}.issuer`, 'must be the exact `iss` string', issuer, { show: 'url' })
     }
@@ -266,13 +393,14 @@ function normalizeIssuers(value: unknown, allowInsecureHttp: boolean): Normalize
     if (jwksUri !== undefined && isKeycloakKeyUrl(issuer, jwksUri)) {
       keycloakIssuerUrl(issuer, `${path}.issuer`, allowInsecureHttp)
     }
-    return Object.freeze({
+    const normalized: NormalizedIssuer = Object.freeze({
       issuer,
       jwksUri:
         jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
       discovery: discovery === true,
       realm: realmOf({ issuer, ...(typeof realm === 'string' ? { realm } : {}) }),
     })
+    return { issuer: normalized, own: issuerClaimOptions(fields, path) }
   })
 }
 
@@ -382,33 +510,46 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
   if (minCooldownMs > cooldownMs) {
     fail('jwks.minCooldownMs', `must not exceed jwks.cooldownMs (${cooldownMs})`, minCooldownMs)
   }
+  const issuers = normalizeIssuers(input.issuers, allowInsecureHttp)
+  // Issuers that name their own audience (or accept none, with a client allow-list) need no
+  // gate-wide one; any other issuer does.
+  const audienceNeeded =
+    input.audience !== undefined ||
+    issuers.some(({ own }) => own?.audiences === undefined && own?.withoutAudience === undefined)
+  const rules: ClaimRules = {
+    audiences: audienceNeeded
+      ? new Set(stringList(input.audience, 'audience', false))
+      : new Set<string>(),
+    clockToleranceSeconds: integer(input.clockToleranceSeconds, 'clockToleranceSeconds', {
+      fallback: 5,
+      min: 0,
+      max: 300,
+    }),
+    maxTokenAgeSeconds:
+      maxAgeSeconds === undefined
+        ? undefined
+        : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
+    maxTokenLifetimeSeconds,
+    requiredClaims: Object.freeze(
+      input.requiredClaims === undefined
+        ? []
+        : stringList(input.requiredClaims, 'requiredClaims', true),
+    ),
+    tokenProfile,
+    allowedClientIds:
+      input.allowedClientIds === undefined
+        ? undefined
+        : new Set(stringList(input.allowedClientIds, 'allowedClientIds', false)),
+  }
+  const byIssuer = rulesByIssuer(
+    issuers.map(({ issuer, own }) => ({ issuer: issuer.issuer, own })),
+    rules,
+  )
   return Object.freeze({
     realm,
-    issuers: Object.freeze(normalizeIssuers(input.issuers, allowInsecureHttp)),
+    issuers: Object.freeze(issuers.map(({ issuer }) => issuer)),
     algorithms: normalizeAlgorithms(input.algorithms),
-    claims: Object.freeze({
-      audiences: new Set(stringList(input.audience, 'audience', false)),
-      clockToleranceSeconds: integer(input.clockToleranceSeconds, 'clockToleranceSeconds', {
-        fallback: 5,
-        min: 0,
-        max: 300,
-      }),
-      maxTokenAgeSeconds:
-        maxAgeSeconds === undefined
-          ? undefined
-          : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
-      maxTokenLifetimeSeconds,
-      requiredClaims: Object.freeze(
-        input.requiredClaims === undefined
-          ? []
-          : stringList(input.requiredClaims, 'requiredClaims', true),
-      ),
-      tokenProfile,
-      allowedClientIds:
-        input.allowedClientIds === undefined
-          ? undefined
-          : new Set(stringList(input.allowedClientIds, 'allowedClientIds', false)),
-    }),
+    claims: Object.freeze(byIssuer === undefined ? rules : { ...rules, byIssuer }),
     maxTokenBytes: integer(input.maxTokenBytes, 'maxTokenBytes', {
       fallback: 8192,
       min: 256,

@@ -17,6 +17,49 @@ export interface ClaimRules {
   readonly allowedClientIds: ReadonlySet<string> | undefined
   /** `true` when the gate's DPoP step judges `cnf` (DPoP on); otherwise a `cnf` refuses the token. */
   readonly confirmationChecked?: boolean
+  /** How scopes, roles and the client id are read. Default {@link DEFAULT_READERS}. */
+  readonly readers?: ClaimReaders
+  /**
+   * Client ids whose tokens may carry no `aud` at all (Amazon Cognito access tokens); a token
+   * that has an `aud` is still held to `audiences`.
+   */
+  readonly withoutAudience?: ReadonlySet<string>
+  /** Claims that mark this issuer's access tokens, with their exact values (Cognito `token_use`). */
+  readonly accessTokenClaims?: readonly (readonly [name: string, value: string])[]
+  /** Rules of issuers whose tokens are laid out differently (a provider profile's), by exact `iss`. */
+  readonly byIssuer?: ReadonlyMap<string, ClaimRules>
+}
+
+/**
+ * Where an issuer's tokens keep what the gate reads out of them, by claim name. Providers differ:
+ * Auth0 grants API permissions in `permissions`, Okta names the client `cid`, Entra ID puts app
+ * permissions in `roles`, Cognito groups in `cognito:groups`. The provider profiles set this;
+ * an `{ issuer }` entry may set it too.
+ */
+export interface ClaimMapping {
+  /**
+   * Claims whose values are granted scopes, merged: each a space-separated string or an array of
+   * strings. Default: `scope`, or `scp` when there is no `scope`.
+   */
+  readonly scopes?: readonly string[]
+  /**
+   * Claims whose values (arrays or space-separated strings) are the issuer-wide roles, merged into
+   * `auth.roles.realm` (what `requireRealmRoles()` checks); `auth.roles.clients` stays empty.
+   * Default: Keycloak's `realm_access.roles` and `resource_access[client].roles`.
+   */
+  readonly roles?: readonly string[]
+  /**
+   * Claims that name the OAuth client, the first present one wins: `auth.clientId`, events and
+   * `allowedClientIds` use it. Default `azp`, then `client_id`.
+   */
+  readonly clientId?: readonly string[]
+}
+
+/** The read-outs of one issuer, picked once when the gate is built, never per request. */
+export interface ClaimReaders {
+  readonly scopes: (claims: TokenClaims) => readonly string[]
+  readonly roles: (claims: TokenClaims) => TokenRoles
+  readonly clientId: (claims: Readonly<Record<string, unknown>>) => string | undefined
 }
 
 const ACCESS_TOKEN_MEDIA_TYPES = new Set(['at+jwt', 'application/at+jwt'])
@@ -76,7 +119,17 @@ export function checkClaims(
     if (!isNumericDate(iat)) throw refuse('malformed_claim', { claim: 'iat' })
     if (iat > now + tolerance) throw refuse('issued_in_future', { iat })
   }
-  if (!hasAudience(claims.aud, rules.audiences)) {
+  if (claims.aud === undefined && rules.withoutAudience !== undefined) {
+    // Cognito access tokens carry no `aud`: the client they were issued to stands in for it.
+    const clientId = (rules.readers ?? DEFAULT_READERS).clientId(claims)
+    if (clientId === undefined || !rules.withoutAudience.has(clientId)) {
+      throw refuse('client', {
+        aud: undefined,
+        clientId: clientId?.slice(0, 128),
+        expected: [...rules.withoutAudience],
+      })
+    }
+  } else if (!hasAudience(claims.aud, rules.audiences)) {
     // The one claim value shown to operators (in `detail`, never in the response): a verified
     // token sent to the wrong service is the most common misconfiguration, and its `aud` says why.
     throw refuse('audience', {
@@ -102,14 +155,26 @@ export function checkClaims(
     rules.confirmationChecked === true,
   )
   if (typeProblem !== undefined) throw refuse(typeProblem)
+  if (rules.accessTokenClaims !== undefined) {
+    for (const [name, value] of rules.accessTokenClaims) {
+      if (claims[name] !== value) {
+        const found = claims[name]
+        throw refuse('token_type', {
+          claim: name,
+          expected: value,
+          found: typeof found === 'string' ? found.slice(0, 64) : typeof found,
+        })
+      }
+    }
+  }
   for (const name of rules.requiredClaims) {
     if (isMissing(claims[name])) throw refuse('missing_claim', { claim: name })
   }
   if (rules.allowedClientIds !== undefined) {
-    const clientId = claims.azp !== undefined ? claims.azp : claims.client_id
-    if (typeof clientId !== 'string' || !rules.allowedClientIds.has(clientId)) {
+    const clientId = (rules.readers ?? DEFAULT_READERS).clientId(claims)
+    if (clientId === undefined || !rules.allowedClientIds.has(clientId)) {
       throw refuse('client', {
-        clientId: typeof clientId === 'string' ? clientId.slice(0, 128) : undefined,
+        clientId: clientId?.slice(0, 128),
       })
     }
   }
@@ -260,4 +325,58 @@ export function readRoles(claims: TokenClaims): TokenRoles {
     }
   }
   return Object.freeze({ realm, clients: Object.freeze(clients) })
+}
+
+/** The OAuth client: `azp` (OpenID Connect Core §2), else `client_id` (RFC 9068 §2.2). */
+export function readClientId(claims: Readonly<Record<string, unknown>>): string | undefined {
+  const azp = claims.azp
+  if (typeof azp === 'string' && azp !== '') return azp
+  const clientId = claims.client_id
+  return typeof clientId === 'string' && clientId !== '' ? clientId : undefined
+}
+
+/** Keycloak's and RFC 9068's layout: what a gate reads unless an issuer names other claims. */
+export const DEFAULT_READERS: ClaimReaders = Object.freeze({
+  scopes: readScopes,
+  roles: readRoles,
+  clientId: readClientId,
+})
+
+const NO_CLIENT_ROLES: Readonly<Record<string, readonly string[]>> = Object.freeze(
+  Object.create(null),
+)
+
+/** Every string of the named claims, in order, without repeats. */
+function mergedList(claims: TokenClaims, names: readonly string[]): readonly string[] {
+  if (names.length === 1) return stringList(claims[names[0] as string])
+  const merged = new Set<string>()
+  for (const name of names) for (const item of stringList(claims[name])) merged.add(item)
+  return merged.size === 0 ? NO_STRINGS : Object.freeze([...merged])
+}
+
+/**
+ * The read-outs for a mapping: each one the default unless the mapping names its claims, so a
+ * gate whose issuers use the defaults runs exactly the code it ran before mappings existed.
+ */
+export function createClaimReaders(mapping: ClaimMapping | undefined): ClaimReaders {
+  if (mapping === undefined) return DEFAULT_READERS
+  const { scopes, roles, clientId } = mapping
+  return Object.freeze({
+    scopes: scopes === undefined ? readScopes : (claims: TokenClaims) => mergedList(claims, scopes),
+    roles:
+      roles === undefined
+        ? readRoles
+        : (claims: TokenClaims) =>
+            Object.freeze({ realm: mergedList(claims, roles), clients: NO_CLIENT_ROLES }),
+    clientId:
+      clientId === undefined
+        ? readClientId
+        : (claims: Readonly<Record<string, unknown>>) => {
+            for (const name of clientId) {
+              const value = claims[name]
+              if (typeof value === 'string' && value !== '') return value
+            }
+            return undefined
+          },
+  })
 }

@@ -4,6 +4,7 @@
  * @module
  */
 import { describeValue } from '../validate.js'
+import type { ClaimMapping } from './claims.js'
 
 /** One trusted issuer. Keys are fetched only from what is configured here, never from a token. */
 export interface IssuerOptions {
@@ -18,6 +19,26 @@ export interface IssuerOptions {
   readonly discovery?: boolean
   /** The Keycloak realm, for tenant-by-realm setups. Read from `…/realms/{realm}` when omitted. */
   readonly realm?: string
+  /**
+   * The audience this issuer's tokens must name, instead of the gate's `audience` (a provider
+   * profile sets it: Auth0's API identifier, Entra's application id). When every issuer has one
+   * (or `withoutAudience`), the gate's `audience` may be left out.
+   */
+  readonly audience?: string | readonly string[]
+  /**
+   * Accept this issuer's tokens that carry no `aud` at all when their client id is one of
+   * `clientIds` (Amazon Cognito access tokens have none). A token that has an `aud` is still held
+   * to the audience. Needs `accessTokenClaims`: without an audience, only such a claim tells an
+   * access token from an ID token issued to the same client.
+   */
+  readonly withoutAudience?: { readonly clientIds: readonly string[] }
+  /**
+   * Claims that mark this issuer's access tokens, with their exact string values (Cognito:
+   * `{ token_use: 'access' }`); a token without them is refused as `token_type`.
+   */
+  readonly accessTokenClaims?: Readonly<Record<string, string>>
+  /** Where this issuer's tokens keep scopes, roles and the client id (see {@link ClaimMapping}). */
+  readonly claims?: ClaimMapping
 }
 
 /** Options of {@link keycloak}. */

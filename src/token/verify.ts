@@ -12,7 +12,7 @@ import { InvalidTokenError, type RefusalReason } from '../errors.js'
 import type { Admission, CheckResult, TokenClaims, TokenHeader } from '../types.js'
 import { type JWSAlgorithm, signatureMatches } from './algorithms.js'
 import { VerdictCache } from './cache.js'
-import { type ClaimRules, checkClaims, readRoles, readScopes } from './claims.js'
+import { type ClaimReaders, type ClaimRules, checkClaims, DEFAULT_READERS } from './claims.js'
 import type { IssuerKeys, PreparedKey } from './jwks.js'
 import { type ParsedJWS, parsePayload, type SplitJWS, splitCompactJWS } from './jws.js'
 
@@ -141,6 +141,17 @@ export function createVerifier(context: VerifierContext): Verifier {
   // the payload is read first, so another issuer's token never makes the gate fetch keys.
   const [onlyIssuer] = context.keys.size === 1 ? context.keys : []
   const expectedIssuers: readonly string[] = Object.freeze([...context.keys.keys()])
+  // Each issuer's rules and read-outs are settled here, once: a request looks them up by the
+  // issuer it already found, and never asks which provider the issuer is.
+  const issuerRules = new Map<string, { rules: ClaimRules; readers: ClaimReaders }>()
+  for (const iss of expectedIssuers) {
+    const own = rules.byIssuer?.get(iss)
+    const merged: ClaimRules =
+      own === undefined
+        ? rules
+        : { ...own, confirmationChecked: rules.confirmationChecked === true }
+    issuerRules.set(iss, { rules: merged, readers: merged.readers ?? DEFAULT_READERS })
+  }
 
   type Claimed = ReturnType<typeof readPayload>
 
@@ -210,8 +221,9 @@ export function createVerifier(context: VerifierContext): Verifier {
     }
     const { payload, iss } = claimedIssuer(prepared)
     const parsed: ParsedJWS = { ...split, payload }
-    const validity = checkClaims(split.header as TokenHeader, payload, rules, Date.now())
-    const verdict = buildVerdict(token, parsed, iss, prepared.issuer.realm)
+    const own = issuerRules.get(iss) as { rules: ClaimRules; readers: ClaimReaders }
+    const validity = checkClaims(split.header as TokenHeader, payload, own.rules, Date.now())
+    const verdict = buildVerdict(token, parsed, iss, prepared.issuer.realm, own.readers)
     // A lone candidate is the key set's own array for that kid, never mutated (a refresh builds new
     // ones): the verdict can depend on it without a new array per miss.
     verdicts?.set(token, verdict, candidates.length === 1 ? candidates : [key], validity, now)
@@ -288,16 +300,12 @@ function buildVerdict(
   parsed: ParsedJWS,
   issuer: string,
   realm: string | undefined,
+  readers: ClaimReaders,
 ): Verdict {
   // Verdicts are shared by every request that presents the same token: nothing may mutate them.
   const header = deepFreeze(parsed.header) as TokenHeader
   const claims = deepFreeze(parsed.payload) as TokenClaims
-  const clientId =
-    typeof claims.azp === 'string'
-      ? claims.azp
-      : typeof claims.client_id === 'string'
-        ? claims.client_id
-        : undefined
+  const clientId = readers.clientId(claims)
   const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
   const admission: Admission = Object.freeze({
     token,
@@ -307,8 +315,8 @@ function buildVerdict(
     realm,
     subject: claims.sub,
     clientId,
-    scopes: readScopes(claims),
-    roles: readRoles(claims),
+    scopes: readers.scopes(claims),
+    roles: readers.roles(claims),
     tenant: undefined,
     plan: undefined,
   })

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { InvalidTokenError, TokenExpiredError } from '../../src/errors.js'
-import { type ClaimRules, checkClaims, readRoles, readScopes } from '../../src/token/claims.js'
+import {
+  type ClaimRules,
+  checkClaims,
+  createClaimReaders,
+  DEFAULT_READERS,
+  readRoles,
+  readScopes,
+} from '../../src/token/claims.js'
 import type { TokenClaims, TokenHeader } from '../../src/types.js'
 
 const NOW_MS = 1_700_000_000_000
@@ -270,5 +277,95 @@ describe('readRoles', () => {
     )
     expect(Object.hasOwn(roles.clients, 'toString')).toBe(false)
     expect(roles.realm).toEqual([])
+  })
+})
+
+describe('createClaimReaders', () => {
+  const token = (extra: Record<string, unknown>) => claims(extra) as unknown as TokenClaims
+
+  it('keeps the default read-outs for what a mapping does not name', () => {
+    const readers = createClaimReaders({ clientId: ['cid'] })
+    expect(readers.scopes).toBe(readScopes)
+    expect(readers.roles).toBe(readRoles)
+    expect(createClaimReaders(undefined)).toBe(DEFAULT_READERS)
+  })
+
+  it('merges scopes from every named claim, strings and arrays, without repeats', () => {
+    const readers = createClaimReaders({ scopes: ['scope', 'permissions'] })
+    expect(
+      readers.scopes(token({ scope: 'openid read:a', permissions: ['read:a', 'write:a', 7] })),
+    ).toEqual(['openid', 'read:a', 'write:a'])
+    expect(createClaimReaders({ scopes: ['scp'] }).scopes(token({ scp: ['a', 'b'] }))).toEqual([
+      'a',
+      'b',
+    ])
+  })
+
+  it('reads flat role claims into roles.realm, and no client roles', () => {
+    const roles = createClaimReaders({ roles: ['cognito:groups'] }).roles(
+      token({ 'cognito:groups': ['admins'], realm_access: { roles: ['ignored'] } }),
+    )
+    expect(roles).toEqual({ realm: ['admins'], clients: {} })
+  })
+
+  it('takes the first named client claim that is a non-empty string', () => {
+    const clientId = createClaimReaders({ clientId: ['azp', 'appid'] }).clientId
+    expect(clientId({ azp: '', appid: 'app-1' })).toBe('app-1')
+    expect(clientId({ azp: 'spa', appid: 'app-1' })).toBe('spa')
+    expect(clientId({ cid: 'x' })).toBeUndefined()
+  })
+})
+
+describe('checkClaims with issuer rules', () => {
+  const reason = (extra: Record<string, unknown>, rules: Partial<ClaimRules>) => {
+    try {
+      checkClaims(HEADER, claims(extra), { ...RULES, ...rules }, NOW_MS)
+    } catch (error) {
+      return {
+        reason: (error as InvalidTokenError).reason,
+        detail: (error as InvalidTokenError).detail,
+      }
+    }
+    return undefined
+  }
+  const cognitoRules: Partial<ClaimRules> = {
+    audiences: new Set(),
+    withoutAudience: new Set(['app-1']),
+    accessTokenClaims: [['token_use', 'access']],
+    readers: createClaimReaders({ clientId: ['client_id'] }),
+  }
+
+  it('accepts a token without aud from a listed client when its access-token claim matches', () => {
+    expect(
+      reason({ aud: undefined, client_id: 'app-1', token_use: 'access' }, cognitoRules),
+    ).toBeUndefined()
+  })
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['an unlisted client', { aud: undefined, client_id: 'app-2', token_use: 'access' }, 'client'],
+    ['no client at all', { aud: undefined, token_use: 'access' }, 'client'],
+    ['token_use id', { aud: undefined, client_id: 'app-1', token_use: 'id' }, 'token_type'],
+    [
+      'a present aud not accepted',
+      { aud: 'app-1', client_id: 'app-1', token_use: 'access' },
+      'audience',
+    ],
+  ])('refuses %s', (_name, extra, expected) => {
+    expect(reason(extra, cognitoRules)?.reason).toBe(expected)
+  })
+
+  it('still refuses a token without aud where no rule accepts one', () => {
+    expect(reason({ aud: undefined, client_id: 'app-1' }, {})?.reason).toBe('audience')
+  })
+
+  it('checks allowedClientIds against the mapped client claim', () => {
+    const okta = { readers: createClaimReaders({ clientId: ['cid'] }) }
+    expect(
+      reason({ cid: 'okta-1' }, { ...okta, allowedClientIds: new Set(['okta-1']) }),
+    ).toBeUndefined()
+    expect(reason({ cid: 'okta-2' }, { ...okta, allowedClientIds: new Set(['okta-1']) })).toEqual({
+      reason: 'client',
+      detail: { clientId: 'okta-2' },
+    })
   })
 })

@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import { createGate, type InvalidTokenError } from '../../src/index.js'
+import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 
 describe('keycloak()', () => {
@@ -98,5 +100,100 @@ describe('keycloak()', () => {
     expect(() => helper({ authUrl: 'https://sso/realms/acme', realm: 'acme' })).toThrow(
       /without \/realms\//,
     )
+  })
+})
+
+describe('issuer entries with their own claim rules', () => {
+  let kit: TestIssuer
+  beforeAll(async () => {
+    kit = await createTestIssuer({ realms: ['acme', 'other'], audience: 'gateway' })
+  })
+  afterAll(() => kit.close())
+
+  it('reads each issuer’s tokens by its own mapping and audience, and Keycloak’s by the defaults', async () => {
+    const gate = createGate({
+      issuers: [
+        ...keycloak({ authUrl: kit.url, realms: ['acme'] }),
+        {
+          issuer: kit.issuer('other'),
+          jwksUri: kit.jwksUri('other'),
+          audience: 'api://orders',
+          claims: { scopes: ['scp'], roles: ['roles'], clientId: ['cid'] },
+        },
+      ],
+      audience: 'gateway',
+    })
+    const check = async (token: string) =>
+      (await gate.check({ headers: { authorization: `Bearer ${token}` } })).auth
+    const keycloakAuth = await check(
+      await kit.mint({ realm_access: { roles: ['admin'] }, scp: ['ignored'] }),
+    )
+    const otherAuth = await check(
+      await kit.mint(
+        {
+          aud: 'api://orders',
+          azp: undefined,
+          cid: 'okta-app',
+          scope: undefined,
+          scp: ['orders:read'],
+          roles: ['admin'],
+        },
+        { realm: 'other' },
+      ),
+    )
+    const crossed = await gate
+      .check({ headers: { authorization: `Bearer ${await kit.mint({ aud: 'api://orders' })}` } })
+      .catch((error: InvalidTokenError) => error.reason)
+    await gate.close()
+    expect(keycloakAuth).toMatchObject({
+      clientId: 'test-client',
+      scopes: ['openid', 'profile', 'email'],
+    })
+    expect(keycloakAuth?.roles.realm).toEqual(['admin'])
+    expect(otherAuth).toMatchObject({ clientId: 'okta-app', scopes: ['orders:read'] })
+    expect(otherAuth?.roles.realm).toEqual(['admin'])
+    // An entry's audience is its own: the Keycloak realm does not accept it.
+    expect(crossed).toBe('audience')
+  })
+
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    [
+      'withoutAudience without accessTokenClaims',
+      { withoutAudience: { clientIds: ['a'] } },
+      /"issuers\[0\]\.withoutAudience" needs accessTokenClaims/,
+    ],
+    [
+      'an empty client list',
+      { withoutAudience: { clientIds: [] }, accessTokenClaims: { token_use: 'access' } },
+      /withoutAudience\.clientIds/,
+    ],
+    [
+      'a non-string access-token claim value',
+      { accessTokenClaims: { token_use: true } },
+      /"issuers\[0\]\.accessTokenClaims" must be an object of claim names/,
+    ],
+    [
+      'an empty scopes list',
+      { claims: { scopes: [] } },
+      /"issuers\[0\]\.claims\.scopes" must be a non-empty array of claim names/,
+    ],
+    ['an unknown mapping key', { claims: { tenant: ['tid'] } }, /issuers\[0\]\.claims/],
+  ])('refuses %s at construction', (_name, extra, message) => {
+    expect(() =>
+      createGate({
+        issuers: [
+          { issuer: 'https://idp.example/', jwksUri: 'https://idp.example/keys', ...extra },
+        ],
+        audience: 'api',
+      }),
+    ).toThrow(message)
+  })
+
+  it('still requires the gate audience when an issuer names none', () => {
+    expect(() =>
+      createGate({
+        issuers: [{ issuer: 'https://idp.example/', jwksUri: 'https://idp.example/keys' }],
+      }),
+    ).toThrow(/"?audience"? must be a non-empty string or array of strings/)
   })
 })
