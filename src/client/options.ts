@@ -180,7 +180,19 @@ const OPTION_KEYS = [
   'fetch',
   'clock',
 ]
-const ISSUER_KEYS = ['issuer', 'jwksUri', 'discovery', 'realm']
+// An issuer entry as keycloak() and the provider profiles (auth0(), okta(), entra(), cognito())
+// build it for the gate: the client uses its issuer and discovery; the gate's rules for its
+// access tokens (audience, claims…) are the resource server's business, not the client's.
+const ISSUER_KEYS = [
+  'issuer',
+  'jwksUri',
+  'discovery',
+  'realm',
+  'audience',
+  'withoutAudience',
+  'accessTokenClaims',
+  'claims',
+]
 const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
 
 /**
@@ -274,7 +286,7 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
   let entry: unknown = options.issuer
   if (Array.isArray(entry)) {
     if (entry.length !== 1) {
-      fail('issuer', 'must name exactly one issuer (keycloak() with one realm)', entry)
+      fail('issuer', 'must name exactly one issuer (keycloak() with one realm, a profile with one tenant)', entry)
     }
     entry = entry[0]
   }
@@ -287,7 +299,7 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
     issuer = value['issuer']
     discovery = discovery || boolean(value['discovery'], 'issuer.discovery', false)
   } else {
-    fail('issuer', 'must be an issuer URL or keycloak({ authUrl, realm })', entry)
+    fail('issuer', 'must be an issuer URL, keycloak({ authUrl, realm }) or a provider profile (auth0(), okta(), entra(), cognito())', entry)
   }
   urlOption(issuer, 'issuer', allowInsecureHttp)
   const tokenEndpoint = options.tokenEndpoint

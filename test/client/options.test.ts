@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 
 import { createTokenSource, fromEnv, type TokenSourceOptions } from '../../src/client/index.js'
 import { normalizeTokenSourceOptions } from '../../src/client/options.js'
-import { keycloak } from '../../src/index.js'
+import { auth0, cognito, entra, keycloak, okta } from '../../src/index.js'
 
 const SECRET = 'a-secret-that-must-not-appear-in-any-message'
 const base = {
@@ -176,6 +176,31 @@ describe('createTokenSource(options)', () => {
   it('does not read the environment at construction', () => {
     expect(messageOf({ ...base, clientSecret: fromEnv('TOLLGATE_TEST_NEVER_SET') })).toBe(
       'no error',
+    )
+  })
+})
+
+describe('createTokenSource with a provider profile', () => {
+  it.each([
+    ['auth0()', auth0({ domain: 'tenant.example.com', audience: 'https://api.example.com' })],
+    ['okta()', okta({ domain: 'org.example.com' })],
+    ['entra()', entra({ tenant: '72f988bf-86f1-41af-91ab-2d7cd011db47', audience: 'api://app' })],
+    [
+      'cognito()',
+      cognito({ region: 'eu-west-1', userPoolId: 'eu-west-1_AbC123', clientIds: ['c1'] }),
+    ],
+  ])('takes the issuer %s builds, with discovery', (_name, issuer) => {
+    const source = createTokenSource({ ...base, issuer, discovery: true })
+    source.close()
+  })
+
+  it('refuses a profile of several tenants: one issuer per token source', () => {
+    const issuer = entra({
+      tenants: ['72f988bf-86f1-41af-91ab-2d7cd011db47', '0a6f8e2c-1111-4c3a-9d2e-3b4a5c6d7e8f'],
+      audience: 'api://app',
+    })
+    expect(messageOf({ ...base, issuer, discovery: true })).toContain(
+      '"issuer" must name exactly one issuer',
     )
   })
 })

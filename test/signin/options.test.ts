@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 
+import { auth0, okta } from '../../src/index.js'
 import { createSignIn, fromEnv, keycloak, type SignInOptions } from '../../src/signin/index.js'
 import { normalizeSignInOptions } from '../../src/signin/options.js'
 
@@ -36,6 +37,15 @@ describe('createSignIn options', () => {
       'https://office.example.com/auth/callback',
     )
     expect(createSignIn({ ...base, issuer: { issuer, discovery: true } }).redirectUri).toBe(
+      'https://office.example.com/auth/callback',
+    )
+  })
+
+  it.each([
+    ['auth0()', auth0({ domain: 'tenant.example.com', audience: 'https://api.example.com' })],
+    ['okta()', okta({ domain: 'org.example.com' })],
+  ])('takes the issuer %s builds, with discovery', (_name, issuer) => {
+    expect(createSignIn({ ...base, issuer, discovery: true }).redirectUri).toBe(
       'https://office.example.com/auth/callback',
     )
   })
