@@ -2,9 +2,19 @@
  * The documentation's code samples: every ```ts block of README.md and docs/**\/*.md, each
  * type-checked as a module of its own with the project's compiler options and the package's public
  * names (`tollgate/*`, mapped to the source as tsconfig.json maps them). A block whose info string
- * says `ts fragment` is shown as a fragment on purpose and is not compiled.
+ * says `ts fragment` is shown as a fragment on purpose and is not compiled; `ts run` marks a
+ * complete program that runs on loopback (tsx, as a user would run it).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { type ChildProcess, spawn } from 'node:child_process'
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 
@@ -20,6 +30,10 @@ export interface DocSample {
   readonly code: string
   /** Marked ```ts fragment: shown, not compiled. */
   readonly fragment: boolean
+  /** Marked ```ts run: a complete program that runs against loopback servers. */
+  readonly run: boolean
+  /** The nearest heading above the block, without its `#`s. */
+  readonly heading: string
 }
 
 /** README.md and every Markdown file under docs/, in a stable order. */
@@ -46,17 +60,23 @@ export function documentationFiles(): string[] {
 export function extractSamples(file: string, text: string): DocSample[] {
   const samples: DocSample[] = []
   const lines = text.split('\n')
+  let heading = ''
   for (let i = 0; i < lines.length; i++) {
+    const title = /^#+ (.*)$/.exec(lines[i] ?? '')
+    if (title) heading = title[1] ?? ''
     const open = /^```(ts|typescript)(?:\s+(.*))?$/.exec(lines[i] ?? '')
     if (!open) continue
     const start = i + 1
     let end = start
     while (end < lines.length && lines[end] !== '```') end++
+    const words = (open[2] ?? '').split(/\s+/)
     samples.push({
       file,
       line: start + 1,
       code: `${lines.slice(start, end).join('\n')}\n`,
-      fragment: (open[2] ?? '').split(/\s+/).includes('fragment'),
+      fragment: words.includes('fragment'),
+      run: words.includes('run'),
+      heading,
     })
     i = end
   }
@@ -75,12 +95,16 @@ export function allSamples(): DocSample[] {
  * `docs/gateway.md:42:7 TS2304 Cannot find name 'app'.`, pointing into the Markdown file.
  */
 export function typeCheckSamples(samples: readonly DocSample[]): string[] {
-  const parsed = ts.getParsedCommandLineOfConfigFile(join(ROOT, 'tsconfig.json'), {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
+      },
     },
-  })
+  )
   if (!parsed) throw new Error('tsconfig.json could not be read')
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-doc-samples-'))
   try {
@@ -116,5 +140,53 @@ export function typeCheckSamples(samples: readonly DocSample[]): string[] {
     })
   } finally {
     rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** A sample started as a program: its output so far, and a way to stop it. */
+export interface RunningSample {
+  readonly child: ChildProcess
+  /** Resolves with the exit code (`null` when a signal ended it) once the program ended. */
+  readonly exited: Promise<number | null>
+  output(): string
+  /** SIGTERM, then waits for the exit; removes the temporary directory. */
+  stop(): Promise<void>
+}
+
+/**
+ * Runs a sample with tsx as its own ES module, as a user would run it with the package installed
+ * (the `tollgate/*` names resolve through tsconfig.json's paths), with `env` added to the
+ * environment.
+ */
+export function startSample(sample: DocSample, env: Record<string, string> = {}): RunningSample {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-doc-run-'))
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
+  const path = join(dir, 'sample.ts')
+  writeFileSync(path, sample.code)
+  const child = spawn(
+    join(ROOT, 'node_modules/.bin/tsx'),
+    ['--tsconfig', join(ROOT, 'tsconfig.json'), path],
+    { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let output = ''
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolveExit) => {
+    child.on('exit', (code) => resolveExit(code))
+  })
+  return {
+    child,
+    exited,
+    output: () => output,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      await exited
+      rmSync(dir, { recursive: true, force: true })
+    },
   }
 }
