@@ -707,9 +707,9 @@ describe('createTenantLimiter (Redis store)', () => {
   })
 })
 
-describe('the limiter with the ioredis client settings the README recommends', () => {
-  it('are the settings the README shows', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+describe('the limiter with the ioredis client settings the documentation recommends', () => {
+  it('are the settings docs/operating.md shows', () => {
+    const readme = readFileSync(new URL('../../docs/operating.md', import.meta.url), 'utf8')
     const block = /const redis = new Redis\(process\.env\.REDIS_URL!, \{\n([\s\S]*?)\n\}\)/.exec(
       readme.slice(readme.indexOf('**Redis in production**')),
     )?.[1]

@@ -1,5 +1,5 @@
 /**
- * The README's development provider sample is `samples/dev-provider.ts` word for word: `tsc`
+ * The development provider sample of docs/testing.md is `samples/dev-provider.ts` word for word: `tsc`
  * type-checks that file with the rest of the tests, and this test runs it as a user would (tsx,
  * the package's public names) and checks what it prints.
  */
@@ -11,9 +11,9 @@ import { describe, expect, it } from 'vitest'
 
 const SAMPLE = 'test/testing/samples/dev-provider.ts'
 
-describe('README: the development provider sample', () => {
+describe('docs/testing.md: the development provider sample', () => {
   it('is the sample file, word for word', () => {
-    const readme = readFileSync('README.md', 'utf8')
+    const readme = readFileSync('docs/testing.md', 'utf8')
     const start = readme.indexOf(`<!-- sample: ${SAMPLE} `)
     expect(start).toBeGreaterThan(-1)
     const block = /```ts\n([\s\S]*?)```/.exec(readme.slice(start))?.[1]
