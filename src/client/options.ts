@@ -286,7 +286,11 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
   let entry: unknown = options.issuer
   if (Array.isArray(entry)) {
     if (entry.length !== 1) {
-      fail('issuer', 'must name exactly one issuer (keycloak() with one realm, a profile with one tenant)', entry)
+      fail(
+        'issuer',
+        'must name exactly one issuer (keycloak() with one realm, a profile with one tenant)',
+        entry,
+      )
     }
     entry = entry[0]
   }
@@ -299,7 +303,11 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
     issuer = value['issuer']
     discovery = discovery || boolean(value['discovery'], 'issuer.discovery', false)
   } else {
-    fail('issuer', 'must be an issuer URL, keycloak({ authUrl, realm }) or a provider profile (auth0(), okta(), entra(), cognito())', entry)
+    fail(
+      'issuer',
+      'must be an issuer URL, keycloak({ authUrl, realm }) or a provider profile (auth0(), okta(), entra(), cognito())',
+      entry,
+    )
   }
   urlOption(issuer, 'issuer', allowInsecureHttp)
   const tokenEndpoint = options.tokenEndpoint
