@@ -20,6 +20,7 @@ import {
   ALL_SIGNIN_APPS,
   APP_ORIGIN,
   cookiesOf,
+  SIGNIN_APPS,
   SIGNIN_CLIENT,
   signInOptions,
   signInWith,
@@ -165,6 +166,21 @@ describe('sign-in through Fastify, Hono and Fetch', () => {
         expect({ name, label, ...answer }).toEqual({ name, ...express[index]?.[1], label })
       }
     }
+  })
+})
+
+describe.each(SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
+  it('clears the cookie of a session that ended on the application’s own error answer too', async () => {
+    const app = createApp(signInOptions(provider))
+    const { cookie } = await signInWith(app, provider, 'ivan')
+    await request(app).post('/auth/logout').set('Cookie', cookie)
+    // accessToken() rejects (no session): the app renders the error itself.
+    const res = await request(app).get('/token/office').set('Cookie', cookie)
+    expect(res.status).toBe(401)
+    expect(res.body).toEqual({ code: 'ERR_SIGNIN_REQUIRED' })
+    expect(res.headers['set-cookie']).toEqual([
+      `${SESSION}=; Path=/; HttpOnly; SameSite=Lax; Secure; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT`,
+    ])
   })
 })
 
