@@ -144,12 +144,15 @@ function withHeaders(
  * ```ts
  * const auth = signIn({ issuer, clientId: 'office-web', clientSecret: fromEnv('OFFICE_WEB_SECRET'),
  *   baseUrl: 'https://office.example.com', keys: fromEnv('SIGNIN_KEYS'), products: { office: { resource } } })
- * // Bun.serve / Deno.serve / a Workers fetch handler: sign-in routes, then the app
+ * // Bun.serve / Deno.serve / a Workers fetch handler: the sign-in routes, then the app's
  * export default {
- *   fetch: auth.withSignIn(async (request, signin) => {
- *     if (signin.user === undefined) return Response.redirect(new URL(signin.loginPath('/'), request.url))
- *     return Response.json({ office: await signin.accessToken('office') !== undefined })
- *   }),
+ *   fetch: auth.withSignIn(
+ *     async (_request, signin) => {
+ *       const token = await signin.accessToken('office')
+ *       return Response.json(await callOffice(token))
+ *     },
+ *     { requireUser: true },
+ *   ),
  * }
  * ```
  * @throws TypeError at creation when `options` are invalid.

@@ -11,6 +11,7 @@ import { Hono } from 'hono'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import * as fastifyAdapter from '../../adapters/fastify/index.js'
 import * as fetchAdapter from '../../adapters/fetch/index.js'
 import * as honoAdapter from '../../adapters/hono/index.js'
 import type { SignInEvent } from '../../src/signin/index.js'
@@ -181,6 +182,16 @@ describe.each(SIGNIN_APPS)('%s sign-in', (_name, createApp) => {
     expect(res.headers['set-cookie']).toEqual([
       `${SESSION}=; Path=/; HttpOnly; SameSite=Lax; Secure; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT`,
     ])
+  })
+})
+
+describe.each([
+  ['tollgate/fastify', fastifyAdapter.signIn],
+  ['tollgate/hono', honoAdapter.signIn],
+  ['tollgate/fetch', fetchAdapter.signIn],
+] as const)('%s signIn()', (_name, create) => {
+  it('refuses invalid options when it is created, naming the option', () => {
+    expect(() => create({ ...signInOptions(provider), baseUrl: 'not a url' })).toThrow(/baseUrl/)
   })
 })
 
