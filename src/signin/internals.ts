@@ -38,7 +38,10 @@ export interface SignedInUser {
   readonly claims: Readonly<Record<string, unknown>>
 }
 
-/** What a handler sees: `req.signin` (Express), `ctx.state.signin` (Koa). */
+/**
+ * What a handler sees: `req.signin` (Express), `ctx.state.signin` (Koa), `request.signin`
+ * (Fastify), `c.var.signin` (Hono), the handler's second argument (`withSignIn()`, Fetch).
+ */
 export interface SignInContext {
   /** The user, or `undefined` when the request carries no live session. */
   readonly user: SignedInUser | undefined

@@ -3,7 +3,8 @@
  * Connect), framework-neutral. It answers the login, callback and logout routes, loads the
  * session of every other request, and hands handlers the user's access tokens, refreshed before
  * they expire, one refresh per session however many requests, tabs or instances ask at once.
- * `tollgate/express` and `tollgate/koa` translate requests and responses, nothing more.
+ * `tollgate/express`, `tollgate/koa`, `tollgate/fastify`, `tollgate/hono` and `tollgate/fetch`
+ * translate requests and responses, nothing more.
  *
  * Each route is a function of its own (`login.ts`, `callback.ts`, `logout.ts`,
  * `backchannel.ts`, `session-context.ts`, `require-user.ts`) taking the parts it shares with the
