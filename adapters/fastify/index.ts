@@ -176,3 +176,5 @@ export function tollgate(options: GateOptions): TollgatePlugin {
 }
 
 export * from '../core-exports.js'
+export type { SignInHook, SignInPlugin } from './signin.js'
+export { signIn } from './signin.js'

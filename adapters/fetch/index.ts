@@ -186,3 +186,12 @@ export function tollgate(options: GateOptions): FetchTollgate {
 }
 
 export * from '../core-exports.js'
+export type {
+  FetchSignIn,
+  SignedIn,
+  SignInAnswered,
+  SignInHandleOptions,
+  SignInHandler,
+  WithSignInOptions,
+} from './signin.js'
+export { signIn } from './signin.js'

@@ -126,3 +126,5 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
 }
 
 export * from '../core-exports.js'
+export type { SignInEnv, SignInMiddleware } from './signin.js'
+export { signIn } from './signin.js'

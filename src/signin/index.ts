@@ -2,8 +2,9 @@
  * `tollgate/signin`: sign-in for product backends, framework-neutral (the spec's Authorization
  * Code flow with PKCE): login, callback and logout routes, server-side sessions whose tokens are
  * encrypted at rest under a rotating key ring, access tokens per product refreshed before they
- * expire, once per session across instances. `signIn()` in `tollgate/express` and `tollgate/koa`
- * makes it middleware. Protocol work is openid-client's.
+ * expire, once per session across instances. `signIn()` in `tollgate/express`, `tollgate/koa`,
+ * `tollgate/fastify`, `tollgate/hono` and `tollgate/fetch` makes it middleware (a plugin, a
+ * `Request` → `Response` wrapper). Protocol work is openid-client's.
  *
  * @module
  */

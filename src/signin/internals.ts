@@ -1,7 +1,7 @@
 /**
- * The shapes sign-in's routes share: the request and response the adapters translate, and what
- * the back-channel logout route needs from the core. Kept apart from `signin.ts` so that the
- * routes import it and not each other.
+ * The shapes sign-in's routes share: the request and response the adapters translate, the
+ * context a handler sees, and what the back-channel logout route needs from the core. Kept apart
+ * from `signin.ts` so that the routes import it and not each other.
  *
  * @module
  */
@@ -27,6 +27,50 @@ export interface SignInResponse {
   readonly headers: Readonly<Record<string, string | readonly string[]>>
   readonly body: string
 }
+
+/** The signed-in user, from the ID token (profile claims only). */
+export interface SignedInUser {
+  readonly issuer: string
+  readonly subject: string
+  /** The provider's session id (`sid`), when it sends one. */
+  readonly sid: string | undefined
+  /** Profile claims: `name`, `email`, `preferred_username`… */
+  readonly claims: Readonly<Record<string, unknown>>
+}
+
+/**
+ * What a handler sees: `req.signin` (Express), `ctx.state.signin` (Koa), `request.signin`
+ * (Fastify), `c.var.signin` (Hono), the handler's second argument (`withSignIn()`, Fetch).
+ */
+export interface SignInContext {
+  /** The user, or `undefined` when the request carries no live session. */
+  readonly user: SignedInUser | undefined
+  /**
+   * The user's access token for `product` (a name from the `products` option; default: the
+   * first product, or the sign-in's own token when there are none). Answered from the session
+   * while it has more than `refresh.beforeExpirySeconds` left; refreshed otherwise, once per
+   * session across every instance sharing the store.
+   *
+   * @throws SignInError `ERR_SIGNIN_REQUIRED` (401) when there is no session or it ended (the
+   * refresh token was refused: `invalid_grant`); `ERR_CLIENT_REFUSED` (500) when the token
+   * endpoint refused this client (a configuration error; the session stays);
+   * `ERR_SIGNIN_UNAVAILABLE` (503) when the provider or the store cannot be reached.
+   * @throws TypeError when `product` is not one of the `products`.
+   */
+  accessToken(product?: string): Promise<string>
+  /** The login route with `returnTo` (same-origin paths only; anything else becomes `/`). */
+  loginPath(returnTo?: string): string
+}
+
+/** What `SignIn.handle` decided. */
+export type SignInOutcome =
+  | { readonly response: SignInResponse; readonly context?: undefined }
+  | {
+      readonly response?: undefined
+      readonly context: SignInContext
+      /** Headers to add to the application's response (a `Set-Cookie` clearing a dead session). */
+      readonly headers: Readonly<Record<string, readonly string[]>>
+    }
 
 /** Ends sessions of a user or of a provider session; back-channel logout's part of the core. */
 export interface SessionEnder {

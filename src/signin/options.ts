@@ -70,7 +70,7 @@ export interface SessionRefreshOptions {
   readonly lockMs?: number
 }
 
-/** Options of `createSignIn()` (and of `signIn()` in `tollgate/express` and `tollgate/koa`). */
+/** Options of `createSignIn()` (and of `signIn()` in every adapter: Express, Koa, Fastify, Hono, Fetch). */
 export interface SignInOptions {
   /** The provider: `keycloak({ authUrl, realm })`, or an issuer URL with `discovery: true`. */
   readonly issuer: string | IssuerOptions | readonly IssuerOptions[]

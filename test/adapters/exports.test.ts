@@ -23,9 +23,9 @@ const CORE_GUARDS: unknown[] = GUARD_NAMES.map((name) => (core as Record<string,
 const ADAPTERS: Array<[string, Record<string, unknown>, string[]]> = [
   ['tollgate/express', expressAdapter, ['signIn', 'tollgate']],
   ['tollgate/koa', koaAdapter, ['signIn', 'tollgate']],
-  ['tollgate/fastify', fastifyAdapter, ['tollgate']],
-  ['tollgate/hono', honoAdapter, ['tollgate']],
-  ['tollgate/fetch', fetchAdapter, ['tollgate']],
+  ['tollgate/fastify', fastifyAdapter, ['signIn', 'tollgate']],
+  ['tollgate/hono', honoAdapter, ['signIn', 'tollgate']],
+  ['tollgate/fetch', fetchAdapter, ['signIn', 'tollgate']],
 ]
 
 describe.each(ADAPTERS)('%s exports', (_name, adapter, ownNames) => {

@@ -1,7 +1,8 @@
 /**
- * Sign-in fixtures: the provider with a sign-in client, the options of `createSignIn()`, Express
- * and Koa apps with `signIn()` and a few routes, and `signInWith()`, which walks the whole flow
- * (login route → the provider's authorization endpoint → callback) as a browser would.
+ * Sign-in fixtures: the provider with a sign-in client, the options of `createSignIn()`, Express,
+ * Koa, Fastify, Hono and Fetch apps with `signIn()` and a few routes, and `signInWith()`, which
+ * walks the whole flow (login route → the provider's authorization endpoint → callback) as a
+ * browser would.
  */
 import { randomBytes } from 'node:crypto'
 import type { Server } from 'node:http'
@@ -9,11 +10,17 @@ import { createServer } from 'node:http'
 
 import express5 from 'express'
 import express4 from 'express4'
+import fastify5 from 'fastify'
+import fastify4 from 'fastify4'
+import { Hono } from 'hono'
 import Koa3 from 'koa'
 import Koa2 from 'koa2'
 import request from 'supertest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
+import * as fastifyAdapter from '../../adapters/fastify/index.js'
+import * as fetchAdapter from '../../adapters/fetch/index.js'
+import * as honoAdapter from '../../adapters/hono/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
 import {
   createMemorySessionStore,
@@ -23,6 +30,7 @@ import {
   type SignInOptions,
 } from '../../src/signin/index.js'
 import { claimsOf } from './client-fixtures.js'
+import { fetchListener } from './fetch-server.js'
 import { type RunningProvider, startProvider } from './oidc-provider.js'
 
 export const SIGNIN_CLIENT = 'office-web'
@@ -176,12 +184,105 @@ const koaApp =
     return createServer(app.callback())
   }
 
+/** An error as the test apps render it, whatever the framework: its status and `code`. */
+function appError(error: unknown): { status: number; body: { code: string } } {
+  const { status, code } = error as { status?: number; code?: string }
+  return { status: status ?? 500, body: { code: code ?? 'internal' } }
+}
+
+/** Fastify with `signIn()` registered at the root: the same routes. */
+const fastifyApp =
+  (Fastify: typeof fastify5): SignInAppFactory =>
+  (options) => {
+    let ready: PromiseLike<unknown> = Promise.resolve()
+    const app = Fastify({
+      // Requests wait for the plugins to load: the factories here are synchronous.
+      serverFactory: (handler) =>
+        createServer((req, res) => void ready.then(() => handler(req, res))),
+    })
+    app.setErrorHandler((error, _request, reply) => {
+      const { status, body } = appError(error)
+      return reply.code(status).send(body)
+    })
+    const auth = fastifyAdapter.signIn(options)
+    app.register(auth)
+    app.get('/public', async (request) => ({ signedIn: request.signin?.user !== undefined }))
+    app.get('/me', { preHandler: auth.requireSignIn() }, async (request) => ({
+      subject: request.signin?.user?.subject,
+      claims: request.signin?.user?.claims,
+    }))
+    app.get<{ Params: { product: string } }>('/token/:product', async (request) =>
+      describeToken(await (request.signin as SignInContext).accessToken(request.params.product)),
+    )
+    ready = app.ready()
+    return app.server
+  }
+
+/** Hono with `signIn()`, served as a Fetch host serves it: the same routes. */
+const honoSignInApp: SignInAppFactory = (options) => {
+  const auth = honoAdapter.signIn(options)
+  const app = new Hono()
+  app.onError((error, c) => {
+    const { status, body } = appError(error)
+    return c.json(body, status as 500)
+  })
+  app.use(auth)
+  app.get('/public', (c) => c.json({ signedIn: c.var.signin?.user !== undefined }))
+  app.get('/me', auth.requireSignIn(), (c) =>
+    c.json({ subject: c.var.signin?.user?.subject, claims: c.var.signin?.user?.claims }),
+  )
+  app.get('/token/:product', async (c) =>
+    c.json(
+      describeToken(await (c.var.signin as SignInContext).accessToken(c.req.param('product'))),
+    ),
+  )
+  return createServer(fetchListener(app.fetch))
+}
+
+/**
+ * A plain Fetch handler: `handle()` in front of the app with `withHeaders()` on its answers (its
+ * errors included), and `withSignIn({ requireUser: true })` on the guarded route.
+ */
+const fetchSignInApp: SignInAppFactory = (options) => {
+  const auth = fetchAdapter.signIn(options)
+  const json = (value: unknown, status = 200) =>
+    new Response(JSON.stringify(value), {
+      status,
+      headers: { 'Content-Type': 'application/json; charset=utf-8' },
+    })
+  const me = auth.withSignIn(
+    (_request, signin) => json({ subject: signin.user?.subject, claims: signin.user?.claims }),
+    { requireUser: true },
+  )
+  async function route(request: Request, signin: SignInContext): Promise<Response> {
+    const { pathname } = new URL(request.url)
+    if (pathname === '/public') return json({ signedIn: signin.user !== undefined })
+    const match = /^\/token\/([^/]+)$/.exec(pathname)
+    if (match !== null) return json(describeToken(await signin.accessToken(match[1])))
+    return new Response('Not Found', { status: 404 })
+  }
+  async function handler(request: Request): Promise<Response> {
+    if (new URL(request.url).pathname === '/me') return me(request)
+    const outcome = await auth.handle(request)
+    if (outcome.response !== undefined) return outcome.response
+    const response = await route(request, outcome.context).catch((error: unknown) => {
+      const { status, body } = appError(error)
+      return json(body, status)
+    })
+    return auth.withHeaders(response, outcome.headers)
+  }
+  return createServer(fetchListener(handler))
+}
+
 export const expressSignInApp = expressApp(express5)
 export const koaSignInApp = koaApp(Koa3)
 
 export const SIGNIN_APPS: ReadonlyArray<[string, SignInAppFactory]> = [
   ['express', expressSignInApp],
   ['koa', koaSignInApp],
+  ['fastify', fastifyApp(fastify5)],
+  ['hono', honoSignInApp],
+  ['fetch', fetchSignInApp],
 ]
 
 /** Every framework version the adapters support, for the flow and its refusals. */
@@ -189,6 +290,7 @@ export const ALL_SIGNIN_APPS: ReadonlyArray<[string, SignInAppFactory]> = [
   ...SIGNIN_APPS,
   ['express 4', expressApp(express4 as unknown as typeof express5)],
   ['koa 2', koaApp(Koa2 as unknown as typeof Koa3)],
+  ['fastify 4', fastifyApp(fastify4 as unknown as typeof fastify5)],
 ]
 
 /** `name=value` pairs of a response's Set-Cookie lines, by name. */
