@@ -17,18 +17,26 @@ import { build } from 'esbuild'
 import { READY_PATH, type RuntimeAppConfig } from '../runtimes/app.js'
 import { freePort } from './redis.js'
 
-export type RuntimeName = 'bun' | 'deno' | 'workerd'
-export const RUNTIMES: readonly RuntimeName[] = ['bun', 'deno', 'workerd']
+export type RuntimeName = 'bun' | 'deno' | 'workerd' | 'workerd 2024-09-23'
+export const RUNTIMES: readonly RuntimeName[] = ['bun', 'deno', 'workerd', 'workerd 2024-09-23']
 
-/** The Workers compatibility date the tests pin (docs/runtimes.md names it). */
-export const WORKERD_COMPATIBILITY_DATE = '2026-11-01'
+/**
+ * The Workers compatibility settings the tests pin (docs/runtimes.md names them): a current date,
+ * and the first date of `nodejs_compat` v2 (the `Buffer` and `process` globals), which also needs
+ * `enable_nodejs_perf_hooks_module` (`node:perf_hooks` is missing before 2026 without it).
+ */
+export const WORKERD_COMPATIBILITY: Readonly<
+  Record<'workerd' | 'workerd 2024-09-23', { readonly date: string; readonly flags: string[] }>
+> = {
+  workerd: { date: '2026-11-01', flags: ['nodejs_compat'] },
+  'workerd 2024-09-23': {
+    date: '2024-09-23',
+    flags: ['nodejs_compat', 'enable_nodejs_perf_hooks_module'],
+  },
+}
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const ENTRIES: Record<RuntimeName, string> = {
-  bun: 'bun-server',
-  deno: 'deno-server',
-  workerd: 'workerd-worker',
-}
+const ENTRIES = { bun: 'bun-server', deno: 'deno-server', workerd: 'workerd-worker' } as const
 /** How long a runtime may take to answer its first request (a start, not a measured time). */
 const START_DEADLINE_MS = 20_000
 
@@ -47,13 +55,17 @@ process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL')
 })
 
+function binaryName(name: RuntimeName): 'bun' | 'deno' | 'workerd' {
+  return name.startsWith('workerd') ? 'workerd' : (name as 'bun' | 'deno')
+}
+
 /** The runtime's binary from node_modules/.bin; throws naming the package when it is missing. */
 export function runtimeBinary(name: RuntimeName): string {
-  const binary = join(ROOT, 'node_modules', '.bin', name)
+  const binary = join(ROOT, 'node_modules', '.bin', binaryName(name))
   if (!existsSync(binary)) {
     throw new Error(
       `${binary} is missing. The runtime tests run the Fetch adapter on Bun, Deno and workerd and ` +
-        `are never skipped: run "npm ci" (the "${name}" devDependency installs the binary; its ` +
+        `are never skipped: run "npm ci" (the "${binaryName(name)}" devDependency installs the binary; its ` +
         'install script must be allowed to run).',
     )
   }
@@ -81,7 +93,11 @@ export async function bundleRuntimeApps(directory: string): Promise<void> {
 }
 
 /** A workerd config: the worker on `port`, the JSON config as `CONFIG`, loopback fetches allowed. */
-function workerdConfig(port: number, config: RuntimeAppConfig): string {
+function workerdConfig(
+  port: number,
+  config: RuntimeAppConfig,
+  compatibility: { readonly date: string; readonly flags: readonly string[] },
+): string {
   return `using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
@@ -95,8 +111,8 @@ const config :Workerd.Config = (
 
 const worker :Workerd.Worker = (
   modules = [(name = "worker", esModule = embed "${ENTRIES.workerd}.js")],
-  compatibilityDate = "${WORKERD_COMPATIBILITY_DATE}",
-  compatibilityFlags = ["nodejs_compat"],
+  compatibilityDate = "${compatibility.date}",
+  compatibilityFlags = ${JSON.stringify(compatibility.flags).replaceAll(',', ', ')},
   bindings = [(name = "CONFIG", json = ${JSON.stringify(JSON.stringify(config))})],
   globalOutbound = "loopback",
 );
@@ -127,15 +143,17 @@ function command(
           '--no-config',
           '--no-prompt',
           '--allow-net=127.0.0.1',
-          '--allow-env',
+          // Only the launcher's two variables: tollgate itself reads no environment.
+          '--allow-env=PORT,TOLLGATE_RUNTIME_CONFIG',
           join(directory, `${ENTRIES.deno}.js`),
         ],
         // A cache of its own: proves that nothing cached elsewhere is needed.
         env: { ...env, DENO_DIR: join(directory, 'deno-cache'), DENO_NO_UPDATE_CHECK: '1' },
       }
-    case 'workerd': {
+    case 'workerd':
+    case 'workerd 2024-09-23': {
       const file = join(directory, `workerd-${port}.capnp`)
-      writeFileSync(file, workerdConfig(port, config))
+      writeFileSync(file, workerdConfig(port, config, WORKERD_COMPATIBILITY[name]))
       return { args: ['serve', file], env }
     }
   }
