@@ -1,7 +1,8 @@
 /**
- * The Fetch adapter on other JavaScript runtimes: bundles the runtime app of test/runtimes/ once
- * with esbuild, then starts it on Bun (`Bun.serve`), Deno (`Deno.serve`) or workerd (a module
- * worker with `nodejs_compat`) on a free loopback port, waits until it answers, and stops it.
+ * The Fetch adapter on other JavaScript runtimes: bundles the runtime app of test/runtimes/ and
+ * the samples of docs/runtimes.md once with esbuild, then starts one on Bun (`Bun.serve`), Deno
+ * (`Deno.serve`) or workerd (a module worker with `nodejs_compat`) on a free loopback port, waits
+ * until it answers, and stops it.
  * The binaries come from the `bun`, `deno` and `workerd` devDependencies; a missing one is an
  * error naming what to install, never a skipped test. Nothing is downloaded at run time.
  *
@@ -36,15 +37,15 @@ export const WORKERD_COMPATIBILITY: Readonly<
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const ENTRIES = { bun: 'bun-server', deno: 'deno-server', workerd: 'workerd-worker' } as const
 /** How long a runtime may take to answer its first request (a start, not a measured time). */
 const START_DEADLINE_MS = 20_000
 
-/** A runtime serving the runtime app. */
+/** A runtime serving the runtime app or a sample. */
 export interface RuntimeServer {
   readonly name: RuntimeName
   /** `http://127.0.0.1:<port>` */
   readonly origin: string
+  readonly port: number
   /** What the runtime printed so far (stdout and stderr), for failure messages. */
   output(): string
   stop(): Promise<void>
@@ -72,15 +73,31 @@ export function runtimeBinary(name: RuntimeName): string {
   return binary
 }
 
+/** The runtime app's entry points and the samples of docs/runtimes.md, by runtime family. */
+const ENTRIES = {
+  app: { bun: 'bun-server', deno: 'deno-server', workerd: 'workerd-worker' },
+  sample: { bun: 'samples/bun', deno: 'samples/deno', workerd: 'samples/worker' },
+} as const
+
+/** The samples of docs/runtimes.md, as files under test/runtimes/samples/. */
+export const SAMPLE_FILES = {
+  bun: 'test/runtimes/samples/bun.ts',
+  deno: 'test/runtimes/samples/deno.ts',
+  workerd: 'test/runtimes/samples/worker.ts',
+} as const
+
 /**
- * Bundles the three entry points of test/runtimes/ into `directory` (ESM, `node:` built-ins left
- * to the runtime, Workers export conditions first), so no runtime resolves or fetches a package.
+ * Bundles the runtime app's entry points and the samples into `directory` (ESM, `node:` built-ins
+ * left to the runtime, Workers export conditions first, `tollgate/fetch` from the sources), so no
+ * runtime resolves or fetches a package.
  */
 export async function bundleRuntimeApps(directory: string): Promise<void> {
+  const entries = [...Object.values(ENTRIES.app), ...Object.values(ENTRIES.sample)]
   await build({
-    entryPoints: Object.values(ENTRIES).map((entry) =>
-      join(ROOT, 'test', 'runtimes', `${entry}.ts`),
-    ),
+    entryPoints: entries.map((entry) => ({
+      in: join(ROOT, 'test', 'runtimes', `${entry}.ts`),
+      out: entry,
+    })),
     outdir: directory,
     bundle: true,
     format: 'esm',
@@ -88,32 +105,42 @@ export async function bundleRuntimeApps(directory: string): Promise<void> {
     mainFields: ['module', 'main'],
     conditions: ['workerd', 'worker', 'import'],
     external: ['node:*'],
+    alias: { 'tollgate/fetch': join(ROOT, 'adapters', 'fetch', 'index.ts') },
     logLevel: 'warning',
   })
 }
 
-/** A workerd config: the worker on `port`, the JSON config as `CONFIG`, loopback fetches allowed. */
+type Compatibility = { readonly date: string; readonly flags: readonly string[] }
+
+/**
+ * A workerd config: the worker module on `port`, `vars` as text bindings, and loopback fetches
+ * allowed (the default "internet" service reaches public addresses only; the test issuer is on
+ * 127.0.0.1).
+ */
 function workerdConfig(
   port: number,
-  config: RuntimeAppConfig,
-  compatibility: { readonly date: string; readonly flags: readonly string[] },
+  module: string,
+  vars: Readonly<Record<string, string>>,
+  compatibility: Compatibility,
 ): string {
+  const bindings = Object.entries(vars)
+    .map(([name, value]) => `(name = "${name}", text = ${JSON.stringify(value)})`)
+    .join(', ')
   return `using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .worker),
-    # The default "internet" service reaches public addresses only; the test issuer is on loopback.
     (name = "loopback", network = (allow = ["public", "private", "local"])),
   ],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
 );
 
 const worker :Workerd.Worker = (
-  modules = [(name = "worker", esModule = embed "${ENTRIES.workerd}.js")],
+  modules = [(name = "worker", esModule = embed "${module}.js")],
   compatibilityDate = "${compatibility.date}",
   compatibilityFlags = ${JSON.stringify(compatibility.flags).replaceAll(',', ', ')},
-  bindings = [(name = "CONFIG", json = ${JSON.stringify(JSON.stringify(config))})],
+  bindings = [${bindings}],
   globalOutbound = "loopback",
 );
 `
@@ -122,52 +149,58 @@ const worker :Workerd.Worker = (
 function command(
   name: RuntimeName,
   directory: string,
+  entry: 'app' | 'sample',
   port: number,
-  config: RuntimeAppConfig,
-): { args: string[]; env: NodeJS.ProcessEnv } {
-  const env = {
-    ...process.env,
-    PORT: String(port),
-    TOLLGATE_RUNTIME_CONFIG: JSON.stringify(config),
-  }
+  vars: Readonly<Record<string, string>>,
+): string[] {
+  const family = binaryName(name)
+  const module = ENTRIES[entry][family]
   switch (name) {
     case 'bun':
       // --no-install: the bundle imports nothing but built-ins, and nothing may be fetched.
-      return { args: ['--no-install', join(directory, `${ENTRIES.bun}.js`)], env }
+      return ['--no-install', join(directory, `${module}.js`)]
     case 'deno':
-      return {
-        args: [
-          'run',
-          '--no-remote',
-          '--cached-only',
-          '--no-config',
-          '--no-prompt',
-          '--allow-net=127.0.0.1',
-          // Only the launcher's two variables: tollgate itself reads no environment.
-          '--allow-env=PORT,TOLLGATE_RUNTIME_CONFIG',
-          join(directory, `${ENTRIES.deno}.js`),
-        ],
-        // A cache of its own: proves that nothing cached elsewhere is needed.
-        env: { ...env, DENO_DIR: join(directory, 'deno-cache'), DENO_NO_UPDATE_CHECK: '1' },
-      }
+      return [
+        'run',
+        '--no-remote',
+        '--cached-only',
+        '--no-config',
+        '--no-prompt',
+        '--allow-net=127.0.0.1',
+        // Only the launcher's variables: tollgate itself reads no environment.
+        `--allow-env=${Object.keys(vars).join(',')}`,
+        join(directory, `${module}.js`),
+      ]
     case 'workerd':
     case 'workerd 2024-09-23': {
       const file = join(directory, `workerd-${port}.capnp`)
-      writeFileSync(file, workerdConfig(port, config, WORKERD_COMPATIBILITY[name]))
-      return { args: ['serve', file], env }
+      writeFileSync(file, workerdConfig(port, module, vars, WORKERD_COMPATIBILITY[name]))
+      return ['serve', file]
     }
   }
 }
 
-/** Starts `name` serving the runtime app bundled in `directory`; resolves once it answers. */
-export async function startRuntime(
+/**
+ * Starts `name` on a free loopback port serving the `entry` bundled in `directory`, with `vars`
+ * (environment variables; text bindings on workerd) plus `PORT`; resolves once it answers HTTP.
+ */
+async function launch(
   name: RuntimeName,
   directory: string,
-  config: RuntimeAppConfig,
+  entry: 'app' | 'sample',
+  variables: Readonly<Record<string, string>>,
 ): Promise<RuntimeServer> {
   const binary = runtimeBinary(name)
   const port = await freePort()
-  const { args, env } = command(name, directory, port, config)
+  const vars = { ...variables, PORT: String(port) }
+  const args = command(name, directory, entry, port, vars)
+  const env = {
+    ...process.env,
+    ...vars,
+    // A cache of its own: proves that nothing Deno cached elsewhere is needed.
+    DENO_DIR: join(directory, 'deno-cache'),
+    DENO_NO_UPDATE_CHECK: '1',
+  }
   const child = spawn(binary, args, { cwd: directory, env, stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)
   let output = ''
@@ -182,6 +215,7 @@ export async function startRuntime(
   const server: RuntimeServer = {
     name,
     origin,
+    port,
     output: () => output,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
@@ -195,8 +229,9 @@ export async function startRuntime(
       throw new Error(`${name} exited before answering (${binary} ${args.join(' ')}):\n${output}`)
     }
     try {
-      const res = await fetch(`${origin}${READY_PATH}`)
-      if (res.ok) return server
+      // Any answer will do: the server is listening.
+      await (await fetch(`${origin}${READY_PATH}`)).arrayBuffer()
+      return server
     } catch {
       // Not listening yet.
     }
@@ -206,6 +241,24 @@ export async function startRuntime(
     }
     await new Promise((done) => setTimeout(done, 50))
   }
+}
+
+/** Starts `name` serving the runtime app (test/runtimes/app.ts) with `config`. */
+export function startRuntime(
+  name: RuntimeName,
+  directory: string,
+  config: RuntimeAppConfig,
+): Promise<RuntimeServer> {
+  return launch(name, directory, 'app', { TOLLGATE_RUNTIME_CONFIG: JSON.stringify(config) })
+}
+
+/** Starts the sample of docs/runtimes.md for `name`, its issuer at `keycloakUrl`. */
+export function startSample(
+  name: RuntimeName,
+  directory: string,
+  keycloakUrl: string,
+): Promise<RuntimeServer> {
+  return launch(name, directory, 'sample', { KEYCLOAK_URL: keycloakUrl })
 }
 
 /** A fresh directory holding the bundles; `remove()` when done. */

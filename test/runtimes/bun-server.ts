@@ -6,16 +6,6 @@
  */
 import { type RuntimeAppConfig, runtimeApp } from './app.js'
 
-// Only what this file uses of Bun's globals (bun-types is not a dependency).
-declare const Bun: {
-  readonly env: Record<string, string | undefined>
-  serve(options: {
-    hostname: string
-    port: number
-    fetch: (request: Request) => Promise<Response>
-  }): { readonly port: number }
-}
-
 const config = JSON.parse(Bun.env['TOLLGATE_RUNTIME_CONFIG'] ?? '') as RuntimeAppConfig
 const server = Bun.serve({
   hostname: '127.0.0.1',

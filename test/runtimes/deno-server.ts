@@ -6,15 +6,6 @@
  */
 import { type RuntimeAppConfig, runtimeApp } from './app.js'
 
-// Only what this file uses of Deno's globals (Deno's types are not a dependency).
-declare const Deno: {
-  readonly env: { get(name: string): string | undefined }
-  serve(
-    options: { hostname: string; port: number; onListen(address: { port: number }): void },
-    handler: (request: Request) => Promise<Response>,
-  ): unknown
-}
-
 const config = JSON.parse(Deno.env.get('TOLLGATE_RUNTIME_CONFIG') ?? '') as RuntimeAppConfig
 Deno.serve(
   {

@@ -283,7 +283,7 @@ describe.each(RUNTIMES)('the Fetch adapter on %s', (runtime) => {
   beforeAll(async () => {
     const config: RuntimeAppConfig = { gates }
     server = await startRuntime(runtime, bundles.directory, config)
-    runtimePort = Number(new URL(server.origin).port)
+    runtimePort = server.port
     for (const [name, gate] of Object.entries(gates) as [keyof typeof gates, RuntimeGateConfig][]) {
       const app = createFetchApp({
         ...gate.options,
