@@ -5,6 +5,7 @@ import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import {
   RUNTIMES,
   type RuntimeServer,
+  runtimeBinary,
   runtimeBundles,
   SAMPLE_FILES,
   startSample,
@@ -50,5 +51,19 @@ describe.each(RUNTIMES)('the docs/runtimes.md sample on %s', (runtime) => {
     const admitted = await fetch(invoices, { headers: { Authorization: `Bearer ${scoped}` } })
     expect(admitted.status, server.output()).toBe(200)
     expect(await admitted.json()).toEqual({ subject: 'alice' })
+  })
+})
+
+describe('a runtime binary missing from node_modules', () => {
+  it('fails naming the package to install, instead of skipping', () => {
+    for (const [runtime, binary] of [
+      ['bun', 'bun'],
+      ['deno', 'deno'],
+      ['workerd 2024-09-23', 'workerd'],
+    ] as const) {
+      expect(() => runtimeBinary(runtime, '/nonexistent')).toThrow(
+        `run "npm ci" (the "${binary}" devDependency installs the binary`,
+      )
+    }
   })
 })
