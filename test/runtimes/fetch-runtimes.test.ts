@@ -33,10 +33,10 @@ const HOST_FIELDS = new Set([
 ])
 
 /**
- * The answer with the host's own fields dropped and names sorted. The seconds left in a window
- * (`t=` of RateLimit, Retry-After) count from each server's own first request, so they are
- * checked to be whole seconds and then compared as `<s>`: the two servers are asked at different
- * instants and no test may depend on how fast the machine is.
+ * The answer with the host's own fields dropped and names sorted. The seconds of `t=` in
+ * RateLimit and of Retry-After count from each server's own state (its first request, its last
+ * attempt to fetch keys), so they are checked to be whole seconds and then compared as `<s>`: the
+ * two servers are asked at different instants and no test may depend on how fast the machine is.
  */
 function normalized(answer: RawAnswer) {
   const headers = answer.headers
