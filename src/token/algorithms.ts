@@ -60,6 +60,27 @@ export interface PreparedVerifier {
     | { key: KeyObject; padding?: number; saltLength?: number; dsaEncoding?: 'ieee-p1363' }
   /** Exact signature length the algorithm and key imply, or 0 when not fixed. */
   readonly signatureBytes: number
+  /** ECDSA: the JWS signature is r||s and is handed to `crypto.verify` as DER. */
+  readonly ecdsa?: boolean
+}
+
+function derInteger(bytes: Buffer): Buffer {
+  let start = 0
+  while (start < bytes.length - 1 && bytes[start] === 0) start++
+  const body = bytes.subarray(start)
+  const pad = (body[0] as number) & 0x80 ? Buffer.of(0) : Buffer.alloc(0)
+  return Buffer.concat([Buffer.of(0x02, body.length + pad.length), pad, body])
+}
+
+/** r||s (IEEE P1363) as a DER ECDSA-Sig-Value (RFC 3279 §2.2.3). */
+function derOfP1363(signature: Buffer): Buffer {
+  const half = signature.length / 2
+  const content = Buffer.concat([
+    derInteger(signature.subarray(0, half)),
+    derInteger(signature.subarray(half)),
+  ])
+  const length = content.length < 0x80 ? Buffer.of(content.length) : Buffer.of(0x81, content.length)
+  return Buffer.concat([Buffer.of(0x30), length, content])
 }
 
 /** Builds the `crypto.verify` arguments for `alg` with `key`; the caller checked compatibility. */
@@ -83,12 +104,9 @@ export function prepareVerifier(
     return { hash: spec.hash, key, signatureBytes }
   }
   if (spec.kty === 'EC') {
-    // JWS carries ECDSA signatures as r||s (RFC 7518 §3.4), not DER.
-    return {
-      hash: spec.hash,
-      key: { key, dsaEncoding: 'ieee-p1363' },
-      signatureBytes: spec.signatureBytes ?? 0,
-    }
+    // JWS carries ECDSA signatures as r||s (RFC 7518 §3.4): signatureMatches turns them into DER,
+    // because workerd's verify() refuses a KeyObject inside { key, dsaEncoding }.
+    return { hash: spec.hash, key, signatureBytes: spec.signatureBytes ?? 0, ecdsa: true }
   }
   return { hash: null, key, signatureBytes: crv === 'Ed448' ? 114 : 64 }
 }
@@ -105,7 +123,8 @@ export function signatureMatches(
 ): boolean {
   if (verifier.signatureBytes !== 0 && signature.length !== verifier.signatureBytes) return false
   try {
-    return verify(verifier.hash, data, verifier.key, signature)
+    const bytes = verifier.ecdsa === true ? derOfP1363(signature) : signature
+    return verify(verifier.hash, data, verifier.key, bytes)
   } catch {
     return false
   }
