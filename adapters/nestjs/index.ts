@@ -49,8 +49,8 @@ interface AuthHolder {
 /** How one HTTP platform is read and answered: the only place the two platforms differ. */
 interface Platform {
   requestOf(request: unknown): RequestLike
-  /** Sets `request.auth` and the admission's headers; `false` when the answer is already sent. */
-  admit(request: unknown, response: unknown, result: CheckResult): boolean
+  /** Sets `request.auth` and the admission's headers. */
+  admit(request: unknown, response: unknown, result: CheckResult): void
   send(response: unknown, answer: ErrorResponse): void
 }
 
@@ -64,10 +64,8 @@ const EXPRESS: Platform = {
   },
   admit(request, response, result) {
     const res = response as Response
-    if (res.headersSent) return false
     if (result.auth !== undefined) (request as AuthHolder).auth = result.auth
     for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
-    return true
   },
   send(response, { status, headers, body }) {
     ;(response as Response).status(status).set(headers).end(body)
@@ -81,11 +79,8 @@ const FASTIFY: Platform = {
     return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
   },
   admit(request, response, result) {
-    const reply = response as FastifyReply
-    if (reply.sent) return false
     ;(request as AuthHolder).auth = result.auth
-    reply.headers(result.headers)
-    return true
+    ;(response as FastifyReply).headers(result.headers)
   },
   send(response, { status, headers, body }) {
     ;(response as FastifyReply).code(status).headers(headers).send(body)
@@ -217,8 +212,7 @@ export class TollgateGuard implements CanActivate {
     } catch (error) {
       throw this.#refusal(error)
     }
-    // Answered while the keys were being fetched (a timeout interceptor): nothing is left to do.
-    if (!this.#platform.admit(request, http.getResponse<unknown>(), result)) return false
+    this.#platform.admit(request, http.getResponse<unknown>(), result)
     const guards = [...(routeGuards.get(controller) ?? []), ...(routeGuards.get(handler) ?? [])]
     for (const guard of guards) {
       try {
@@ -277,6 +271,7 @@ export interface TollgateModuleOptions {
  * export class AppModule {}
  * ```
  */
+// biome-ignore lint/complexity/noStaticOnlyClass: NestJS knows a module by its class.
 export class TollgateModule {
   /**
    * @throws TypeError when `options` or `moduleOptions` are invalid (the message names the option).
