@@ -2,6 +2,7 @@
  * tollgate/nestjs on both NestJS HTTP platforms (Express and Fastify): the contract every adapter
  * keeps, the decorators, the module's options, and answers byte for byte those of tollgate/express.
  */
+import { readFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 
 import {
@@ -12,12 +13,14 @@ import {
   type ExceptionFilter,
   Get,
   HttpCode,
+  HttpException,
   type INestApplication,
   Module,
   Post,
   UseGuards,
 } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core'
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js'
 import { ExpressAdapter } from '@nestjs/platform-express'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import request from 'supertest'
@@ -33,11 +36,14 @@ import {
   RequireClientRoles,
   RequireRealmRoles,
   RequireScopes,
+  renderError,
   TOLLGATE_GATE,
+  TokenMissingError,
   TollgateError,
   TollgateGuard,
   TollgateModule,
   type TollgateModuleOptions,
+  TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
@@ -337,6 +343,9 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform', (platform) => {
     expect(refused.status).toBe(403)
     expect(refused.headers['www-authenticate']).toContain('scope="reports:export"')
     expect((await get('/reports/export', exporter)).status).toBe(200)
+    // The controller's decorators run first: a token with neither scope is told the class's.
+    const neither = await get('/reports/export', none)
+    expect(neither.headers['www-authenticate']).toContain('scope="reports:read"')
   })
 
   it('lets @Public() routes through without reading the token: no challenge, @Auth() undefined', async () => {
@@ -349,6 +358,20 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform', (platform) => {
     const controller = await request(server).get('/status')
     expect(controller.status).toBe(200)
     expect(controller.body).toEqual({ up: true, authenticated: false })
+  })
+
+  it('refuses a context that is not HTTP (a microservice handler) unless it is @Public()', async () => {
+    const guard = app.get(TollgateGuard)
+    const rpc = (handler: (...args: never[]) => unknown, controller: new () => unknown) => {
+      const context = new ExecutionContextHost([{}, {}], controller, handler)
+      context.setType('rpc')
+      return context
+    }
+    const billing = BillingController.prototype
+    expect(await guard.canActivate(rpc(billing.list, BillingController))).toBe(false)
+    expect(await guard.canActivate(rpc(billing.open, BillingController))).toBe(true)
+    const status = StatusController.prototype
+    expect(await guard.canActivate(rpc(status.status, StatusController))).toBe(true)
   })
 
   it('provides the gate under TOLLGATE_GATE for operations', async () => {
@@ -365,6 +388,13 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform, configured', (plat
       rateLimit: { plans: { free: [{ points: 2, durationSeconds: 60 }] }, defaultPlan: 'free' },
     })
     const token = await issuer.mint({ tenant: 'initech' })
+    // @Public() routes spend no point, whatever they are sent.
+    for (let i = 0; i < 3; i++) {
+      await request(app.getHttpServer())
+        .get('/public')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200)
+    }
     const get = () =>
       request(app.getHttpServer()).get(ROUTE).set('Authorization', `Bearer ${token}`)
     const first = await get()
@@ -424,6 +454,21 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform, configured', (plat
     await app.close()
   })
 
+  it("leaves framework-mode refusals to Nest's default filter: the error's status, none of its headers", async () => {
+    const app = await createNestApp(platform, { ...options, errorHandling: 'framework' })
+    const res = await request(app.getHttpServer()).get(ROUTE)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+    expect(res.body).toEqual({ statusCode: 401, message: 'bearer token required' })
+    await app.close()
+  })
+
+  it('gives @Auth() undefined with credentialsRequired: false and no credentials', async () => {
+    const app = await createNestApp(platform, { ...options, credentialsRequired: false })
+    await request(app.getHttpServer()).get(ROUTE).expect(200, { authenticated: false })
+    await app.close()
+  })
+
   it('with globalGuard: false, guards only the controllers under @UseGuards(TollgateGuard)', async () => {
     const app = await createNestApp(platform, options, {
       moduleOptions: { globalGuard: false },
@@ -453,6 +498,19 @@ describe('TollgateModule.forRoot', () => {
     expect(() => TollgateModule.forRoot(options, { globalGuard: 'yes' as never })).toThrow(
       '"moduleOptions.globalGuard" must be a boolean',
     )
+  })
+
+  it("throws refusals as an HttpException with the core's status and body, carrying its answer", () => {
+    const error = new TokenMissingError()
+    const refusal = new TollgateRefusal(error)
+    expect(refusal).toBeInstanceOf(HttpException)
+    expect(refusal.getStatus()).toBe(401)
+    expect(refusal.getResponse()).toEqual({
+      error: 'unauthorized',
+      error_description: 'bearer token required',
+    })
+    expect(refusal.answer).toEqual(renderError(error))
+    expect(refusal.cause).toBe(error)
   })
 
   it('refuses a scope a challenge could not carry when the decorator is applied', () => {
@@ -533,6 +591,12 @@ describe('tollgate/nestjs and tollgate/express', () => {
 })
 
 describe('the guide sample (docs/frameworks/nestjs.md)', () => {
+  it("is the guide's first example, word for word", () => {
+    const guide = readFileSync(new URL('../../docs/frameworks/nestjs.md', import.meta.url), 'utf8')
+    const sample = readFileSync(new URL('./samples/nestjs.ts', import.meta.url), 'utf8')
+    expect(guide.match(/```ts\n([\s\S]*?)```/)?.[1]).toBe(sample)
+  })
+
   it.each(PLATFORMS)('runs on the %s platform as the guide says', async (platform) => {
     process.env['KEYCLOAK_URL'] = issuer.url
     const { AppModule } = await import('./samples/nestjs.js')
