@@ -37,9 +37,16 @@ import { boolean, record, validateFor } from '../../src/validate.js'
 
 /** The injection token of the {@link Gate} that `TollgateModule.forRoot()` built. */
 export const TOLLGATE_GATE = Symbol('tollgate.gate')
-// The gate with its decide step: what the guard needs, kept out of the application's reach.
+// What every guard instance of one module shares, kept out of the application's reach: the gate,
+// its decide step, and the requests already decided.
 const OPENED_GATE = Symbol('tollgate.openedGate')
-type OpenedGate = ReturnType<typeof openGate>
+interface OpenedGate extends ReturnType<typeof openGate> {
+  /**
+   * A request reaches the guard twice when it is global and also named in `@UseGuards()`: the
+   * second time takes the first decision instead of spending a second rate-limit point.
+   */
+  readonly decided: WeakMap<object, CheckResult>
+}
 
 /** What the guard sets on the platform's request object, for handlers that read it directly. */
 interface AuthHolder {
@@ -191,10 +198,12 @@ export const Auth: () => ParameterDecorator = createParamDecorator(
 export class TollgateGuard implements CanActivate {
   readonly #gate: Gate
   readonly #decide: OpenedGate['decide']
+  readonly #decided: OpenedGate['decided']
   readonly #platform: Platform
   constructor(opened: OpenedGate, host: HttpAdapterHost) {
     this.#gate = opened.gate
     this.#decide = opened.decide
+    this.#decided = opened.decided
     this.#platform = platformOf(host)
   }
 
@@ -204,15 +213,18 @@ export class TollgateGuard implements CanActivate {
     if (publicRoutes.has(handler) || publicRoutes.has(controller)) return true
     if (context.getType() !== 'http') return false
     const http = context.switchToHttp()
-    const request = http.getRequest<unknown>()
+    const request = http.getRequest<object>()
     const view = this.#platform.requestOf(request)
-    let result: CheckResult
-    try {
-      result = await this.#decide(view)
-    } catch (error) {
-      throw this.#refusal(error)
+    let result = this.#decided.get(request)
+    if (result === undefined) {
+      try {
+        result = await this.#decide(view)
+      } catch (error) {
+        throw this.#refusal(error)
+      }
+      this.#decided.set(request, result)
+      this.#platform.admit(request, http.getResponse<unknown>(), result)
     }
-    this.#platform.admit(request, http.getResponse<unknown>(), result)
     const guards = [...(routeGuards.get(controller) ?? []), ...(routeGuards.get(handler) ?? [])]
     for (const guard of guards) {
       try {
@@ -281,7 +293,7 @@ export class TollgateModule {
       const given = record(moduleOptions, 'moduleOptions', ['globalGuard'])
       return { globalGuard: boolean(given['globalGuard'], 'moduleOptions.globalGuard', true) }
     })
-    const opened = openGate(options)
+    const opened: OpenedGate = { ...openGate(options), decided: new WeakMap() }
     const providers: Provider[] = [
       { provide: OPENED_GATE, useValue: opened },
       { provide: TOLLGATE_GATE, useValue: opened.gate },

@@ -463,6 +463,27 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform, configured', (plat
     await app.close()
   })
 
+  it('decides once on a request the global guard and @UseGuards(TollgateGuard) both guard', async () => {
+    const app = await createNestApp(
+      platform,
+      {
+        ...options,
+        tenant: { claim: 'tenant' },
+        rateLimit: { plans: { free: [{ points: 2, durationSeconds: 60 }] }, defaultPlan: 'free' },
+      },
+      { controllers: [GuardedController] },
+    )
+    const token = await issuer.mint({ tenant: 'twice' })
+    const get = () =>
+      request(app.getHttpServer()).get('/guarded').set('Authorization', `Bearer ${token}`)
+    const first = await get()
+    expect(first.status).toBe(200)
+    expect(first.headers['ratelimit']).toMatch(/^"free";r=1;t=\d+$/)
+    expect((await get()).status).toBe(200)
+    expect((await get()).status).toBe(429)
+    await app.close()
+  })
+
   it('gives @Auth() undefined with credentialsRequired: false and no credentials', async () => {
     const app = await createNestApp(platform, { ...options, credentialsRequired: false })
     await request(app.getHttpServer()).get(ROUTE).expect(200, { authenticated: false })
