@@ -94,13 +94,25 @@ const FASTIFY: Platform = {
   },
 }
 
-function platformOf(host: HttpAdapterHost): Platform {
-  const type: unknown = host.httpAdapter?.getType()
+/**
+ * The application's HTTP platform; `undefined` in a standalone application context
+ * (`NestFactory.createApplicationContext`, scripts reusing the app's modules), which serves no
+ * request. Any other platform fails at start-up, when the guard and the filter are built.
+ */
+function platformOf(host: HttpAdapterHost): Platform | undefined {
+  // Typed as always there, but null (or undefined) without an HTTP server.
+  if (host.httpAdapter == null) return undefined
+  const type: unknown = host.httpAdapter.getType()
   if (type === 'express') return EXPRESS
   if (type === 'fastify') return FASTIFY
   throw new TypeError(
     `tollgate/nestjs: the HTTP platform ${JSON.stringify(type)} is not supported; use @nestjs/platform-express or @nestjs/platform-fastify`,
   )
+}
+
+function servingPlatform(platform: Platform | undefined): Platform {
+  if (platform === undefined) throw new TypeError('tollgate/nestjs: no HTTP platform')
+  return platform
 }
 
 /**
@@ -199,7 +211,7 @@ export class TollgateGuard implements CanActivate {
   readonly #gate: Gate
   readonly #decide: OpenedGate['decide']
   readonly #decided: OpenedGate['decided']
-  readonly #platform: Platform
+  readonly #platform: Platform | undefined
   constructor(opened: OpenedGate, host: HttpAdapterHost) {
     this.#gate = opened.gate
     this.#decide = opened.decide
@@ -212,9 +224,10 @@ export class TollgateGuard implements CanActivate {
     const controller = context.getClass()
     if (publicRoutes.has(handler) || publicRoutes.has(controller)) return true
     if (context.getType() !== 'http') return false
+    const platform = servingPlatform(this.#platform)
     const http = context.switchToHttp()
     const request = http.getRequest<object>()
-    const view = this.#platform.requestOf(request)
+    const view = platform.requestOf(request)
     let result = this.#decided.get(request)
     if (result === undefined) {
       try {
@@ -223,7 +236,7 @@ export class TollgateGuard implements CanActivate {
         throw this.#refusal(error)
       }
       this.#decided.set(request, result)
-      this.#platform.admit(request, http.getResponse<unknown>(), result)
+      platform.admit(request, http.getResponse<unknown>(), result)
     }
     const guards = [...(routeGuards.get(controller) ?? []), ...(routeGuards.get(handler) ?? [])]
     for (const guard of guards) {
@@ -248,12 +261,12 @@ Injectable()(TollgateGuard)
 
 /** Sends a {@link TollgateRefusal}'s answer: status, headers and body as `renderError()` made them. */
 export class TollgateExceptionFilter implements ExceptionFilter<TollgateRefusal> {
-  readonly #platform: Platform
+  readonly #platform: Platform | undefined
   constructor(host: HttpAdapterHost) {
     this.#platform = platformOf(host)
   }
   catch(refusal: TollgateRefusal, host: Parameters<ExceptionFilter['catch']>[1]): void {
-    this.#platform.send(host.switchToHttp().getResponse<unknown>(), refusal.answer)
+    servingPlatform(this.#platform).send(host.switchToHttp().getResponse<unknown>(), refusal.answer)
   }
 }
 Inject(HttpAdapterHost)(TollgateExceptionFilter, undefined, 0)

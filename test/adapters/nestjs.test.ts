@@ -534,6 +534,32 @@ describe('TollgateModule.forRoot', () => {
     expect(refusal.cause).toBe(error)
   })
 
+  it('builds in a standalone application context, which has no HTTP platform', async () => {
+    @Module({ imports: [TollgateModule.forRoot(options)] })
+    class ScriptModule {}
+    const context = await NestFactory.createApplicationContext(ScriptModule, {
+      logger: false,
+      abortOnError: false,
+    })
+    expect(context.get(TOLLGATE_GATE).realm).toBe('api')
+    await context.close()
+  })
+
+  it('fails at start-up on an HTTP platform other than Express and Fastify', async () => {
+    class OtherAdapter extends ExpressAdapter {
+      override getType() {
+        return 'other'
+      }
+    }
+    @Module({ imports: [TollgateModule.forRoot(options)], controllers: [StatusController] })
+    class OtherModule {}
+    await expect(
+      NestFactory.create(OtherModule, new OtherAdapter(), { logger: false, abortOnError: false }),
+    ).rejects.toThrow(
+      'tollgate/nestjs: the HTTP platform "other" is not supported; use @nestjs/platform-express or @nestjs/platform-fastify',
+    )
+  })
+
   it('refuses a scope a challenge could not carry when the decorator is applied', () => {
     expect(() => RequireScopes('billing read')).toThrow(TypeError)
   })
