@@ -1,0 +1,327 @@
+/**
+ * NestJS adapter (NestJS 12, Express or Fastify platform): `TollgateModule.forRoot(options)`, a
+ * guard, and decorators (`@RequireScopes(...)`, `@Public()`, `@Auth()`), with no Passport
+ * strategy in between.
+ *
+ * @module
+ */
+import {
+  type CanActivate,
+  Catch,
+  createParamDecorator,
+  type DynamicModule,
+  type ExceptionFilter,
+  type ExecutionContext,
+  HttpException,
+  Inject,
+  Injectable,
+  Module,
+  type Provider,
+} from '@nestjs/common'
+import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core'
+import type { Request, Response } from 'express'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { type Gate, openGate } from '../../src/gate/gate.js'
+import {
+  type Guard,
+  requireAnyScope,
+  requireClientRoles,
+  requireRealmRoles,
+  requireScopes,
+} from '../../src/gate/guards.js'
+import type { GateOptions } from '../../src/gate/options.js'
+import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+import { boolean, record, validateFor } from '../../src/validate.js'
+
+/** The injection token of the {@link Gate} that `TollgateModule.forRoot()` built. */
+export const TOLLGATE_GATE = Symbol('tollgate.gate')
+// What every guard instance of one module shares, kept out of the application's reach: the gate,
+// its decide step, and the requests already decided.
+const OPENED_GATE = Symbol('tollgate.openedGate')
+interface OpenedGate extends ReturnType<typeof openGate> {
+  /**
+   * A request reaches the guard twice when it is global and also named in `@UseGuards()`: the
+   * second time takes the first decision instead of spending a second rate-limit point.
+   */
+  readonly decided: WeakMap<object, CheckResult>
+}
+
+/** What the guard sets on the platform's request object, for handlers that read it directly. */
+interface AuthHolder {
+  auth?: Admission | undefined
+}
+
+/** How one HTTP platform is read and answered: the only place the two platforms differ. */
+interface Platform {
+  requestOf(request: unknown): RequestLike
+  /** Sets `request.auth` and the admission's headers. */
+  admit(request: unknown, response: unknown, result: CheckResult): void
+  send(response: unknown, answer: ErrorResponse): void
+}
+
+// The same translations and the same calls as tollgate/express and tollgate/fastify, so that
+// the answers are byte for byte theirs.
+const EXPRESS: Platform = {
+  requestOf(request) {
+    const { headers, rawHeaders, method, originalUrl: url, body, socket } = request as Request
+    const secure = (socket as { encrypted?: boolean }).encrypted === true
+    return { headers, rawHeaders, method, url, body, secure }
+  },
+  admit(request, response, result) {
+    const res = response as Response
+    if (result.auth !== undefined) (request as AuthHolder).auth = result.auth
+    for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
+  },
+  send(response, { status, headers, body }) {
+    ;(response as Response).status(status).set(headers).end(body)
+  },
+}
+
+const FASTIFY: Platform = {
+  requestOf(request) {
+    const { headers, method, url, body, raw } = request as FastifyRequest
+    const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
+    return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
+  },
+  admit(request, response, result) {
+    ;(request as AuthHolder).auth = result.auth
+    ;(response as FastifyReply).headers(result.headers)
+  },
+  send(response, { status, headers, body }) {
+    ;(response as FastifyReply).code(status).headers(headers).send(body)
+  },
+}
+
+/**
+ * The application's HTTP platform; `undefined` in a standalone application context
+ * (`NestFactory.createApplicationContext`, scripts reusing the app's modules), which serves no
+ * request. Any other platform fails at start-up, when the guard and the filter are built.
+ */
+function platformOf(host: HttpAdapterHost): Platform | undefined {
+  // Typed as always there, but null (or undefined) without an HTTP server.
+  if (host.httpAdapter == null) return undefined
+  const type: unknown = host.httpAdapter.getType()
+  if (type === 'express') return EXPRESS
+  if (type === 'fastify') return FASTIFY
+  throw new TypeError(
+    `tollgate/nestjs: the HTTP platform ${JSON.stringify(type)} is not supported; use @nestjs/platform-express or @nestjs/platform-fastify`,
+  )
+}
+
+function servingPlatform(platform: Platform | undefined): Platform {
+  if (platform === undefined) throw new TypeError('tollgate/nestjs: no HTTP platform')
+  return platform
+}
+
+/**
+ * A refusal on its way from the guard to {@link TollgateExceptionFilter}: an `HttpException`
+ * with the core's status and body, and the rendered answer that the filter sends as it is
+ * (headers included, which an `HttpException` alone cannot carry to the client).
+ */
+export class TollgateRefusal extends HttpException {
+  /** Status, headers and body, as `renderError()` made them. */
+  readonly answer: ErrorResponse
+  constructor(error: unknown) {
+    const answer = renderError(error)
+    super(JSON.parse(answer.body) as Record<string, string>, answer.status, { cause: error })
+    this.answer = answer
+  }
+}
+
+// The guards that decorators attached to a controller class or a handler, in reading order.
+const routeGuards = new WeakMap<object, readonly Guard[]>()
+const publicRoutes = new WeakSet<object>()
+
+/** The class (class decorator) or the handler function (method decorator) decorated. */
+function decorated(target: object, descriptor: PropertyDescriptor | undefined): object {
+  return (descriptor?.value as object | undefined) ?? target
+}
+
+function guardDecorator(guard: Guard): MethodDecorator & ClassDecorator {
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    const holder = decorated(target, descriptor)
+    // Decorators run from the bottom up: prepending keeps the order in which they are read.
+    routeGuards.set(holder, [guard, ...(routeGuards.get(holder) ?? [])])
+  }
+}
+
+/**
+ * Route decorator (handler or controller): 403 `insufficient_scope` unless the token has every
+ * one of `scopes`.
+ *
+ * @throws TypeError at start-up when a scope is empty or holds spaces, quotes or backslashes.
+ */
+export function RequireScopes(...scopes: string[]): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireScopes(...scopes))
+}
+
+/** Route decorator: 403 `insufficient_scope` unless the token has at least one of `scopes`. */
+export function RequireAnyScope(...scopes: string[]): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireAnyScope(...scopes))
+}
+
+/** Route decorator: 403 unless Keycloak's `realm_access.roles` has every one of `roles`. */
+export function RequireRealmRoles(...roles: string[]): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireRealmRoles(...roles))
+}
+
+/** Route decorator: 403 unless `resource_access[clientId].roles` has every one of `roles`. */
+export function RequireClientRoles(
+  clientId: string,
+  ...roles: string[]
+): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireClientRoles(clientId, ...roles))
+}
+
+/**
+ * Route decorator (handler or controller): the guard lets the request through untouched: no
+ * token is read, `@Auth()` gives `undefined`, no rate-limit point is spent.
+ */
+export function Public(): MethodDecorator & ClassDecorator {
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    publicRoutes.add(decorated(target, descriptor))
+  }
+}
+
+/**
+ * Parameter decorator: the request's {@link Admission} (`undefined` on a `@Public()` route, or
+ * when credentials are optional and none were sent).
+ *
+ * @example
+ * ```ts
+ * @Get('invoices') list(@Auth() auth: Admission) { return { subject: auth.subject } }
+ * ```
+ */
+export const Auth: () => ParameterDecorator = createParamDecorator(
+  (_data: unknown, context: ExecutionContext) =>
+    context.switchToHttp().getRequest<AuthHolder>().auth,
+)
+
+/**
+ * The guard: decides on every HTTP request with the gate (setting `request.auth` and the
+ * rate-limit headers), then runs the route's `@Require…` decorators. Refusals are thrown as
+ * {@link TollgateRefusal}, which {@link TollgateExceptionFilter} answers with JSON
+ * `{ error, error_description }`; with `errorHandling: 'framework'` the typed `TollgateError`
+ * itself is thrown, for the application's own exception filters. Requests that are not HTTP
+ * (microservices, websockets) are refused unless the handler is `@Public()`.
+ */
+export class TollgateGuard implements CanActivate {
+  readonly #gate: Gate
+  readonly #decide: OpenedGate['decide']
+  readonly #decided: OpenedGate['decided']
+  readonly #platform: Platform | undefined
+  constructor(opened: OpenedGate, host: HttpAdapterHost) {
+    this.#gate = opened.gate
+    this.#decide = opened.decide
+    this.#decided = opened.decided
+    this.#platform = platformOf(host)
+  }
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const handler = context.getHandler()
+    const controller = context.getClass()
+    if (publicRoutes.has(handler) || publicRoutes.has(controller)) return true
+    if (context.getType() !== 'http') return false
+    const platform = servingPlatform(this.#platform)
+    const http = context.switchToHttp()
+    const request = http.getRequest<object>()
+    const view = platform.requestOf(request)
+    let result = this.#decided.get(request)
+    if (result === undefined) {
+      try {
+        result = await this.#decide(view)
+      } catch (error) {
+        throw this.#refusal(error)
+      }
+      this.#decided.set(request, result)
+      platform.admit(request, http.getResponse<unknown>(), result)
+    }
+    const guards = [...(routeGuards.get(controller) ?? []), ...(routeGuards.get(handler) ?? [])]
+    for (const guard of guards) {
+      try {
+        this.#gate.authorize(guard, result.auth, view)
+      } catch (error) {
+        throw this.#refusal(error)
+      }
+    }
+    return true
+  }
+
+  #refusal(error: unknown): unknown {
+    return this.#gate.errorHandling === 'framework' ? error : new TollgateRefusal(error)
+  }
+}
+// No decorator syntax in the package (no compiler flag needed to build it): Nest's decorators
+// applied as the functions they are, with explicit tokens instead of design-time metadata.
+Inject(OPENED_GATE)(TollgateGuard, undefined, 0)
+Inject(HttpAdapterHost)(TollgateGuard, undefined, 1)
+Injectable()(TollgateGuard)
+
+/** Sends a {@link TollgateRefusal}'s answer: status, headers and body as `renderError()` made them. */
+export class TollgateExceptionFilter implements ExceptionFilter<TollgateRefusal> {
+  readonly #platform: Platform | undefined
+  constructor(host: HttpAdapterHost) {
+    this.#platform = platformOf(host)
+  }
+  catch(refusal: TollgateRefusal, host: Parameters<ExceptionFilter['catch']>[1]): void {
+    servingPlatform(this.#platform).send(host.switchToHttp().getResponse<unknown>(), refusal.answer)
+  }
+}
+Inject(HttpAdapterHost)(TollgateExceptionFilter, undefined, 0)
+Catch(TollgateRefusal)(TollgateExceptionFilter)
+Injectable()(TollgateExceptionFilter)
+
+/** How `TollgateModule.forRoot()` installs the guard. */
+export interface TollgateModuleOptions {
+  /**
+   * `true` (default): the guard protects every route of the application (`APP_GUARD`), and
+   * `@Public()` opens a route. `false`: only where `@UseGuards(TollgateGuard)` puts it.
+   */
+  readonly globalGuard?: boolean
+}
+
+/**
+ * The module: builds the gate once, validates `options` at start-up, and provides the gate
+ * ({@link TOLLGATE_GATE}), {@link TollgateGuard} and the filter that answers its refusals.
+ * Global: import it once, in the root module.
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [TollgateModule.forRoot({ issuers: keycloak({ authUrl, realms: ['acme'] }), audience: 'gateway' })],
+ *   controllers: [InvoicesController],
+ * })
+ * export class AppModule {}
+ * ```
+ */
+// biome-ignore lint/complexity/noStaticOnlyClass: NestJS knows a module by its class.
+export class TollgateModule {
+  /**
+   * @throws TypeError when `options` or `moduleOptions` are invalid (the message names the option).
+   */
+  static forRoot(options: GateOptions, moduleOptions: TollgateModuleOptions = {}): DynamicModule {
+    const { globalGuard } = validateFor('TollgateModule.forRoot(options, moduleOptions):', () => {
+      const given = record(moduleOptions, 'moduleOptions', ['globalGuard'])
+      return { globalGuard: boolean(given['globalGuard'], 'moduleOptions.globalGuard', true) }
+    })
+    const opened: OpenedGate = { ...openGate(options), decided: new WeakMap() }
+    const providers: Provider[] = [
+      { provide: OPENED_GATE, useValue: opened },
+      { provide: TOLLGATE_GATE, useValue: opened.gate },
+      TollgateGuard,
+      { provide: APP_FILTER, useClass: TollgateExceptionFilter },
+    ]
+    if (globalGuard) providers.push({ provide: APP_GUARD, useExisting: TollgateGuard })
+    return {
+      module: TollgateModule,
+      global: true,
+      providers,
+      exports: [OPENED_GATE, TOLLGATE_GATE, TollgateGuard],
+    }
+  }
+}
+Module({})(TollgateModule)
+
+export * from '../core-exports.js'

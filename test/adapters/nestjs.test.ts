@@ -1,0 +1,668 @@
+/**
+ * tollgate/nestjs on both NestJS HTTP platforms (Express and Fastify): the contract every adapter
+ * keeps, the decorators, the module's options, and answers byte for byte those of tollgate/express.
+ */
+import { readFileSync } from 'node:fs'
+import type { Server } from 'node:http'
+
+import {
+  type ArgumentsHost,
+  Catch,
+  Controller,
+  type DynamicModule,
+  type ExceptionFilter,
+  Get,
+  HttpCode,
+  HttpException,
+  type INestApplication,
+  Module,
+  Post,
+  UseGuards,
+} from '@nestjs/common'
+import { NestFactory } from '@nestjs/core'
+import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js'
+import { ExpressAdapter } from '@nestjs/platform-express'
+import { FastifyAdapter } from '@nestjs/platform-fastify'
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import {
+  type Admission,
+  Auth,
+  type GateOptions,
+  keycloak,
+  Public,
+  RequireAnyScope,
+  RequireClientRoles,
+  RequireRealmRoles,
+  RequireScopes,
+  renderError,
+  TOLLGATE_GATE,
+  TokenMissingError,
+  TollgateError,
+  TollgateGuard,
+  TollgateModule,
+  type TollgateModuleOptions,
+  TollgateRefusal,
+} from '../../adapters/nestjs/index.js'
+import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
+
+const ROUTE = '/api/v1/billing/subscriptions'
+const PLATFORMS = ['express', 'fastify'] as const
+type PlatformName = (typeof PLATFORMS)[number]
+
+let issuer: TestIssuer
+let options: GateOptions
+
+beforeAll(async () => {
+  issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
+  options = { issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }), audience: 'gateway' }
+})
+afterAll(async () => {
+  await issuer.close()
+})
+
+/** What the routes answer, as test/helpers/apps.ts's routes do: never the token. */
+function describeAuth(auth: Admission | undefined) {
+  if (auth === undefined) return { authenticated: false }
+  return {
+    authenticated: true,
+    subject: auth.subject,
+    issuer: auth.issuer,
+    clientId: auth.clientId,
+    tenant: auth.tenant,
+    plan: auth.plan,
+    scopes: auth.scopes,
+  }
+}
+
+// The routes of test/helpers/apps.ts, so that the answers can be compared with tollgate/express.
+@Controller()
+class BillingController {
+  @Get(ROUTE)
+  list(@Auth() auth: Admission | undefined) {
+    return describeAuth(auth)
+  }
+  @Post(ROUTE)
+  @HttpCode(200)
+  create(@Auth() auth: Admission | undefined) {
+    return describeAuth(auth)
+  }
+  @Get('scoped')
+  @RequireScopes('billing:read')
+  scoped(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get(TWO_SCOPES_PATH)
+  @RequireScopes('billing:read', 'billing:write')
+  twoScopes(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('any-scope')
+  @RequireAnyScope('billing:read', 'billing:admin')
+  anyScope(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('realm-role')
+  @RequireRealmRoles('admin')
+  realmRole(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('client-role')
+  @RequireClientRoles('office', 'editor')
+  clientRole(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Public()
+  @Get('public')
+  open(@Auth() auth: Admission | undefined) {
+    return { public: true, ...describeAuth(auth) }
+  }
+}
+
+// A decorator on the class applies to every handler; one on a handler adds to it.
+@Controller('reports')
+@RequireScopes('reports:read')
+class ReportsController {
+  @Get()
+  list() {
+    return { reports: [] }
+  }
+  @Get('export')
+  @RequireScopes('reports:export')
+  export() {
+    return { exported: true }
+  }
+}
+
+@Public()
+@Controller('status')
+class StatusController {
+  @Get()
+  status(@Auth() auth: Admission | undefined) {
+    return { up: true, ...describeAuth(auth) }
+  }
+}
+
+// With `globalGuard: false`: guarded only where the application says so.
+@Controller('open')
+class OpenController {
+  @Get()
+  open() {
+    return { guarded: false }
+  }
+}
+@Controller('guarded')
+@UseGuards(TollgateGuard)
+class GuardedController {
+  @Get()
+  guarded(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+}
+
+/** The application's own filter, for `errorHandling: 'framework'`. */
+@Catch(TollgateError)
+class AppFilter implements ExceptionFilter<TollgateError> {
+  catch(error: TollgateError, host: ArgumentsHost) {
+    const response = host.switchToHttp().getResponse<Record<string, unknown>>()
+    const body = { handledBy: 'app', code: error.code }
+    // Either platform's response: Express's `status().json()`, Fastify's `code().send()`.
+    if (typeof response['code'] === 'function') {
+      const reply = response as unknown as {
+        code(status: number): { headers(h: object): { send(b: object): void } }
+      }
+      reply.code(error.status).headers(error.headers).send(body)
+    } else {
+      const res = response as unknown as {
+        status(status: number): { set(h: object): { json(b: object): void } }
+      }
+      res.status(error.status).set(error.headers).json(body)
+    }
+  }
+}
+
+const ALL_CONTROLLERS = [BillingController, ReportsController, StatusController]
+
+async function createNestApp(
+  platform: PlatformName,
+  gateOptions: GateOptions,
+  setup: {
+    moduleOptions?: TollgateModuleOptions
+    controllers?: Array<new () => unknown>
+    filter?: ExceptionFilter
+  } = {},
+): Promise<INestApplication> {
+  const imports: DynamicModule[] = [TollgateModule.forRoot(gateOptions, setup.moduleOptions)]
+  @Module({ imports, controllers: setup.controllers ?? ALL_CONTROLLERS })
+  class TestModule {}
+  const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
+  const app = await NestFactory.create(TestModule, adapter, { logger: false })
+  if (setup.filter !== undefined) app.useGlobalFilters(setup.filter)
+  await app.init()
+  if (platform === 'fastify') await (adapter as FastifyAdapter).getInstance().ready()
+  return app
+}
+
+const INVALID_TOKEN = {
+  challenge: 'Bearer realm="api", error="invalid_token", error_description="invalid token"',
+  body: { error: 'invalid_token', error_description: 'invalid token' },
+}
+
+describe.each(PLATFORMS)('tollgate/nestjs on the %s platform', (platform) => {
+  let app: INestApplication
+  let server: Server
+  beforeAll(async () => {
+    app = await createNestApp(platform, options)
+    server = app.getHttpServer() as Server
+  })
+  afterAll(async () => {
+    await app.close()
+  })
+
+  it('answers 401 with a bare challenge and a JSON body when no credentials are sent', async () => {
+    const res = await request(server).get(ROUTE)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe('Bearer realm="api"')
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(res.headers['cache-control']).toBe('no-store')
+    expect(res.body).toEqual({ error: 'unauthorized', error_description: 'bearer token required' })
+  })
+
+  it('admits a valid token and gives the admission to @Auth()', async () => {
+    const token = await issuer.mint({ sub: 'alice', azp: 'billing-ui' })
+    const res = await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({
+      authenticated: true,
+      subject: 'alice',
+      clientId: 'billing-ui',
+      issuer: issuer.issuer('acme'),
+    })
+  })
+
+  it('answers 401 token expired for an expired token', async () => {
+    const token = await issuer.mint({ exp: Math.floor(Date.now() / 1000) - 60 })
+    const res = await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="api", error="invalid_token", error_description="token expired"',
+    )
+    expect(res.body).toEqual({ error: 'invalid_token', error_description: 'token expired' })
+  })
+
+  it('answers 401 invalid_token for a forged signature', async () => {
+    const [header, payload] = (await issuer.mint()).split('.')
+    const forged = (await issuer.mint({ sub: 'mallory' })).split('.')[2]
+    const res = await request(server)
+      .get(ROUTE)
+      .set('Authorization', `Bearer ${header}.${payload}.${forged}`)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe(INVALID_TOKEN.challenge)
+    expect(res.body).toEqual(INVALID_TOKEN.body)
+  })
+
+  it('answers 401 invalid_token for a token issued for another audience', async () => {
+    const token = await issuer.mint({ aud: 'office' })
+    const res = await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBe(INVALID_TOKEN.challenge)
+    expect(res.body).toEqual(INVALID_TOKEN.body)
+  })
+
+  it('answers 400 invalid_request for a malformed Authorization field', async () => {
+    const res = await request(server).get(ROUTE).set('Authorization', 'Bearer')
+    expect(res.status).toBe(400)
+    expect(res.headers['www-authenticate']).toContain('error="invalid_request"')
+    expect(res.body.error).toBe('invalid_request')
+  })
+
+  it('answers 400 invalid_request for a token also sent in a form body', async () => {
+    const token = await issuer.mint()
+    const res = await request(server)
+      .post(ROUTE)
+      .set('Authorization', `Bearer ${token}`)
+      .type('form')
+      .send({ access_token: token })
+    expect(res.status).toBe(400)
+    expect(res.body.error).toBe('invalid_request')
+  })
+
+  it('answers 403 insufficient_scope with the scope @RequireScopes needs', async () => {
+    const token = await issuer.mint({ scope: 'openid profile' })
+    const res = await request(server).get('/scoped').set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(403)
+    expect(res.headers['www-authenticate']).toBe(
+      'Bearer realm="api", error="insufficient_scope", error_description="insufficient scope", scope="billing:read"',
+    )
+    expect(res.body).toEqual({
+      error: 'insufficient_scope',
+      error_description: 'insufficient scope',
+    })
+  })
+
+  it('requires both scopes of @RequireScopes(a, b): one of them gets 403, both get 200', async () => {
+    const one = await issuer.mint({ scope: 'billing:read' })
+    const refused = await request(server).get(TWO_SCOPES_PATH).set('Authorization', `Bearer ${one}`)
+    expect(refused.status).toBe(403)
+    expect(refused.headers['www-authenticate']).toContain('scope="billing:read billing:write"')
+    const both = await issuer.mint({ scope: 'billing:read billing:write' })
+    const admitted = await request(server)
+      .get(TWO_SCOPES_PATH)
+      .set('Authorization', `Bearer ${both}`)
+    expect(admitted.status).toBe(200)
+    expect(admitted.body.scopes).toEqual(['billing:read', 'billing:write'])
+  })
+
+  it('checks @RequireAnyScope, @RequireRealmRoles and @RequireClientRoles', async () => {
+    const admin = await issuer.mint({
+      scope: 'billing:admin',
+      realm_access: { roles: ['admin'] },
+      resource_access: { office: { roles: ['editor'] } },
+    })
+    const nobody = await issuer.mint({ scope: 'openid' })
+    for (const path of ['/any-scope', '/realm-role', '/client-role']) {
+      const admitted = await request(server).get(path).set('Authorization', `Bearer ${admin}`)
+      expect(admitted.status, path).toBe(200)
+      const refused = await request(server).get(path).set('Authorization', `Bearer ${nobody}`)
+      expect(refused.status, path).toBe(403)
+      expect(refused.headers['www-authenticate'], path).toContain('error="insufficient_scope"')
+    }
+  })
+
+  it('applies a controller decorator to every handler and a handler decorator on top of it', async () => {
+    const reader = await issuer.mint({ scope: 'reports:read' })
+    const exporter = await issuer.mint({ scope: 'reports:read reports:export' })
+    const none = await issuer.mint({ scope: 'openid' })
+    const get = (path: string, token: string) =>
+      request(server).get(path).set('Authorization', `Bearer ${token}`)
+    expect((await get('/reports', none)).status).toBe(403)
+    expect((await get('/reports', reader)).status).toBe(200)
+    const refused = await get('/reports/export', reader)
+    expect(refused.status).toBe(403)
+    expect(refused.headers['www-authenticate']).toContain('scope="reports:export"')
+    expect((await get('/reports/export', exporter)).status).toBe(200)
+    // The controller's decorators run first: a token with neither scope is told the class's.
+    const neither = await get('/reports/export', none)
+    expect(neither.headers['www-authenticate']).toContain('scope="reports:read"')
+  })
+
+  it('lets @Public() routes through without reading the token: no challenge, @Auth() undefined', async () => {
+    const anonymous = await request(server).get('/public')
+    expect(anonymous.status).toBe(200)
+    expect(anonymous.body).toEqual({ public: true, authenticated: false })
+    const garbage = await request(server).get('/public').set('Authorization', 'Bearer a.b.c')
+    expect(garbage.status).toBe(200)
+    expect(garbage.headers['www-authenticate']).toBeUndefined()
+    const controller = await request(server).get('/status')
+    expect(controller.status).toBe(200)
+    expect(controller.body).toEqual({ up: true, authenticated: false })
+  })
+
+  it('refuses a context that is not HTTP (a microservice handler) unless it is @Public()', async () => {
+    const guard = app.get(TollgateGuard)
+    const rpc = (handler: (...args: never[]) => unknown, controller: new () => unknown) => {
+      const context = new ExecutionContextHost([{}, {}], controller, handler)
+      context.setType('rpc')
+      return context
+    }
+    const billing = BillingController.prototype
+    expect(await guard.canActivate(rpc(billing.list, BillingController))).toBe(false)
+    expect(await guard.canActivate(rpc(billing.open, BillingController))).toBe(true)
+    const status = StatusController.prototype
+    expect(await guard.canActivate(rpc(status.status, StatusController))).toBe(true)
+  })
+
+  it('provides the gate under TOLLGATE_GATE for operations', async () => {
+    const gate = app.get(TOLLGATE_GATE)
+    expect((await gate.ready()).ready).toBe(true)
+  })
+})
+
+describe.each(PLATFORMS)('tollgate/nestjs on the %s platform, configured', (platform) => {
+  it('answers 429 with Retry-After and the rate-limit fields once the tenant is out of points', async () => {
+    const app = await createNestApp(platform, {
+      ...options,
+      tenant: { claim: 'tenant' },
+      rateLimit: { plans: { free: [{ points: 2, durationSeconds: 60 }] }, defaultPlan: 'free' },
+    })
+    const token = await issuer.mint({ tenant: 'initech' })
+    // @Public() routes spend no point, whatever they are sent.
+    for (let i = 0; i < 3; i++) {
+      await request(app.getHttpServer())
+        .get('/public')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200)
+    }
+    const get = () =>
+      request(app.getHttpServer()).get(ROUTE).set('Authorization', `Bearer ${token}`)
+    const first = await get()
+    expect(first.status).toBe(200)
+    expect(first.headers['ratelimit-policy']).toBe('"free";q=2;w=60')
+    expect(first.headers['ratelimit']).toMatch(/^"free";r=1;t=\d+$/)
+    await get().expect(200)
+    const res = await get()
+    expect(res.status).toBe(429)
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(60)
+    expect(res.headers['ratelimit-policy']).toBe('"free";q=2;w=60')
+    expect(res.headers['ratelimit']).toMatch(/^"free";r=0;t=\d+$/)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+    expect(res.body).toEqual({ error: 'rate_limited', error_description: 'rate limit exceeded' })
+    await app.close()
+  })
+
+  it('answers 503 with Retry-After, not 401, when no signing keys can be fetched', async () => {
+    const down = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
+    const token = await down.mint()
+    await down.stop()
+    const app = await createNestApp(platform, {
+      issuers: keycloak({ authUrl: down.url, realms: ['acme'] }),
+      audience: 'gateway',
+    })
+    const res = await request(app.getHttpServer())
+      .get(ROUTE)
+      .set('Authorization', `Bearer ${token}`)
+    expect(res.status).toBe(503)
+    expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+    expect(res.body).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'signing keys unavailable',
+    })
+    await app.close()
+    await down.close()
+  })
+
+  it("hands refusals, the guards' too, to the application's filters with errorHandling: framework", async () => {
+    const app = await createNestApp(
+      platform,
+      { ...options, realm: 'shop', errorHandling: 'framework' },
+      { filter: new AppFilter() },
+    )
+    const anonymous = await request(app.getHttpServer()).get(ROUTE)
+    expect(anonymous.status).toBe(401)
+    expect(anonymous.headers['www-authenticate']).toBe('Bearer realm="shop"')
+    expect(anonymous.body).toEqual({ handledBy: 'app', code: 'ERR_TOKEN_MISSING' })
+    const token = await issuer.mint({ scope: 'openid' })
+    const scoped = await request(app.getHttpServer())
+      .get('/scoped')
+      .set('Authorization', `Bearer ${token}`)
+    expect(scoped.status).toBe(403)
+    expect(scoped.body).toEqual({ handledBy: 'app', code: 'ERR_INSUFFICIENT_SCOPE' })
+    await app.close()
+  })
+
+  it("leaves framework-mode refusals to Nest's default filter: the error's status, none of its headers", async () => {
+    const app = await createNestApp(platform, { ...options, errorHandling: 'framework' })
+    const res = await request(app.getHttpServer()).get(ROUTE)
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toBeUndefined()
+    expect(res.body).toEqual({ statusCode: 401, message: 'bearer token required' })
+    await app.close()
+  })
+
+  it('decides once on a request the global guard and @UseGuards(TollgateGuard) both guard', async () => {
+    const app = await createNestApp(
+      platform,
+      {
+        ...options,
+        tenant: { claim: 'tenant' },
+        rateLimit: { plans: { free: [{ points: 2, durationSeconds: 60 }] }, defaultPlan: 'free' },
+      },
+      { controllers: [GuardedController] },
+    )
+    const token = await issuer.mint({ tenant: 'twice' })
+    const get = () =>
+      request(app.getHttpServer()).get('/guarded').set('Authorization', `Bearer ${token}`)
+    const first = await get()
+    expect(first.status).toBe(200)
+    expect(first.headers['ratelimit']).toMatch(/^"free";r=1;t=\d+$/)
+    expect((await get()).status).toBe(200)
+    expect((await get()).status).toBe(429)
+    await app.close()
+  })
+
+  it('gives @Auth() undefined with credentialsRequired: false and no credentials', async () => {
+    const app = await createNestApp(platform, { ...options, credentialsRequired: false })
+    await request(app.getHttpServer()).get(ROUTE).expect(200, { authenticated: false })
+    await app.close()
+  })
+
+  it('with globalGuard: false, guards only the controllers under @UseGuards(TollgateGuard)', async () => {
+    const app = await createNestApp(platform, options, {
+      moduleOptions: { globalGuard: false },
+      controllers: [OpenController, GuardedController],
+    })
+    const server = app.getHttpServer() as Server
+    await request(server).get('/open').expect(200, { guarded: false })
+    const refused = await request(server).get('/guarded')
+    expect(refused.status).toBe(401)
+    expect(refused.headers['www-authenticate']).toBe('Bearer realm="api"')
+    const token = await issuer.mint({ sub: 'bob' })
+    const admitted = await request(server).get('/guarded').set('Authorization', `Bearer ${token}`)
+    expect(admitted.status).toBe(200)
+    expect(admitted.body.subject).toBe('bob')
+    await app.close()
+  })
+})
+
+describe('TollgateModule.forRoot', () => {
+  it('fails at start-up, naming the option, on invalid gate or module options', () => {
+    expect(() => TollgateModule.forRoot({ ...options, algorithms: ['HS256' as never] })).toThrow(
+      TypeError,
+    )
+    expect(() => TollgateModule.forRoot(options, { global: true } as never)).toThrow(
+      'TollgateModule.forRoot(options, moduleOptions): "moduleOptions.global" is not an option; use one of: globalGuard',
+    )
+    expect(() => TollgateModule.forRoot(options, { globalGuard: 'yes' as never })).toThrow(
+      '"moduleOptions.globalGuard" must be a boolean',
+    )
+  })
+
+  it("throws refusals as an HttpException with the core's status and body, carrying its answer", () => {
+    const error = new TokenMissingError()
+    const refusal = new TollgateRefusal(error)
+    expect(refusal).toBeInstanceOf(HttpException)
+    expect(refusal.getStatus()).toBe(401)
+    expect(refusal.getResponse()).toEqual({
+      error: 'unauthorized',
+      error_description: 'bearer token required',
+    })
+    expect(refusal.answer).toEqual(renderError(error))
+    expect(refusal.cause).toBe(error)
+  })
+
+  it('builds in a standalone application context, which has no HTTP platform', async () => {
+    @Module({ imports: [TollgateModule.forRoot(options)] })
+    class ScriptModule {}
+    const context = await NestFactory.createApplicationContext(ScriptModule, {
+      logger: false,
+      abortOnError: false,
+    })
+    expect(context.get(TOLLGATE_GATE).realm).toBe('api')
+    await context.close()
+  })
+
+  it('fails at start-up on an HTTP platform other than Express and Fastify', async () => {
+    class OtherAdapter extends ExpressAdapter {
+      override getType() {
+        return 'other'
+      }
+    }
+    @Module({ imports: [TollgateModule.forRoot(options)], controllers: [StatusController] })
+    class OtherModule {}
+    await expect(
+      NestFactory.create(OtherModule, new OtherAdapter(), { logger: false, abortOnError: false }),
+    ).rejects.toThrow(
+      'tollgate/nestjs: the HTTP platform "other" is not supported; use @nestjs/platform-express or @nestjs/platform-fastify',
+    )
+  })
+
+  it('refuses a scope a challenge could not carry when the decorator is applied', () => {
+    expect(() => RequireScopes('billing read')).toThrow(TypeError)
+  })
+})
+
+describe('tollgate/nestjs and tollgate/express', () => {
+  // Transport fields each server sets its own way; everything else must be the same bytes.
+  const TRANSPORT = new Set(['date', 'connection', 'keep-alive', 'x-powered-by'])
+  const answerOf = (res: request.Response) => ({
+    status: res.status,
+    headers: Object.fromEntries(
+      Object.entries(res.headers)
+        .filter(([name]) => !TRANSPORT.has(name))
+        .map(([name, value]) => [
+          name,
+          name === 'ratelimit' ? value.replace(/t=\d+/, 't=?') : value,
+        ])
+        .sort(([a], [b]) => String(a).localeCompare(String(b))),
+    ),
+    body: res.text,
+  })
+  const expressApp = APPS.find(([name]) => name === 'express 5')?.[1]
+
+  it('give identical status, headers and body for the same requests', async () => {
+    const valid = await issuer.mint({ sub: 'same' })
+    const expired = await issuer.mint({ exp: 1 })
+    const oneScope = await issuer.mint({ scope: 'billing:read' })
+    const cases: Array<readonly [string, Record<string, string>]> = [
+      [ROUTE, {}],
+      [ROUTE, { Authorization: 'Basic x' }],
+      [ROUTE, { Authorization: 'Bearer' }],
+      [ROUTE, { Authorization: 'Bearer a.b.c' }],
+      [ROUTE, { Authorization: `Bearer ${valid} x` }],
+      [ROUTE, { Authorization: `Bearer ${expired}` }],
+      [`${ROUTE}?access_token=${valid}`, { Authorization: `Bearer ${valid}` }],
+      [TWO_SCOPES_PATH, { Authorization: `Bearer ${oneScope}` }],
+      [TWO_SCOPES_PATH, {}],
+      ['/client-role', { Authorization: `Bearer ${oneScope}` }],
+    ]
+    const reference = expressApp!(options)
+    const nest = await Promise.all(PLATFORMS.map((platform) => createNestApp(platform, options)))
+    for (const [path, headers] of cases) {
+      const expected = answerOf(await request(reference).get(path).set(headers))
+      for (const app of nest) {
+        const res = await request(app.getHttpServer()).get(path).set(headers)
+        expect(answerOf(res), `${path} ${JSON.stringify(headers)}`).toEqual(expected)
+      }
+    }
+    reference.close()
+    await Promise.all(nest.map((app) => app.close()))
+  })
+
+  it('give identical 429 answers, rate-limit fields included', async () => {
+    const limited: GateOptions = {
+      ...options,
+      tenant: { claim: 'tenant' },
+      rateLimit: { windows: [{ points: 1, durationSeconds: 3600 }] },
+    }
+    const token = await issuer.mint({ tenant: 'same' })
+    const answers = []
+    const reference = expressApp!(limited)
+    const nest = await Promise.all(PLATFORMS.map((platform) => createNestApp(platform, limited)))
+    for (const server of [reference, ...nest.map((app) => app.getHttpServer() as Server)]) {
+      await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`).expect(200)
+      const res = await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`)
+      expect(res.status).toBe(429)
+      const answer = answerOf(res)
+      // Seconds left in the window: the same unless a second ticked between the requests.
+      answer.headers['retry-after'] = Number(answer.headers['retry-after']) > 3590
+      answers.push(answer)
+    }
+    for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0])
+    reference.close()
+    await Promise.all(nest.map((app) => app.close()))
+  })
+})
+
+describe('the guide sample (docs/frameworks/nestjs.md)', () => {
+  it("is the guide's first example, word for word", () => {
+    const guide = readFileSync(new URL('../../docs/frameworks/nestjs.md', import.meta.url), 'utf8')
+    const sample = readFileSync(new URL('./samples/nestjs.ts', import.meta.url), 'utf8')
+    expect(guide.match(/```ts\n([\s\S]*?)```/)?.[1]).toBe(sample)
+  })
+
+  it.each(PLATFORMS)('runs on the %s platform as the guide says', async (platform) => {
+    process.env['KEYCLOAK_URL'] = issuer.url
+    const { AppModule } = await import('./samples/nestjs.js')
+    const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
+    const app = await NestFactory.create(AppModule, adapter, { logger: false })
+    await app.init()
+    if (platform === 'fastify') await (adapter as FastifyAdapter).getInstance().ready()
+    const server = app.getHttpServer() as Server
+    await request(server).get('/health').expect(200, { ok: true })
+    expect((await request(server).get('/invoices')).status).toBe(401)
+    const reader = await issuer.mint({ sub: 'carol', scope: 'billing:read' })
+    await request(server)
+      .get('/invoices')
+      .set('Authorization', `Bearer ${reader}`)
+      .expect(200, { subject: 'carol', scopes: ['billing:read'] })
+    const other = await issuer.mint({ scope: 'openid' })
+    expect(
+      (await request(server).get('/invoices').set('Authorization', `Bearer ${other}`)).status,
+    ).toBe(403)
+    await app.close()
+  })
+})
