@@ -14,16 +14,21 @@
  * @module
  */
 import { type ChildProcess, execFileSync, fork } from 'node:child_process'
+import cluster from 'node:cluster'
 import { pbkdf2Sync } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { RateLimiterPostgres } from 'rate-limiter-flexible'
+import {
+  RateLimiterCluster,
+  RateLimiterClusterMaster,
+  RateLimiterPostgres,
+} from 'rate-limiter-flexible'
 
 import type { GateEvent } from '../../src/events.js'
 import { normalizeRateLimitOptions } from '../../src/limits/options.js'
-import type { RateLimitOptions } from '../../src/limits/rate-limit.js'
+import type { FlexibleWindow, RateLimitOptions } from '../../src/limits/rate-limit.js'
 import { createTenantLimiter } from '../../src/limits/rate-limit.js'
 import { get, README_CLIENT_OPTIONS, token } from './limiter-fixtures.js'
 import { waitForReady } from './redis.js'
@@ -200,3 +205,114 @@ function keepBusy(port: number, order: BurstOrder, storeTimeoutMs: number): numb
 }
 
 if (process.argv.includes('--gateway-process')) void serve()
+
+/** What the workers of a Node cluster admitted in one burst each, sent together. */
+export interface ClusterBurstReport {
+  /** Per worker: requests admitted, refused (429), anything else. */
+  readonly workers: readonly { admitted: number; refused: number; other: number }[]
+}
+
+/**
+ * Starts a cluster primary (a child process, so that the test runner's process stays out of
+ * `node:cluster`) holding rate-limiter-flexible's `RateLimiterClusterMaster`, forks `workers`
+ * workers whose limiters use `RateLimiterCluster` through `rateLimit.store: { flexible }`, has
+ * each send `requestsPerWorker` concurrent requests for one tenant, and resolves with what each
+ * admitted. The primary and its workers exit afterwards.
+ */
+export async function clusterBurst(
+  options: Omit<RateLimitOptions, 'store'>,
+  workers: number,
+  requestsPerWorker: number,
+): Promise<ClusterBurstReport> {
+  const child = fork(HERE, ['--cluster-primary'], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`cluster primary exited (${code})`)))
+    child.once('message', (report) => {
+      child.kill('SIGKILL')
+      resolve(report as ClusterBurstReport)
+    })
+    child.send({ options, workers, requestsPerWorker })
+  })
+}
+
+// Listeners are added synchronously: a message that arrives before there is one is lost.
+function clusterPrimary(): void {
+  process.once(
+    'message',
+    (order: { options: RateLimitOptions; workers: number; requestsPerWorker: number }) => {
+      new RateLimiterClusterMaster()
+      cluster.setupPrimary({
+        exec: HERE,
+        args: ['--cluster-worker'],
+        execArgv: ['--import', 'tsx'],
+      })
+      const reports: ClusterBurstReport['workers'][number][] = []
+      let ready = 0
+      // The options go in the environment: a message sent before the worker listens is lost.
+      const forked = Array.from({ length: order.workers }, () =>
+        cluster.fork({ TOLLGATE_TEST_LIMITER_OPTIONS: JSON.stringify(order.options) }),
+      )
+      for (const worker of forked) {
+        worker.on('message', (message: { type?: string }) => {
+          if (message.type === 'ready' && ++ready === forked.length) {
+            // Every worker's limiters exist: start the bursts together.
+            for (const each of forked) each.send({ type: 'burst', ...order })
+          } else if (message.type === 'report') {
+            reports.push(message as unknown as ClusterBurstReport['workers'][number])
+            if (reports.length === forked.length) {
+              for (const each of forked) each.kill('SIGKILL')
+              process.send?.({ workers: reports } satisfies ClusterBurstReport)
+            }
+          }
+        })
+      }
+    },
+  )
+}
+
+function clusterWorker(): void {
+  const options = JSON.parse(
+    String(process.env['TOLLGATE_TEST_LIMITER_OPTIONS']),
+  ) as RateLimitOptions
+  const limiter = createTenantLimiter(
+    normalizeRateLimitOptions({
+      ...options,
+      store: {
+        // As docs/stores.md shows it: the primary keeps one limiter per keyPrefix, so each
+        // window needs its own.
+        flexible: (window: FlexibleWindow) =>
+          new RateLimiterCluster({
+            points: window.points,
+            duration: window.durationSeconds,
+            keyPrefix: `${window.keyPrefix}:${window.plan}:${window.durationSeconds}`,
+            timeoutMs: 5000,
+          }),
+      },
+    }),
+    { emit: undefined },
+  )
+  process.on('message', async (message: { type?: string; requestsPerWorker: number }) => {
+    if (message.type !== 'burst') return
+    const statuses = await Promise.all(
+      Array.from({ length: message.requestsPerWorker }, () =>
+        limiter.consume({ id: 'cluster', plan: undefined }, get, token).then(
+          () => 200,
+          (error: { status?: number }) => error.status ?? 500,
+        ),
+      ),
+    )
+    process.send?.({
+      type: 'report',
+      admitted: statuses.filter((status) => status === 200).length,
+      refused: statuses.filter((status) => status === 429).length,
+      other: statuses.filter((status) => status !== 200 && status !== 429).length,
+    })
+  })
+  process.send?.({ type: 'ready' })
+}
+
+if (process.argv.includes('--cluster-primary')) clusterPrimary()
+if (process.argv.includes('--cluster-worker')) clusterWorker()
