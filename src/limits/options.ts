@@ -344,6 +344,7 @@ function flexibleLimiters(
   keyPrefix: string,
 ): ReadonlyMap<string, FlexibleLimiterLike> {
   const limiters = new Map<string, FlexibleLimiterLike>()
+  const clusterPrefixes = new Set<unknown>()
   for (const [plan, windows] of plans) {
     for (const { points, durationSeconds } of windows) {
       const path = `rateLimit.store.flexible(${plan}, ${durationSeconds}s)`
@@ -365,10 +366,33 @@ function flexibleLimiters(
             'window.durationSeconds',
         )
       }
+      if ([...limiters.values()].includes(limiter as unknown as FlexibleLimiterLike)) {
+        fail(path, 'must return a new limiter for each window; it returned one it returned before')
+      }
+      clusterPrefixOnce(candidate, path, clusterPrefixes)
       limiters.set(`${plan}:${durationSeconds}`, limiter as unknown as FlexibleLimiterLike)
     }
   }
   return limiters
+}
+
+/**
+ * rate-limiter-flexible's cluster primary keeps one counter per `keyPrefix`, with the points and
+ * duration of the first worker limiter that named it: two windows under one prefix would count
+ * in the same window.
+ */
+function clusterPrefixOnce(limiter: Record<string, unknown>, path: string, seen: Set<unknown>) {
+  if (limiter.constructor?.name !== 'RateLimiterClusterWorker') return
+  const prefix = limiter['keyPrefix']
+  if (seen.has(prefix)) {
+    fail(
+      path,
+      `must give each RateLimiterCluster its own keyPrefix (got ${summarize(prefix)} twice): ` +
+        'the cluster primary keeps one window per prefix; use the window in it, as in ' +
+        'keyPrefix: [window.keyPrefix, window.plan, window.durationSeconds].join(":")',
+    )
+  }
+  seen.add(prefix)
 }
 
 /**

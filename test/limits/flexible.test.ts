@@ -118,6 +118,48 @@ describe('rateLimit.store: { flexible } (options)', () => {
     ).toThrow(/must return a rate-limiter-flexible limiter \(with consume\(key, points\)\)/)
   })
 
+  it('refuses a factory that returns the same limiter for two windows', () => {
+    const one = { points: 5, durationSeconds: 60 }
+    const shared = { points: 5, duration: 60, consume: async () => ({}) }
+    expect(() =>
+      normalizeRateLimitOptions({
+        plans: { free: [one], pro: [one] },
+        defaultPlan: 'free',
+        store: { flexible: () => shared },
+      }),
+    ).toThrow(/"rateLimit\.store\.flexible\(pro, 60s\)" must return a new limiter for each window/)
+  })
+
+  it('refuses two RateLimiterCluster limiters under one keyPrefix (the primary would merge their windows)', () => {
+    // The name rate-limiter-flexible's RateLimiterCluster has; constructing the real one needs a
+    // cluster worker's IPC channel (test/limits/flexible-cluster.test.ts runs it for real).
+    class RateLimiterClusterWorker {
+      readonly points: number
+      readonly duration: number
+      readonly keyPrefix: string
+      constructor(points: number, duration: number, keyPrefix: string) {
+        this.points = points
+        this.duration = duration
+        this.keyPrefix = keyPrefix
+      }
+      consume = async () => ({})
+    }
+    expect(() =>
+      normalizeRateLimitOptions({
+        windows: [
+          { points: 5, durationSeconds: 1 },
+          { points: 50, durationSeconds: 60 },
+        ],
+        store: {
+          flexible: (window: FlexibleWindow) =>
+            new RateLimiterClusterWorker(window.points, window.durationSeconds, window.keyPrefix),
+        },
+      }),
+    ).toThrow(
+      /must give each RateLimiterCluster its own keyPrefix \(got a string of length 11 twice\)/,
+    )
+  })
+
   it('calls the factory once per window of every plan, with the key prefix', () => {
     const seen: unknown[] = []
     normalizeRateLimitOptions({
