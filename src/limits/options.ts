@@ -82,9 +82,16 @@ export interface RateLimitOptions {
     | 'memory'
     | { readonly redis: RedisClientLike }
     | { readonly flexible: FlexibleLimiterFactory }
-  /** Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`). Default `'tollgate:rl'`. */
+  /**
+   * Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`), and the `keyPrefix` a
+   * `flexible` factory is given. Default `'tollgate:rl'`.
+   */
   readonly keyPrefix?: string
-  /** Deadline for the store's answer to one request, in ms (1 to 10 000). Default 50. */
+  /**
+   * Deadline for the store's answer to one request (every window of its plan), in ms (1 to
+   * 10 000). Default 50. Redis counts nothing it runs after it; a `flexible` store still counts a
+   * command that answers late (see `docs/stores.md`).
+   */
   readonly storeTimeoutMs?: number
   /**
    * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
@@ -103,7 +110,8 @@ export interface RateLimitOptions {
    * With `onStoreError: 'memory'`, each process admits `ceil(points / divisor)` per window while
    * the store fails, so that the processes together stay near the configured limit. `'auto'`
    * (default): the number of limiter instances (same Redis, same `keyPrefix`) that used the
-   * store in the last 10 s, as this instance last learned it (1 until it has). A whole number
+   * store in the last 10 s, as this instance last learned it (1 until it has; always 1 with a
+   * `flexible` store, which keeps no such list: set a number there). A whole number
    * (1 to 10 000): that divisor, for example the number of gateway processes.
    */
   readonly fallbackDivisor?: number | 'auto'

@@ -487,3 +487,44 @@ describe("RateLimiterRedis beside tollgate's own Redis script", () => {
     expect(await client.get(`${options.keyPrefix}:{acme}:default:60`)).toBe('12')
   })
 })
+
+describe('moving counters from Redis to PostgreSQL (docs/stores.md)', () => {
+  let redisServer: RedisServer
+  let postgres: PostgresServer
+
+  beforeAll(async () => {
+    ;[redisServer, postgres] = await Promise.all([startRedisServer(), startPostgresServer()])
+    await createTable(postgres)
+  }, 60_000)
+  afterAll(async () => {
+    await Promise.all([redisServer?.stop(), postgres?.stop()])
+  })
+
+  it("carries a tenant's consumed points from tollgate's Redis keys into RateLimiterPostgres rows", async () => {
+    const options = {
+      windows: [{ points: 10, durationSeconds: 60 }],
+      storeTimeoutMs: ROOMY_TIMEOUT_MS,
+    }
+    const redis = await redisServer.client()
+    const onRedis = limiterWith({ ...options, store: { redis } })
+    expect((await burst([onRedis], 'acme', 4)).admitted).toBe(4)
+
+    // The copy, as docs/stores.md gives it.
+    const pool = postgres.pool()
+    for await (const keys of redis.scanStream({ match: 'tollgate:rl:*', count: 500 })) {
+      for (const key of keys as string[]) {
+        if (key.endsWith(':instances')) continue
+        const [points, ttl] = await Promise.all([redis.get(key), redis.pttl(key)])
+        if (points === null || ttl <= 0) continue
+        await pool.query(
+          `INSERT INTO tollgate_limits (key, points, expire) VALUES ($1, $2, $3)
+         ON CONFLICT (key) DO UPDATE SET points = excluded.points, expire = excluded.expire`,
+          [key, Number(points), Date.now() + ttl],
+        )
+      }
+    }
+
+    const onPostgres = limiterWith({ ...options, store: { flexible: postgresFactory(pool) } })
+    expect(await burst([onPostgres], 'acme', 8)).toEqual({ admitted: 6, refused: 2, other: [] })
+  })
+})
