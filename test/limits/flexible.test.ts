@@ -422,6 +422,44 @@ describe('rateLimit.store: { flexible } on memcached (RateLimiterMemcache)', () 
   })
 })
 
+describe('rateLimit.store: { flexible } on a stopped memcached', () => {
+  it('answers by the fallback policy (deny: 503), never a 5xx of its own', async () => {
+    const server = await startMemcachedServer()
+    const client = new Memcached(server.location, { retries: 0, timeout: 200 })
+    const events: GateEvent[] = []
+    try {
+      const limiter = limiterWith(
+        {
+          windows: [{ points: 10, durationSeconds: 60 }],
+          keyPrefix: nextPrefix(),
+          // Whether the client fails first or the deadline does, the request is the fallback's.
+          storeTimeoutMs: 300,
+          onStoreError: 'deny',
+          store: {
+            flexible: (window) =>
+              new RateLimiterMemcache({
+                storeClient: client,
+                points: window.points,
+                duration: window.durationSeconds,
+                keyPrefix: window.keyPrefix,
+              }),
+          },
+        },
+        { events },
+      )
+      expect(await statusOf(limiter, 'acme')).toBe(200)
+      await server.stop()
+      expect(await statusOf(limiter, 'acme')).toBe(503)
+      expect(events.filter((event) => event.type === 'limiter_fallback')).toEqual([
+        { type: 'limiter_fallback', engaged: true, policy: 'deny' },
+      ])
+    } finally {
+      client.end()
+      await server.stop()
+    }
+  })
+})
+
 describe("RateLimiterRedis beside tollgate's own Redis script", () => {
   let server: RedisServer
 
