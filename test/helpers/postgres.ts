@@ -133,8 +133,9 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     },
     kill,
     async stop() {
-      await Promise.all([...pools].map((pool) => pool.end().catch(() => {})))
+      // The server first: a pool waits for its checked-out clients to be released before it ends.
       await kill()
+      await Promise.all([...pools].map((pool) => pool.end().catch(() => {})))
       rmSync(dir, { recursive: true, force: true })
     },
   }
