@@ -48,8 +48,9 @@ export interface TenantLimiter {
    * `storeTimeoutMs` plus the event loop's delay, or twice that for a request that waited for a
    * probe of a failed store before asking it; a closed Redis connection fails the request over
    * at once. With a `flexible` store, the windows are asked one after the other within that
-   * deadline, and a refusal by a longer window leaves the shorter ones charged (no refund). Only the application's own `cost` function,
-   * or a cost that is not an integer ≥ 1, makes it throw anything else.
+   * deadline, and a refusal by a longer window leaves the shorter ones charged (no refund).
+   * Only the application's own `cost` function, or a cost that is not an integer ≥ 1, makes it
+   * throw anything else.
    */
   consume(
     tenant: ResolvedTenant,
@@ -58,8 +59,8 @@ export interface TenantLimiter {
   ): Promise<Record<string, string>>
   /**
    * The same as `consume`, synchronously (returns the headers or throws), when the store is
-   * process memory; `undefined` with Redis or a `flexible` store. The gate answers a cached token with it without a
-   * promise chain.
+   * process memory; `undefined` with Redis or a `flexible` store. The gate answers a cached
+   * token with it without a promise chain.
    */
   readonly consumeNow:
     | ((
