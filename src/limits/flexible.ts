@@ -72,8 +72,9 @@ export interface FlexibleStore {
  *
  * A later window that refuses after an earlier one consumed does not refund the earlier one
  * (no `reward()`): the order makes it safe instead. Windows are consumed shortest first, as the
- * Redis script and the memory store do, so a refused request is charged only in windows shorter
- * than the one that refused it, and every store counts refused requests the same way. A refund
+ * Redis script and the memory store do, so a refused request is charged in the window that
+ * refused it and the shorter ones (which reset first), never in the longer ones, and every store
+ * counts refused requests the same way. A refund
  * would be a second command per window that can itself fail or come late, leaving a count
  * neither this process nor the store knows; a charge that stays is at least the same on every
  * store, and it ends with the shorter window.
