@@ -3,11 +3,16 @@
 # first, so a fresh Debian machine needs nothing by hand. As root it installs with apt-get;
 # otherwise it names the packages to install and stops (a missing service is never a skipped test).
 #   redis-server  the limiter, revocation and sign-in store tests start their own servers
+#   postgresql    the limiter's rate-limiter-flexible store tests run initdb and postgres (the
+#                 server binaries under /usr/lib/postgresql/<version>/bin) on a free port of their own
+#   memcached     the same tests start their own memcached on a free port
 #   chromium      the sign-in browser test (test/demo/demo-browser.test.ts; CHROMIUM_PATH overrides)
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || missing+=(redis-server)
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null && compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+command -v memcached >/dev/null || missing+=(memcached)
 if [ -z "${CHROMIUM_PATH:-}" ] && ! command -v chromium >/dev/null; then missing+=(chromium); fi
 
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -14,7 +14,9 @@ import {
   optionalFunction,
   record,
   redisKeyPrefix,
+  summarize,
 } from '../validate.js'
+import type { FlexibleLimiterFactory, FlexibleLimiterLike } from './flexible.js'
 import type { RateLimitHeaderMode } from './headers.js'
 import { PLAN_NAME_PATTERN, type VerifiedToken } from './tenant.js'
 
@@ -70,11 +72,26 @@ export interface RateLimitOptions {
   readonly tenantPlans?: Readonly<Record<string, string>> | ReadonlyMap<string, string>
   /** Points a request costs. Default: 1. A cost above a window's points is always refused. */
   readonly cost?: RateLimitCost
-  /** `'memory'` (default, this process only) or `{ redis }` (shared by every process). */
-  readonly store?: 'memory' | { readonly redis: RedisClientLike }
-  /** Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`). Default `'tollgate:rl'`. */
+  /**
+   * `'memory'` (default, this process only), `{ redis }` (tollgate's own script, shared by every
+   * process), or `{ flexible }`: a factory of rate-limiter-flexible limiters, one per window of
+   * every plan, on whatever store the deployment runs (Postgres, Memcached, a Node cluster, …).
+   * See `docs/stores.md`.
+   */
+  readonly store?:
+    | 'memory'
+    | { readonly redis: RedisClientLike }
+    | { readonly flexible: FlexibleLimiterFactory }
+  /**
+   * Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`), and the `keyPrefix` a
+   * `flexible` factory is given. Default `'tollgate:rl'`.
+   */
   readonly keyPrefix?: string
-  /** Deadline for the store's answer to one request, in ms (1 to 10 000). Default 50. */
+  /**
+   * Deadline for the store's answer to one request (every window of its plan), in ms (1 to
+   * 10 000). Default 50. Redis counts nothing it runs after it; a `flexible` store still counts a
+   * command that answers late (see `docs/stores.md`).
+   */
   readonly storeTimeoutMs?: number
   /**
    * After a store failure, requests skip the store for this long (ms, 0 to 600 000), then one
@@ -93,7 +110,8 @@ export interface RateLimitOptions {
    * With `onStoreError: 'memory'`, each process admits `ceil(points / divisor)` per window while
    * the store fails, so that the processes together stay near the configured limit. `'auto'`
    * (default): the number of limiter instances (same Redis, same `keyPrefix`) that used the
-   * store in the last 10 s, as this instance last learned it (1 until it has). A whole number
+   * store in the last 10 s, as this instance last learned it (1 until it has; always 1 with a
+   * `flexible` store, which keeps no such list: set a number there). A whole number
    * (1 to 10 000): that divisor, for example the number of gateway processes.
    */
   readonly fallbackDivisor?: number | 'auto'
@@ -124,6 +142,8 @@ export interface NormalizedRateLimitOptions {
   readonly tenantPlans: ReadonlyMap<string, string>
   readonly cost: RateLimitCost | undefined
   readonly redis: RedisClientLike | undefined
+  /** With `store: { flexible }`: the limiter of each window, keyed `<plan>:<durationSeconds>`. */
+  readonly flexible: ReadonlyMap<string, FlexibleLimiterLike> | undefined
   readonly keyPrefix: string
   readonly storeTimeoutMs: number
   readonly storeRetryIntervalMs: number
@@ -167,6 +187,8 @@ export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOp
       fail('rateLimit.defaultPlan', `must name one of the plans (${[...plans.keys()].join(', ')})`)
     }
   }
+  const keyPrefix = redisKeyPrefix(options.keyPrefix, 'rateLimit.keyPrefix', 'tollgate:rl')
+  const store = storeOption(options.store)
   return Object.freeze({
     plans,
     defaultPlan,
@@ -176,8 +198,9 @@ export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOp
       'rateLimit.cost',
       '(request, verified) => points',
     ),
-    redis: storeOption(options.store),
-    keyPrefix: redisKeyPrefix(options.keyPrefix, 'rateLimit.keyPrefix', 'tollgate:rl'),
+    redis: typeof store === 'function' ? undefined : store,
+    flexible: typeof store === 'function' ? flexibleLimiters(store, plans, keyPrefix) : undefined,
+    keyPrefix,
     storeTimeoutMs: integer(options.storeTimeoutMs, 'rateLimit.storeTimeoutMs', {
       fallback: 50,
       min: 1,
@@ -263,12 +286,29 @@ function fallbackDivisorOption(value: unknown): number | 'auto' {
   return integer(value, 'rateLimit.fallbackDivisor', { min: 1, max: 10_000 })
 }
 
-function storeOption(value: unknown): RedisClientLike | undefined {
+function storeOption(value: unknown): RedisClientLike | FlexibleLimiterFactory | undefined {
   if (value === undefined || value === 'memory') return undefined
-  if (!isRecord(value) || Object.keys(value).some((key) => key !== 'redis')) {
-    fail('rateLimit.store', "must be 'memory' or { redis: client }", value)
+  const keys = isRecord(value) ? Object.keys(value) : []
+  if (keys.length !== 1 || (keys[0] !== 'redis' && keys[0] !== 'flexible')) {
+    fail(
+      'rateLimit.store',
+      "must be 'memory', { redis: client } or { flexible: (window) => limiter }",
+      value,
+    )
   }
-  const client = value['redis']
+  const store = value as Record<string, unknown>
+  if (keys[0] === 'flexible') {
+    const factory = store['flexible']
+    if (typeof factory !== 'function') {
+      fail(
+        'rateLimit.store.flexible',
+        'must be a function (window) => a rate-limiter-flexible limiter',
+        factory,
+      )
+    }
+    return factory as FlexibleLimiterFactory
+  }
+  const client = store['redis']
   if (
     !isRecord(client) ||
     typeof client['defineCommand'] !== 'function' ||
@@ -299,6 +339,68 @@ function storeOption(value: unknown): RedisClientLike | undefined {
     )
   }
   return client as unknown as RedisClientLike
+}
+
+/**
+ * Calls the factory once per window of every plan, and checks that each limiter counts that
+ * window: a limiter with other `points` or `duration` would refuse at a limit the
+ * `RateLimit-Policy` field does not announce.
+ */
+function flexibleLimiters(
+  factory: FlexibleLimiterFactory,
+  plans: ReadonlyMap<string, readonly RateLimitWindow[]>,
+  keyPrefix: string,
+): ReadonlyMap<string, FlexibleLimiterLike> {
+  const limiters = new Map<string, FlexibleLimiterLike>()
+  const clusterPrefixes = new Set<unknown>()
+  for (const [plan, windows] of plans) {
+    for (const { points, durationSeconds } of windows) {
+      const path = `rateLimit.store.flexible(${plan}, ${durationSeconds}s)`
+      const limiter: unknown = factory({ plan, points, durationSeconds, keyPrefix })
+      if (!isRecord(limiter) || typeof limiter['consume'] !== 'function') {
+        fail(
+          path,
+          'must return a rate-limiter-flexible limiter (with consume(key, points))',
+          limiter,
+        )
+      }
+      const candidate = limiter
+      if (candidate['points'] !== points || candidate['duration'] !== durationSeconds) {
+        fail(
+          path,
+          `must return a limiter of this window: points ${points}, duration ${durationSeconds} ` +
+            `(got points ${summarize(candidate['points'])}, duration ` +
+            `${summarize(candidate['duration'])}); pass window.points and ` +
+            'window.durationSeconds',
+        )
+      }
+      if ([...limiters.values()].includes(limiter as unknown as FlexibleLimiterLike)) {
+        fail(path, 'must return a new limiter for each window; it returned one it returned before')
+      }
+      clusterPrefixOnce(candidate, path, clusterPrefixes)
+      limiters.set(`${plan}:${durationSeconds}`, limiter as unknown as FlexibleLimiterLike)
+    }
+  }
+  return limiters
+}
+
+/**
+ * rate-limiter-flexible's cluster primary keeps one counter per `keyPrefix`, with the points and
+ * duration of the first worker limiter that named it: two windows under one prefix would count
+ * in the same window.
+ */
+function clusterPrefixOnce(limiter: Record<string, unknown>, path: string, seen: Set<unknown>) {
+  if (limiter.constructor?.name !== 'RateLimiterClusterWorker') return
+  const prefix = limiter['keyPrefix']
+  if (seen.has(prefix)) {
+    fail(
+      path,
+      `must give each RateLimiterCluster its own keyPrefix (got ${summarize(prefix)} twice): ` +
+        'the cluster primary keeps one window per prefix; use the window in it, as in ' +
+        'keyPrefix: [window.keyPrefix, window.plan, window.durationSeconds].join(":")',
+    )
+  }
+  seen.add(prefix)
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * Per-tenant rate limits: one or more fixed windows per plan, in process memory
- * (`rate-limit-memory.ts`, synchronous) or in Redis (a single server or a Cluster, `rate-limit-redis.ts`) shared
- * by every gateway process. A refusal becomes a {@link RateLimitedError}, a store failure the
- * configured fallback.
+ * (`memory.ts`, synchronous), in Redis (a single server or a Cluster, `redis.ts`) or in the
+ * rate-limiter-flexible limiters of the application's factory (`flexible.ts`), shared by every
+ * gateway process. A refusal becomes a {@link RateLimitedError}, a store failure the configured
+ * fallback.
  *
  * @module
  */
@@ -11,6 +12,8 @@ import type { Emit } from '../events.js'
 import type { RequestLike } from '../types.js'
 import { summarize } from '../validate.js'
 import { type LimiterClock, systemClock } from './clock.js'
+import type { FlexibleLimiterLike } from './flexible.js'
+import { createFlexibleStore } from './flexible.js'
 import type { HeaderWindow, PlanHeaders, WindowState } from './headers.js'
 import { createPlanHeaders, secondsUntil } from './headers.js'
 import { MemoryWindow } from './memory.js'
@@ -19,6 +22,11 @@ import type { StoreCount } from './redis.js'
 import { createRedisStore } from './redis.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
 
+export type {
+  FlexibleLimiterFactory,
+  FlexibleLimiterLike,
+  FlexibleWindow,
+} from './flexible.js'
 export type { RateLimitHeaderMode } from './headers.js'
 export type {
   RateLimitCost,
@@ -39,8 +47,10 @@ export interface TenantLimiter {
    * fields) or `ServiceUnavailableError` (503, `deny` policy). Never hangs past
    * `storeTimeoutMs` plus the event loop's delay, or twice that for a request that waited for a
    * probe of a failed store before asking it; a closed Redis connection fails the request over
-   * at once. Only the application's own `cost` function,
-   * or a cost that is not an integer ≥ 1, makes it throw anything else.
+   * at once. With a `flexible` store, the windows are asked one after the other within that
+   * deadline, and a refusal by a longer window leaves the shorter ones charged (no refund).
+   * Only the application's own `cost` function, or a cost that is not an integer ≥ 1, makes it
+   * throw anything else.
    */
   consume(
     tenant: ResolvedTenant,
@@ -49,8 +59,8 @@ export interface TenantLimiter {
   ): Promise<Record<string, string>>
   /**
    * The same as `consume`, synchronously (returns the headers or throws), when the store is
-   * process memory; `undefined` with Redis. The gate answers a cached token with it without a
-   * promise chain.
+   * process memory; `undefined` with Redis or a `flexible` store. The gate answers a cached
+   * token with it without a promise chain.
    */
   readonly consumeNow:
     | ((
@@ -63,6 +73,8 @@ export interface TenantLimiter {
 
 interface Window extends HeaderWindow {
   readonly keySuffix: string
+  /** With `store: { flexible }`: the limiter that counts this window. */
+  readonly limiter: FlexibleLimiterLike
   /** The window in process memory: the store without Redis, the fallback with it. */
   readonly memory: MemoryWindow
   /** Tenants the store reported as spent, until their window resets: refused without asking. */
@@ -102,13 +114,17 @@ export function createTenantLimiter(
   context: { emit: Emit; clock?: LimiterClock },
 ): TenantLimiter {
   const { emit, clock = systemClock } = context
-  const store =
-    o.redis === undefined
-      ? undefined
-      : createRedisStore(o.redis, { keyPrefix: o.keyPrefix, timeoutMs: o.storeTimeoutMs, clock })
+  const store = sharedStore(o, clock)
   const plans = new Map<string, Plan>()
   for (const [planName, windows] of o.plans) {
-    const built = windows.map((window) => buildWindow(planName, window, windows.length))
+    const built = windows.map((window) =>
+      buildWindow(
+        planName,
+        window,
+        windows.length,
+        o.flexible?.get(`${planName}:${window.durationSeconds}`),
+      ),
+    )
     plans.set(planName, { windows: built, headers: createPlanHeaders(o.headers, built) })
   }
   const defaultPlan = plans.get(o.defaultPlan) as Plan
@@ -209,8 +225,7 @@ export function createTenantLimiter(
     }
     let outcome: Outcome
     try {
-      const keys = plan.windows.map((window) => `${o.keyPrefix}:{${id}}${window.keySuffix}`)
-      outcome = outcomeOf(plan, await store.consume(keys, plan.windows, points))
+      outcome = outcomeOf(plan, await store.consume(id, plan.windows, points))
       if (probed !== undefined && degraded) {
         degraded = false
         emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
@@ -229,6 +244,37 @@ export function createTenantLimiter(
   }
 
   return { consume, consumeNow: store === undefined ? consumeNow : undefined }
+}
+
+/** The store shared by every gateway process, or `undefined` for process memory. */
+interface SharedStore {
+  consume(tenant: string, windows: readonly Window[], points: number): Promise<StoreCount[]>
+  /** Limiter instances sharing the store lately, for `fallbackDivisor: 'auto'`. */
+  instances(): number
+}
+
+function sharedStore(o: NormalizedRateLimitOptions, clock: LimiterClock): SharedStore | undefined {
+  if (o.flexible !== undefined) {
+    const flexible = createFlexibleStore({ timeoutMs: o.storeTimeoutMs, clock })
+    // These stores keep no list of the instances sharing them: 'auto' divides by 1, and the
+    // docs ask for a fallbackDivisor with this store.
+    return { consume: flexible.consume, instances: () => 1 }
+  }
+  if (o.redis === undefined) return undefined
+  const redis = createRedisStore(o.redis, {
+    keyPrefix: o.keyPrefix,
+    timeoutMs: o.storeTimeoutMs,
+    clock,
+  })
+  return {
+    consume: (tenant, windows, points) =>
+      redis.consume(
+        windows.map((window) => `${o.keyPrefix}:{${tenant}}${window.keySuffix}`),
+        windows,
+        points,
+      ),
+    instances: redis.instances,
+  }
 }
 
 /** The store's counts, shortest window first, up to the first window over its points. */
@@ -311,6 +357,13 @@ function rememberSpent(tenant: string, outcome: Outcome, now: number): void {
   }
 }
 
+/** The limiter of a window when the store is not rate-limiter-flexible: never called. */
+const NO_LIMITER: FlexibleLimiterLike = {
+  points: 0,
+  duration: 0,
+  consume: () => Promise.reject(new Error('no rate-limiter-flexible store')),
+}
+
 function checkedCost(cost: unknown): number {
   if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 1) return cost
   throw new TypeError(
@@ -318,9 +371,15 @@ function checkedCost(cost: unknown): number {
   )
 }
 
-function buildWindow(plan: string, window: RateLimitWindow, count: number): Window {
+function buildWindow(
+  plan: string,
+  window: RateLimitWindow,
+  count: number,
+  limiter: FlexibleLimiterLike | undefined,
+): Window {
   const name = window.name ?? (count === 1 ? plan : `${plan}-${window.durationSeconds}s`)
   return {
+    limiter: limiter ?? NO_LIMITER,
     name,
     points: window.points,
     durationSeconds: window.durationSeconds,

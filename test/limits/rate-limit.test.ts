@@ -493,12 +493,12 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'an unknown store',
         { windows, store: 'redis' },
-        /"rateLimit.store" must be 'memory' or \{ redis: client \}/,
+        /"rateLimit.store" must be 'memory', \{ redis: client \} or \{ flexible: \(window\) => limiter \}/,
       ],
       [
         'a store with extra keys',
         { windows, store: { redis: {}, cluster: true } },
-        /"rateLimit.store" must be 'memory' or \{ redis: client \}/,
+        /"rateLimit.store" must be 'memory', \{ redis: client \} or \{ flexible: \(window\) => limiter \}/,
       ],
       [
         'a URL instead of a client',
