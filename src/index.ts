@@ -62,6 +62,11 @@ export {
 export type { CacheOptions, GateOptions, JWKSOptions } from './gate/options.js'
 export type { RevocationHandles } from './gate/revocation-handles.js'
 export type {
+  FlexibleLimiterFactory,
+  FlexibleLimiterLike,
+  FlexibleWindow,
+} from './limits/flexible.js'
+export type {
   LimiterStoreErrorCode,
   RateLimitCost,
   RateLimitHeaderMode,
