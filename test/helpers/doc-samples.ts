@@ -118,7 +118,14 @@ export function typeCheckSamples(samples: readonly DocSample[]): string[] {
       byPath.set(path, sample)
     })
     const program = ts.createProgram({
-      rootNames: [...byPath.keys(), join(ROOT, 'test/helpers/oidc-provider-module.d.ts')],
+      // Ambient declarations the samples rely on: Bun's and Deno's globals (docs/runtimes.md), and
+      // the types of two packages that ship none.
+      rootNames: [
+        ...byPath.keys(),
+        join(ROOT, 'test/helpers/oidc-provider-module.d.ts'),
+        join(ROOT, 'test/helpers/memcached-module.d.ts'),
+        join(ROOT, 'test/runtimes/samples/globals.d.ts'),
+      ],
       options: {
         ...parsed.options,
         // A sample shows one thing: a name it declares and leaves unused is not a mistake there.
