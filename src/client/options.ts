@@ -6,7 +6,7 @@
  */
 import type { KeyObject, webcrypto } from 'node:crypto'
 import type { RedisClientLike } from '../limits/rate-limit.js'
-import { type IssuerOptions, isLoopback } from '../token/issuers.js'
+import { ISSUER_ENTRY_KEYS, type IssuerOptions, isLoopback } from '../token/issuers.js'
 import {
   boolean,
   fail,
@@ -180,19 +180,6 @@ const OPTION_KEYS = [
   'fetch',
   'clock',
 ]
-// An issuer entry as keycloak() and the provider profiles (auth0(), okta(), entra(), cognito())
-// build it for the gate: the client uses its issuer and discovery; the gate's rules for its
-// access tokens (audience, claims…) are the resource server's business, not the client's.
-const ISSUER_KEYS = [
-  'issuer',
-  'jwksUri',
-  'discovery',
-  'realm',
-  'audience',
-  'withoutAudience',
-  'accessTokenClaims',
-  'claims',
-]
 const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
 
 /**
@@ -299,7 +286,7 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
   if (typeof entry === 'string') {
     issuer = entry
   } else if (isRecord(entry)) {
-    const value = record(entry, 'issuer', ISSUER_KEYS)
+    const value = record(entry, 'issuer', ISSUER_ENTRY_KEYS)
     issuer = value['issuer']
     discovery = discovery || boolean(value['discovery'], 'issuer.discovery', false)
   } else {

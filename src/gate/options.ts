@@ -34,7 +34,7 @@ import {
 } from '../revocation/options.js'
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
 import { type ClaimRules, createClaimReaders } from '../token/claims.js'
-import { type IssuerOptions, keyUrlProblem, realmOf } from '../token/issuers.js'
+import { ISSUER_ENTRY_KEYS, type IssuerOptions, keyUrlProblem, realmOf } from '../token/issuers.js'
 import type { NormalizedJWKSOptions } from '../token/jwks.js'
 import type { RequestLike } from '../types.js'
 import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
@@ -167,16 +167,6 @@ export interface NormalizedOptions {
   readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
 }
 
-const ISSUER_KEYS = [
-  'issuer',
-  'jwksUri',
-  'discovery',
-  'realm',
-  'audience',
-  'withoutAudience',
-  'accessTokenClaims',
-  'claims',
-]
 const MAPPING_KEYS = ['scopes', 'roles', 'clientId']
 const CLAIM_NAME = /^[\x21-\x7E]{1,256}$/
 const JWKS_KEYS = [
@@ -370,7 +360,7 @@ function normalizeIssuers(
   const seen = new Set<string>()
   return value.map((entry: unknown, index) => {
     const path = `issuers[${index}]`
-    const fields = record(entry, path, ISSUER_KEYS)
+    const fields = record(entry, path, ISSUER_ENTRY_KEYS)
     const { issuer, jwksUri, discovery, realm } = fields
     if (typeof issuer !== 'string' || issuer.length === 0) {
       fail(`${path}.issuer`, 'must be the exact `iss` string', issuer, { show: 'url' })

@@ -6,6 +6,21 @@
 import { describeValue } from '../validate.js'
 import type { ClaimMapping } from './claims.js'
 
+/**
+ * The fields an issuer entry may carry (as `keycloak()` and the provider profiles build them): the
+ * gate validates every one, and `tollgate/client` and sign-in accept the same entries.
+ */
+export const ISSUER_ENTRY_KEYS: readonly string[] = [
+  'issuer',
+  'jwksUri',
+  'discovery',
+  'realm',
+  'audience',
+  'withoutAudience',
+  'accessTokenClaims',
+  'claims',
+]
+
 /** One trusted issuer. Keys are fetched only from what is configured here, never from a token. */
 export interface IssuerOptions {
   /** The exact `iss` value tokens of this issuer carry. */
