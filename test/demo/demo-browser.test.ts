@@ -5,48 +5,30 @@
  * billing answer fetched with the user's gateway token, sign out. Screenshots are kept in
  * `test-artifacts/` (git-ignored). Everything on loopback.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 
-import { type BrowserContext, chromium } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
 import { type Demo, startDemo } from '../../demo/servers.js'
+import { type Chromium, launchChromium } from '../helpers/chromium.js'
 
-/** Debian's chromium; `CHROMIUM_PATH` points elsewhere (another distribution, a Chrome build). */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const ARTIFACTS = join(process.cwd(), 'test-artifacts')
 
 describe('office web page in chromium', () => {
   let demo: Demo
   let browser: BrowserContext
-  let profile: string
+  let chrome: Chromium | undefined
   // A browser starting on a busy CI machine: more time than the suite's default, still bounded.
   beforeAll(async () => {
     demo = await startDemo()
-    profile = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'))
     mkdirSync(ARTIFACTS, { recursive: true })
-    // A fresh profile each run (launchPersistentContext owns --user-data-dir), nothing beyond loopback.
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
+    chrome = await launchChromium()
+    browser = chrome.browser
   }, 60_000)
   afterAll(async () => {
-    await browser?.close()
+    await chrome?.close()
     await demo?.close()
-    if (profile !== undefined) rmSync(profile, { recursive: true, force: true })
   })
 
   it('signs in by choosing a user on the provider’s page, shows office data and the gateway’s billing answer, and signs out', async () => {

@@ -6,27 +6,22 @@
  * session. Everything on loopback.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
 import type { Server } from 'node:http'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 
-import { type BrowserContext, chromium } from 'playwright-core'
+import type { BrowserContext } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-
 import type { DevProvider } from '../../src/testing/index.js'
+import { type Chromium, launchChromium } from '../helpers/chromium.js'
 import { freePort } from '../helpers/redis.js'
 import { expressSignInApp } from '../helpers/signin.js'
 import { ORDERS, startDevProvider, WEB } from './dev-provider-fixtures.js'
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 
 describe('development provider sign-in in chromium', () => {
   let provider: DevProvider
   let server: Server
   let origin: string
   let browser: BrowserContext
-  let profile: string
+  let chrome: Chromium | undefined
   beforeAll(async () => {
     const port = await freePort()
     origin = `http://127.0.0.1:${port}`
@@ -48,28 +43,14 @@ describe('development provider sign-in in chromium', () => {
       session: { secureCookie: false },
     })
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-    profile = mkdtempSync(join(tmpdir(), 'tollgate-chromium-'))
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
+    chrome = await launchChromium()
+    browser = chrome.browser
   }, 60_000)
   afterAll(async () => {
-    await browser?.close()
+    await chrome?.close()
     server?.closeAllConnections()
     await new Promise((resolve) => server?.close(resolve))
     await provider?.close()
-    if (profile !== undefined) rmSync(profile, { recursive: true, force: true })
   })
 
   it('signs a user in by a click on the provider’s page, and the provider’s sign-out ends the application’s session', async () => {
