@@ -21,5 +21,5 @@ export type { MintOptions, SetFaultOptions, TestIssuer, TestPrivateKey } from '.
 export { createTestIssuer } from './issuer.js'
 export type { TestAlgorithm } from './keys.js'
 export { TEST_ALGORITHMS } from './keys.js'
-export type { TestClient, TestIssuerOptions } from './options.js'
+export type { TestClient, TestIssuerOptions, TestPathIssuer } from './options.js'
 export type { FaultEndpoint } from './realm.js'

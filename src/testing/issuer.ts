@@ -16,7 +16,11 @@ import {
   type TestAlgorithm,
   type TestKey,
 } from './keys.js'
-import { normalizeTestIssuerOptions, type TestIssuerOptions } from './options.js'
+import {
+  type NormalizedPathIssuer,
+  normalizeTestIssuerOptions,
+  type TestIssuerOptions,
+} from './options.js'
 import {
   ACCESS_TOKEN_SECONDS,
   addKey,
@@ -26,12 +30,12 @@ import {
   jwksUriOf,
   type RealmState,
 } from './realm.js'
-import { createRequestHandler } from './routes.js'
+import { createRequestHandler, type PathRoute } from './routes.js'
 import { handleTokenRequest } from './token.js'
 
 /** Options of {@link TestIssuer.mint}. */
 export interface MintOptions {
-  /** Realm whose issuer and key are used. Default: the first realm. */
+  /** Realm (or name of an `issuers` entry) whose issuer and key are used. Default: the first realm. */
   readonly realm?: string | undefined
   /**
    * `alg` of the header. Default: the algorithm of `kid` when given, else the first configured
@@ -132,9 +136,15 @@ export interface TestIssuer {
   readonly url: string
   /** The realm names, the default one first. */
   readonly realms: readonly string[]
-  /** `{url}/realms/{realm}`, the `iss` of its tokens. Default realm: the first. Any name works. */
+  /**
+   * `{url}/realms/{realm}`, the `iss` of its tokens. Default realm: the first. Any name works. For
+   * the name of an `issuers` entry, that entry's issuer.
+   */
   issuer(realm?: string): string
-  /** `{issuer}/protocol/openid-connect/certs`. */
+  /**
+   * `{issuer}/protocol/openid-connect/certs`; for an `issuers` entry, the `jwks_uri` its discovery
+   * document names.
+   */
   jwksUri(realm?: string): string
   /**
    * Mints an access token signed by the realm's current key. Default claims: `iss`, `aud` (the
@@ -217,6 +227,26 @@ export interface TestIssuer {
   close(): Promise<void>
 }
 
+/** The state of an issuer of the `issuers` option, its three paths added to `paths`. */
+function servePathIssuer(
+  entry: NormalizedPathIssuer,
+  url: string,
+  paths: Map<string, PathRoute>,
+): RealmState {
+  const served = entry.path === '/' ? '/' : `${entry.path}/`
+  const issuer = entry.issuer ?? `${url}${entry.path}`
+  const base = issuer.endsWith('/') ? issuer : `${issuer}/`
+  const realm = createRealmState(entry.name, url, {
+    issuer,
+    jwksUri: `${base}${entry.jwksPath}`,
+    tokenEndpoint: `${base}${entry.tokenPath}`,
+  })
+  paths.set(`${served}.well-known/openid-configuration`, { realm, endpoint: 'discovery' })
+  paths.set(`${served}${entry.jwksPath}`, { realm, endpoint: 'certs' })
+  paths.set(`${served}${entry.tokenPath}`, { realm, endpoint: 'token' })
+  return realm
+}
+
 function withoutUndefined(entries: Record<string, unknown>): Record<string, unknown> {
   for (const [name, value] of Object.entries(entries)) {
     if (value === undefined) delete entries[name]
@@ -254,11 +284,13 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     algorithms,
     audience,
     clients,
+    issuers: pathIssuers,
     port,
   } = normalizeTestIssuerOptions(options)
   const defaultAlg = algorithms[0] as TestAlgorithm
   const keysById = new Map<string, { readonly key: TestKey; readonly realm: RealmState }>()
   const realms = new Map<string, RealmState>()
+  const paths = new Map<string, PathRoute>()
 
   const realmOf = (name: string | undefined): RealmState => {
     const realm = realms.get(name ?? (realmNames[0] as string))
@@ -333,17 +365,22 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
   const server = await listenOnLoopback(
     createRequestHandler({
       realms,
+      paths,
       token: (req, realm) =>
         handleTokenRequest(req, clients, (claims) => mint(claims, { realm: realm.name })),
     }),
     port,
   )
   try {
+    const names = [...realmNames, ...pathIssuers.map((entry) => entry.name)]
     const generated = await Promise.all(
-      realmNames.map(() => Promise.all(algorithms.map(generateTestKey))),
+      names.map(() => Promise.all(algorithms.map(generateTestKey))),
     )
-    realmNames.forEach((name, index) => {
-      const realm = createRealmState(name, server.url)
+    names.forEach((name, index) => {
+      const atPath = pathIssuers[index - realmNames.length]
+      const realm = atPath
+        ? servePathIssuer(atPath, server.url, paths)
+        : createRealmState(name, server.url)
       realms.set(name, realm)
       for (const key of generated[index] ?? []) register(realm, key)
     })
@@ -352,13 +389,14 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     throw error
   }
 
-  const issuer = (realm = realmNames[0] as string) => `${server.url}/realms/${realm}`
+  const issuer = (realm = realmNames[0] as string) =>
+    realms.get(realm)?.issuer ?? `${server.url}/realms/${realm}`
 
   return Object.freeze({
     url: server.url,
     realms: realmNames,
     issuer,
-    jwksUri: (realm?: string) => jwksUriOf(issuer(realm)),
+    jwksUri: (realm?: string) => realms.get(realm ?? '')?.jwksUri ?? jwksUriOf(issuer(realm)),
     mint,
     mintLogoutToken,
     async sign(header, payload, signOptions = {}) {

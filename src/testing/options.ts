@@ -17,6 +17,31 @@ export interface TestClient {
   readonly tenant?: string | undefined
 }
 
+/**
+ * An issuer served at a path of its own beside the realms, shaped as another provider's: Okta's
+ * `/oauth2/default` with keys at `v1/keys`, Auth0's `/` with keys at `.well-known/jwks.json`.
+ * Its discovery document is at `{path}/.well-known/openid-configuration` (at
+ * `/.well-known/openid-configuration` for `/`); `name` selects it wherever a realm is selected
+ * (`mint({}, { realm: name })`, `fetchCount(name)`, `rotate({ realm: name })`…).
+ */
+export interface TestPathIssuer {
+  /** Its name, distinct from the realms' (letters, digits, `-`, `_`, `.`, `~`). */
+  readonly name: string
+  /** Where it is served on the issuer's port, e.g. `'/oauth2/default'`. Default: the path of `issuer`. */
+  readonly path?: string | undefined
+  /**
+   * The issuer it names: `iss` of its tokens, `issuer` of its discovery document, the base of the
+   * `jwks_uri` and `token_endpoint` it lists. Default `{url}{path}`. A provider's own address
+   * (`'https://acme.okta.com/oauth2/default'`) makes it pose as that provider for a client whose
+   * `fetch` sends that host to this issuer.
+   */
+  readonly issuer?: string | undefined
+  /** Its key set, relative to `path`. Default `'protocol/openid-connect/certs'`. */
+  readonly jwksPath?: string | undefined
+  /** Its `client_credentials` token endpoint, relative to `path`. Default `'protocol/openid-connect/token'`. */
+  readonly tokenPath?: string | undefined
+}
+
 /** Options of {@link createTestIssuer}. Every one is optional. */
 export interface TestIssuerOptions {
   /**
@@ -33,8 +58,20 @@ export interface TestIssuerOptions {
   readonly audience?: string | readonly string[] | undefined
   /** Clients the token endpoint accepts. Default: none. */
   readonly clients?: readonly TestClient[] | undefined
+  /** Issuers at paths of their own, beside the realms (each with its own keys). Default: none. */
+  readonly issuers?: readonly TestPathIssuer[] | undefined
   /** Port on 127.0.0.1. Default `0`: a free port, chosen once and kept across stop and start. */
   readonly port?: number | undefined
+}
+
+/** A {@link TestPathIssuer} checked, its paths normalized. */
+export interface NormalizedPathIssuer {
+  readonly name: string
+  /** Begins with `/`, ends without one except for `/` itself. */
+  readonly path: string
+  readonly issuer: string | undefined
+  readonly jwksPath: string
+  readonly tokenPath: string
 }
 
 /** {@link TestIssuerOptions} with every default filled in and every value checked. */
@@ -43,12 +80,16 @@ export interface NormalizedTestIssuerOptions {
   readonly algorithms: readonly TestAlgorithm[]
   readonly audience: string | readonly string[]
   readonly clients: ReadonlyMap<string, TestClient>
+  readonly issuers: readonly NormalizedPathIssuer[]
   readonly port: number
 }
 
 // RFC 3986 unreserved characters, so a realm is its own path segment; '.' and '..' would be
 // resolved away by URL parsers.
 const REALM_NAME = /^(?!\.\.?$)[A-Za-z0-9._~-]+$/
+// Segments of unreserved characters, none of them '.' or '..'.
+const SEGMENTS = /^(?:(?!\.\.?(?:\/|$))[A-Za-z0-9._~-]+(?:\/|$))+$/
+const DISCOVERY_PATH = '.well-known/openid-configuration'
 
 function fail(option: string, expected: string): never {
   throw new TypeError(`createTestIssuer(): "${option}" must be ${expected}`)
@@ -85,6 +126,66 @@ function normalizeClient(client: TestClient, index: number): TestClient {
   return Object.freeze({ ...client })
 }
 
+function relativePath(value: unknown, option: string, fallback: string): string {
+  if (value === undefined) return fallback
+  if (typeof value !== 'string' || value.endsWith('/') || !SEGMENTS.test(value)) {
+    fail(option, 'a relative path of segments (letters, digits, "-_.~"), e.g. "v1/keys"')
+  }
+  return value
+}
+
+function normalizePathIssuer(entry: TestPathIssuer, index: number): NormalizedPathIssuer {
+  const at = `issuers[${index}]`
+  if (typeof entry !== 'object' || entry === null) fail(at, 'an object')
+  const known = ['name', 'path', 'issuer', 'jwksPath', 'tokenPath']
+  for (const key of Object.keys(entry)) {
+    if (!known.includes(key))
+      fail(`${at}.${key.slice(0, 64)}`, `absent; the options are ${known.join(', ')}`)
+  }
+  if (typeof entry.name !== 'string' || !REALM_NAME.test(entry.name)) {
+    fail(`${at}.name`, 'a name (letters, digits, "-_.~")')
+  }
+  let issuerPath: string | undefined
+  if (entry.issuer !== undefined) {
+    const url =
+      typeof entry.issuer === 'string' && URL.canParse(entry.issuer)
+        ? new URL(entry.issuer)
+        : undefined
+    if (!url || !/^https?:$/.test(url.protocol) || url.search || url.hash || url.username) {
+      fail(`${at}.issuer`, 'an http(s) URL without query, fragment or credentials')
+    }
+    issuerPath = url.pathname
+  }
+  const path = entry.path ?? issuerPath
+  if (
+    typeof path !== 'string' ||
+    !path.startsWith('/') ||
+    (path !== '/' && !SEGMENTS.test(path.slice(1))) ||
+    /^\/realms(?:\/|$)/.test(path)
+  ) {
+    fail(
+      `${at}.path`,
+      'an absolute path of segments outside /realms, e.g. "/oauth2/default" or "/" (or give "issuer")',
+    )
+  }
+  const jwksPath = relativePath(entry.jwksPath, `${at}.jwksPath`, 'protocol/openid-connect/certs')
+  const tokenPath = relativePath(
+    entry.tokenPath,
+    `${at}.tokenPath`,
+    'protocol/openid-connect/token',
+  )
+  if (!isDistinct([jwksPath, tokenPath, DISCOVERY_PATH])) {
+    fail(`${at}`, `an issuer whose jwksPath, tokenPath and ${DISCOVERY_PATH} differ`)
+  }
+  return Object.freeze({
+    name: entry.name,
+    path: path === '/' ? path : path.replace(/\/$/, ''),
+    issuer: entry.issuer,
+    jwksPath,
+    tokenPath,
+  })
+}
+
 /** Fills in defaults; throws a `TypeError` naming the first invalid option. */
 export function normalizeTestIssuerOptions(
   options: TestIssuerOptions = {},
@@ -95,6 +196,7 @@ export function normalizeTestIssuerOptions(
     algorithms = ['RS256'],
     audience = 'api',
     clients = [],
+    issuers = [],
     port = 0,
   } = options
   if (
@@ -119,12 +221,21 @@ export function normalizeTestIssuerOptions(
   if (!isDistinct(normalizedClients.map((client) => client.clientId))) {
     fail('clients', 'clients with distinct clientIds')
   }
+  if (!Array.isArray(issuers)) fail('issuers', 'an array')
+  const pathIssuers = issuers.map(normalizePathIssuer)
+  if (!isDistinct([...realms, ...pathIssuers.map((entry) => entry.name)])) {
+    fail('issuers', "issuers with distinct names, none of them a realm's")
+  }
+  if (!isDistinct(pathIssuers.map((entry) => entry.path))) {
+    fail('issuers', 'issuers at distinct paths')
+  }
   if (!Number.isInteger(port) || port < 0 || port > 65_535) fail('port', 'an integer 0-65535')
   return Object.freeze({
     realms: Object.freeze([...realms]),
     algorithms: Object.freeze([...algorithms]),
     audience: typeof audience === 'string' ? audience : Object.freeze([...audience]),
     clients: new Map(normalizedClients.map((client) => [client.clientId, client])),
+    issuers: Object.freeze(pathIssuers),
     port,
   })
 }

@@ -15,8 +15,13 @@ export type FaultEndpoint = 'certs' | 'discovery'
 
 export interface RealmState {
   readonly name: string
-  /** `{url}/realms/{name}`. */
+  /** `{url}/realms/{name}`, or the `issuer` of an entry of the `issuers` option. */
   readonly issuer: string
+  /** Where the discovery document says the keys and the token endpoint are. */
+  readonly jwksUri: string
+  readonly tokenEndpoint: string
+  /** Keycloak's, named in a realm's discovery document (not served); none for the others. */
+  readonly authorizationEndpoint: string | undefined
   /** The key minted with, per algorithm. */
   readonly current: Map<TestAlgorithm, TestKey>
   /** The keys the certs endpoint publishes, by kid, in publication order. */
@@ -28,10 +33,21 @@ export interface RealmState {
   discoveryCount: number
 }
 
-export function createRealmState(name: string, url: string): RealmState {
+/** The URLs an issuer at a path other than Keycloak's names (the `issuers` option). */
+export interface IssuerShape {
+  readonly issuer: string
+  readonly jwksUri: string
+  readonly tokenEndpoint: string
+}
+
+export function createRealmState(name: string, url: string, shape?: IssuerShape): RealmState {
+  const issuer = shape?.issuer ?? `${url}/realms/${name}`
   return {
     name,
-    issuer: `${url}/realms/${name}`,
+    issuer,
+    jwksUri: shape?.jwksUri ?? jwksUriOf(issuer),
+    tokenEndpoint: shape?.tokenEndpoint ?? `${issuer}/protocol/openid-connect/token`,
+    authorizationEndpoint: shape ? undefined : `${issuer}/protocol/openid-connect/auth`,
     current: new Map(),
     published: new Map(),
     faults: { certs: undefined, discovery: undefined },
@@ -58,12 +74,11 @@ export function jwksDocument(realm: RealmState): { keys: Record<string, unknown>
 
 /** The OpenID Provider Metadata (OpenID Connect Discovery 1.0 §3) of the realm. */
 export function discoveryDocument(realm: RealmState): Record<string, unknown> {
-  const endpoints = `${realm.issuer}/protocol/openid-connect`
   return {
     issuer: realm.issuer,
-    authorization_endpoint: `${endpoints}/auth`,
-    token_endpoint: `${endpoints}/token`,
-    jwks_uri: jwksUriOf(realm.issuer),
+    ...(realm.authorizationEndpoint && { authorization_endpoint: realm.authorizationEndpoint }),
+    token_endpoint: realm.tokenEndpoint,
+    jwks_uri: realm.jwksUri,
     // Only what the token endpoint really implements.
     grant_types_supported: ['client_credentials'],
     response_types_supported: ['code'],

@@ -1,5 +1,6 @@
 /**
- * Routing of the test issuer's HTTP endpoints, Keycloak's paths under `/realms/{realm}`.
+ * Routing of the test issuer's HTTP endpoints, Keycloak's paths under `/realms/{realm}`, and
+ * the exact paths of the issuers of the `issuers` option.
  *
  * @module
  */
@@ -9,8 +10,16 @@ import { answerFault } from './faults.js'
 import { jsonReply, type Reply, sendReply } from './http.js'
 import { discoveryDocument, type FaultEndpoint, jwksDocument, type RealmState } from './realm.js'
 
+/** What a path outside `/realms` serves, for the `issuers` option. */
+export interface PathRoute {
+  readonly realm: RealmState
+  readonly endpoint: FaultEndpoint | 'token'
+}
+
 export interface Routes {
   readonly realms: ReadonlyMap<string, RealmState>
+  /** Exact paths of the issuers at paths of their own. */
+  readonly paths: ReadonlyMap<string, PathRoute>
   /** Answers a POST to the realm's token endpoint. */
   token(req: IncomingMessage, realm: RealmState): Promise<Reply>
 }
@@ -54,24 +63,36 @@ export function createRequestHandler(routes: Routes): RequestListener {
   const route = (req: IncomingMessage, res: ServerResponse): Reply | undefined => {
     const path = req.url?.split('?', 1)[0] ?? ''
     const match = REALM_PATH.exec(path)
-    if (!match) return NOT_FOUND
+    if (!match) {
+      const at = routes.paths.get(path)
+      return at ? serve(req, res, at.realm, at.endpoint) : NOT_FOUND
+    }
     const realm = routes.realms.get(match[1] ?? '')
     if (!realm) return UNKNOWN_REALM
     switch (match[2]) {
       case 'protocol/openid-connect/certs':
-        return serveDocument(req, res, realm, 'certs')
+        return serve(req, res, realm, 'certs')
       case '.well-known/openid-configuration':
-        return serveDocument(req, res, realm, 'discovery')
+        return serve(req, res, realm, 'discovery')
       case 'protocol/openid-connect/token':
-        if (req.method !== 'POST') return methodNotAllowed('POST')
-        routes.token(req, realm).then(
-          (reply) => sendReply(res, reply),
-          () => failed(res),
-        )
-        return undefined
+        return serve(req, res, realm, 'token')
       default:
         return NOT_FOUND
     }
+  }
+  const serve = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    realm: RealmState,
+    endpoint: FaultEndpoint | 'token',
+  ): Reply | undefined => {
+    if (endpoint !== 'token') return serveDocument(req, res, realm, endpoint)
+    if (req.method !== 'POST') return methodNotAllowed('POST')
+    routes.token(req, realm).then(
+      (reply) => sendReply(res, reply),
+      () => failed(res),
+    )
+    return undefined
   }
   return (req, res) => {
     try {

@@ -3,6 +3,7 @@
  * profile's own `jwksUri` (a provider host this machine cannot reach) is fetched from the test
  * issuer's real JWKS endpoint instead, and any other URL fails, so a profile that builds the wrong
  * key URL fails its tests. Tokens are minted with the provider's `iss` and claims (./shapes.ts).
+ * `keysAt` is the test issuer's key set to serve: its default realm's unless told.
  */
 import {
   type Admission,
@@ -34,6 +35,7 @@ export function providerGate(
   kit: TestIssuer,
   issuers: readonly IssuerOptions[],
   options: Omit<GateOptions, 'issuers' | 'jwks' | 'onEvent'> = {},
+  keysAt: string = kit.jwksUri(),
 ): ProviderGate {
   const fetched: string[] = []
   const served = new Set(issuers.map((entry) => entry.jwksUri))
@@ -47,7 +49,7 @@ export function providerGate(
         const url = String(input)
         fetched.push(url)
         if (!served.has(url)) return Promise.reject(new Error(`unexpected key URL ${url}`))
-        return globalThis.fetch(kit.jwksUri(), init)
+        return globalThis.fetch(keysAt, init)
       },
     },
   })
