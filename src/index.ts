@@ -1,7 +1,8 @@
 /**
  * tollgate: bearer-token gate for APIs. Verifies JWT access tokens against each trusted issuer's
  * JWKS, checks claims, resolves the tenant and applies per-tenant rate limits. Framework-neutral
- * core; `tollgate/express` and `tollgate/koa` make it middleware, `tollgate/testing` tests it.
+ * core; `tollgate/express`, `tollgate/koa`, `tollgate/fastify`, `tollgate/hono`, `tollgate/nestjs` and
+ * `tollgate/fetch` put it in front of routes, `tollgate/testing` tests it. Re-exports only.
  *
  * @module
  */
