@@ -2,7 +2,15 @@
  * Turns one run's suite results into the Markdown report (`results/latest.md`, the README table):
  * targets with pass/miss first, then one table per case, every contender of a case side by side.
  */
-import type { HttpRow, Machine, MemoryRow, MicroRow, SuiteResult } from './results.ts'
+import {
+  FRAMEWORKS,
+  type Framework,
+  type HttpRow,
+  type Machine,
+  type MemoryRow,
+  type MicroRow,
+  type SuiteResult,
+} from './results.ts'
 import { evaluateIssue14Targets, evaluateTargets, type Suites } from './targets.ts'
 
 /** A Markdown table with padded columns, as Biome formats them (README.md is format-checked). */
@@ -56,14 +64,14 @@ function microTables(suite: SuiteResult<MicroRow> | undefined): string[] {
 function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
   if (!suite) return []
   const out: string[] = []
-  for (const framework of ['express', 'koa'] as const) {
+  for (const framework of Object.keys(FRAMEWORKS) as Framework[]) {
     const rows = suite.rows.filter((r) => r.framework === framework)
     if (rows.length === 0) continue
     const ordered = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid'].flatMap((mode) =>
       rows.filter((r) => r.mode === mode),
     )
     out.push(
-      `**HTTP, ${framework === 'express' ? 'Express 5' : 'Koa 3'}**\n\n${table(
+      `**HTTP, ${FRAMEWORKS[framework]}**\n\n${table(
         [
           'Mode',
           'Contender',
@@ -135,6 +143,7 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.rateLimit),
     ...microTables(suites.revocation),
     ...microTables(suites.dpop),
+    ...microTables(suites.stores),
   )
   parts.push(...httpTables(suites.http), ...memoryTable(suites.memory))
   const skipped = all.flatMap((s) => s.skipped.map((k) => `- ${k.what}: not measured (${k.why})`))

@@ -8,6 +8,15 @@ import os from 'node:os'
 import { join } from 'node:path'
 import { resultsDir, settings } from './config.ts'
 
+/** The HTTP suite's frameworks, in table order, and each one's table title. */
+export const FRAMEWORKS = {
+  express: 'Express 5',
+  koa: 'Koa 3',
+  fastify: 'Fastify 5',
+  hono: 'Hono 4 (@hono/node-server)',
+} as const
+export type Framework = keyof typeof FRAMEWORKS
+
 export interface MicroRow {
   /** Table the row belongs to, e.g. `verify RS256`. */
   case: string
@@ -22,7 +31,7 @@ export interface MicroRow {
 
 export interface HttpRow {
   contender: string
-  framework: 'express' | 'koa'
+  framework: Framework
   mode: HttpMode
   rps: number
   p50: number

@@ -16,6 +16,7 @@ import { runSuite as runCache } from './micro/cache.bench.ts'
 import { runSuite as runDpop } from './micro/dpop.bench.ts'
 import { runSuite as runRateLimit } from './micro/rate-limit.bench.ts'
 import { runSuite as runRevocation } from './micro/revocation.bench.ts'
+import { runSuite as runStores } from './micro/stores.bench.ts'
 import { runSuite as runTokenSource } from './micro/token-source.bench.ts'
 import { runSuite as runVerify } from './micro/verify.bench.ts'
 import { renderReport } from './report.ts'
@@ -27,7 +28,8 @@ const only = process.argv
   ?.slice('--only='.length)
   .split(',')
 const wanted = (name: string) => !only || only.includes(name)
-// `--skip=dpop`: leaves one micro suite out (the DPoP suite can exhaust its replay cache on a fast machine).
+// `--skip=dpop,stores`: leaves micro suites out (the DPoP suite can exhaust its replay cache on a
+// fast machine; the stores suite starts redis-server, PostgreSQL and memcached of its own).
 const skipped = (name: string) =>
   (process.argv.find((arg) => arg.startsWith('--skip='))?.slice('--skip='.length) ?? '')
     .split(',')
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
     suites.tokenSource = keep(await runTokenSource())
     suites.revocation = keep(await runRevocation())
     if (!skipped('dpop')) suites.dpop = keep(await runDpop())
+    if (!skipped('stores')) suites.stores = keep(await runStores())
   }
   if (wanted('memory')) suites.memory = keep(await runMemory())
   if (wanted('http')) suites.http = keep(await runHttp())

@@ -25,6 +25,7 @@ export interface Suites {
   tokenSource?: SuiteResult<MicroRow>
   revocation?: SuiteResult<MicroRow>
   dpop?: SuiteResult<MicroRow>
+  stores?: SuiteResult<MicroRow>
   memory?: SuiteResult<MemoryRow>
   http?: SuiteResult<HttpRow>
 }

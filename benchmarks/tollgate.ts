@@ -32,7 +32,8 @@ export interface GateOptions {
   tenant?: { claim: string }
   rateLimit?: {
     windows: { points: number; durationSeconds: number }[]
-    store?: { redis: unknown }
+    store?: { redis: unknown } | { flexible: (window: never) => unknown }
+    storeTimeoutMs?: number
   }
 }
 
@@ -42,6 +43,8 @@ export const paths = {
   core: modulePath('src/index.js'),
   express: modulePath('adapters/express/index.js'),
   koa: modulePath('adapters/koa/index.js'),
+  fastify: modulePath('adapters/fastify/index.js'),
+  hono: modulePath('adapters/hono/index.js'),
   testing: modulePath('src/testing/index.js'),
   client: modulePath('src/client/index.js'),
   rateLimit: modulePath('src/limits/rate-limit.js'),
@@ -60,6 +63,8 @@ async function load<T>(path: string): Promise<T> {
 export const loadCore = () => load<CoreModule>(paths.core)
 export const loadExpress = () => load<AdapterModule>(paths.express)
 export const loadKoa = () => load<AdapterModule>(paths.koa)
+export const loadFastify = () => load<AdapterModule>(paths.fastify)
+export const loadHono = () => load<AdapterModule>(paths.hono)
 export const loadClient = () => load<ClientModule>(paths.client)
 
 /** The slice of `tollgate/client` the benchmarks use. */

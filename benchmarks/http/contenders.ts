@@ -1,9 +1,9 @@
 /** The HTTP contenders, the token modes each one runs, and which need what to run at all. */
-import type { HttpMode } from '../results.ts'
+import type { Framework, HttpMode } from '../results.ts'
 
 export interface HttpContender {
   name: string
-  framework: 'express' | 'koa'
+  framework: Framework
   file: string
   bare?: true
   /** tollgate contenders need dist/; `redis` ones also a Redis server and the rate-limit module. */
@@ -68,4 +68,39 @@ export const contenders: readonly HttpContender[] = [
   },
   { name: `koa + ${FLOOR}`, framework: 'koa', file: './servers/koa-floor.ts', modes: JUDGED },
   { name: 'koa + koa-jwt + jwks-rsa', framework: 'koa', file: './servers/koa-jwt.ts', modes: ALL },
+  {
+    name: 'fastify (bare)',
+    framework: 'fastify',
+    file: './servers/fastify-bare.ts',
+    bare: true,
+    modes: VALID,
+  },
+  {
+    name: 'fastify + tollgate',
+    framework: 'fastify',
+    file: './servers/fastify-tollgate.ts',
+    tollgate: 'memory',
+    modes: ALL,
+  },
+  {
+    name: 'fastify + @fastify/jwt + get-jwks',
+    framework: 'fastify',
+    file: './servers/fastify-jwt.ts',
+    modes: ALL,
+  },
+  {
+    name: 'hono (bare)',
+    framework: 'hono',
+    file: './servers/hono-bare.ts',
+    bare: true,
+    modes: VALID,
+  },
+  {
+    name: 'hono + tollgate',
+    framework: 'hono',
+    file: './servers/hono-tollgate.ts',
+    tollgate: 'memory',
+    modes: ALL,
+  },
+  { name: 'hono + jwk (hono/jwk)', framework: 'hono', file: './servers/hono-jwk.ts', modes: ALL },
 ]

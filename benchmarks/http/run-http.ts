@@ -15,6 +15,8 @@ import { rawVerifier } from '../micro/crypto-limit.ts'
 import { connectRedis } from '../redis.ts'
 import {
   busyShare,
+  FRAMEWORKS,
+  type Framework,
   type HttpMode,
   type HttpRow,
   newResult,
@@ -57,7 +59,10 @@ interface Running {
   port: number
 }
 
-/** `BENCH_HTTP_CONTENDERS` narrows a run to some contenders; the bare baselines always run. */
+/**
+ * `BENCH_HTTP_CONTENDERS` narrows a run to some contenders; the bare baseline of a framework with
+ * a chosen contender always runs, and a framework with none is left out.
+ */
 const chosen = (contender: HttpContender) =>
   contender.bare === true ||
   settings.httpContenders.length === 0 ||
@@ -344,10 +349,12 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
       limiter: 'off',
     }
 
-    for (const framework of ['express', 'koa'] as const) {
+    for (const framework of Object.keys(FRAMEWORKS) as Framework[]) {
+      const mine = contenders.filter((c) => c.framework === framework && chosen(c))
+      if (settings.httpContenders.length > 0 && mine.every((c) => c.bare)) continue
       const group: Running[] = []
       try {
-        for (const contender of contenders.filter((c) => c.framework === framework && chosen(c))) {
+        for (const contender of mine) {
           const why = unavailable(contender, redisProblem)
           if (why) {
             result.skipped.push({ what: contender.name, why })
