@@ -189,7 +189,7 @@ if (cases.includes('hit-items')) {
     return () => gate.check(requests[i++ % 1000]!)
   }
   const withHeaders = (headers: unknown) => (o: GateOptions) =>
-    ({ ...o, rateLimit: { ...(o.rateLimit as object), headers } }) as GateOptions
+    ({ ...o, rateLimit: { ...(o.rateLimit as object), headers } }) as unknown as GateOptions
   const contenders: Contender[] = [
     ['floor hit', await floorFor(10_000, 1000)],
     ['tollgate hit: tenant, limiter, draft-10 headers', await variant((o) => o)],
@@ -205,7 +205,11 @@ if (cases.includes('hit-items')) {
     [
       '… limiter and tenant off',
       await variant((o) => {
-        const { rateLimit: _, tenant: __, ...rest } = o as GateOptions & {
+        const {
+          rateLimit: _,
+          tenant: __,
+          ...rest
+        } = o as GateOptions & {
           rateLimit?: unknown
           tenant?: unknown
         }
