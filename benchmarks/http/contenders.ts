@@ -14,7 +14,7 @@ export interface HttpContender {
 const ALL: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
 const VALID: readonly HttpMode[] = ['repeated', 'pool']
 /** The floor middleware (`servers/floor.ts`) runs every mode a target is judged on. */
-const JUDGED: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged']
+const JUDGED: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
 /** Contender names read `<framework> + floor (…)`: the targets quote its figure beside tollgate's. */
 export const FLOOR = 'floor (inline node:crypto + Map)'
 

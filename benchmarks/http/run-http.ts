@@ -61,12 +61,15 @@ interface Running {
 
 /**
  * `BENCH_HTTP_CONTENDERS` narrows a run to some contenders; the bare baseline of a framework with
- * a chosen contender always runs, and a framework with none is left out.
+ * a chosen contender always runs, and a framework with none is left out. A part starting with `=`
+ * is an exact name (`=koa + tollgate` leaves `… (Redis limiter)` out).
  */
 const chosen = (contender: HttpContender) =>
   contender.bare === true ||
   settings.httpContenders.length === 0 ||
-  settings.httpContenders.some((part) => contender.name.includes(part))
+  settings.httpContenders.some((part) =>
+    part.startsWith('=') ? contender.name === part.slice(1) : contender.name.includes(part),
+  )
 
 /** What one contender accumulates over the rounds of one mode. */
 interface Tally {
@@ -241,6 +244,10 @@ async function runMode(
     const outcome = await load(generator, running.port, mode, seconds, tokens)
     const cpuSpent = (await cpuMicros(running.server)) - cpu
     tally.rounds++
+    // One line per round, so the spread of rounds can be read from the log (the row keeps the best).
+    console.log(
+      `    round ${running.contender.name} ${mode}: ${Math.round(outcome.rps)} req/s, ${outcome.requests > 0 ? (cpuSpent / outcome.requests).toFixed(1) : '-'} µs CPU/req`,
+    )
     tally.fetchesMeasured += issuer.fetchCount() - fetches
     tally.lastEnd = Date.now()
     tally.requests += outcome.requests

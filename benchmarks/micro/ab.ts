@@ -12,16 +12,20 @@
  * middleware on a cached token, called in process on one reused request and response (no socket),
  * down to an empty `next`: what the adapter adds to `gate.check`, which HTTP rounds cannot resolve.
  * forged: each build's Koa middleware refusing forged tokens, next to the floor refusing them.
+ * hit-items (issue 24): the first build's hit with each part the floor leaves out turned off in
+ * turn (the RateLimit headers, the limiter, the tenant), next to the floor's hit. unknown-kid: each
+ * build's `gate.check` refusing a rotation of 1,000 unknown kids (refetch backed off), next to the
+ * floor refusing them.
  */
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import Koa from 'koa'
-import { AUDIENCE, bearer, forge, mintPool } from '../fixtures.ts'
+import { AUDIENCE, bearer, forge, mintPool, unknownKid } from '../fixtures.ts'
 import { floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
-import { type CoreModule, type Gate, gateOptions } from '../tollgate.ts'
+import { type CoreModule, type Gate, type GateOptions, gateOptions } from '../tollgate.ts'
 import { rawVerifier } from './crypto-limit.ts'
 import { type Contender, measureCase } from './measure.ts'
 
@@ -170,6 +174,79 @@ if (cases.includes('forged')) {
     ])
   }
   await measureCase('Koa middleware, forged token (known kid, bad signature)', contenders)
+}
+if (cases.includes('hit-items')) {
+  // What the floor's hit leaves out, measured by turning each part off in tollgate (issue 24).
+  const core = cores[0]![1]
+  const variant = async (change: (options: GateOptions) => GateOptions) => {
+    const gate = core.createGate(
+      change(gateOptions(core, { authUrl: issuer.url, cacheEntries: 10_000, limiter: 'memory' })),
+    )
+    gates.push(gate)
+    await gate.ready()
+    for (let i = 0; i < 1000; i++) await gate.check(requests[i]!)
+    let i = 0
+    return () => gate.check(requests[i++ % 1000]!)
+  }
+  const withHeaders = (headers: unknown) => (o: GateOptions) =>
+    ({ ...o, rateLimit: { ...(o.rateLimit as object), headers } }) as unknown as GateOptions
+  const contenders: Contender[] = [
+    ['floor hit', await floorFor(10_000, 1000)],
+    ['tollgate hit: tenant, limiter, draft-10 headers', await variant((o) => o)],
+    ['… RateLimit headers off', await variant(withHeaders(false))],
+    ['… legacy X-RateLimit headers instead', await variant(withHeaders('legacy'))],
+    [
+      '… limiter off (tenant kept)',
+      await variant((o) => {
+        const { rateLimit: _, ...rest } = o as GateOptions & { rateLimit?: unknown }
+        return rest as GateOptions
+      }),
+    ],
+    [
+      '… limiter and tenant off',
+      await variant((o) => {
+        const {
+          rateLimit: _,
+          tenant: __,
+          ...rest
+        } = o as GateOptions & {
+          rateLimit?: unknown
+          tenant?: unknown
+        }
+        return rest as GateOptions
+      }),
+    ],
+  ]
+  await measureCase('gate.check, cache hit, parts turned off', contenders, 'floor hit')
+}
+if (cases.includes('unknown-kid')) {
+  const strangers = unknownKid(issuer, 1000).map(bearer)
+  const check = await floorCheck(1000)
+  const authorizations = strangers.map((request) => request.headers.authorization)
+  let f = 0
+  const contenders: Contender[] = [
+    ['floor unknown kid', () => check(authorizations[f++ % authorizations.length])],
+  ]
+  const refused = () => undefined
+  for (const [dist, core] of cores) {
+    // A short first refetch interval, so the warm-up below reaches the backed-off state (one
+    // refetch per cooldown) in a few hundred milliseconds instead of seconds.
+    const gate = core.createGate({
+      ...gateOptions(core, { authUrl: issuer.url, cacheEntries: 1000, limiter: 'memory' }),
+      jwks: { cooldownMs: 30_000, minCooldownMs: 1 },
+    } as GateOptions)
+    gates.push(gate)
+    await gate.ready()
+    const warmUntil = Date.now() + 1500
+    for (let w = 0; Date.now() < warmUntil; w++)
+      await gate.check(strangers[w % strangers.length]!).catch(refused)
+    let i = 0
+    contenders.push([
+      `${dist} unknown kid`,
+      () => gate.check(strangers[i++ % strangers.length]!).catch(refused),
+    ])
+  }
+  await measureCase('gate.check, unknown kid (refetch backed off)', contenders, 'floor unknown kid')
 }
 for (const gate of gates) await gate.close?.()
 await issuer.close()
