@@ -7,12 +7,14 @@
 
 /**
  * Follows `authorizationUrl` (which must be `issuer`'s) with `login_hint=user`, keeping the
- * provider's cookies, until a redirect leaves the provider's origin; returns that URL.
+ * provider's cookies in `cookies` (a fresh jar by default; give one to reuse the provider session
+ * later, for its end-session page), until a redirect leaves the provider's origin; returns that URL.
  */
 export async function followAuthorization(
   issuer: string,
   authorizationUrl: string,
   user: string,
+  cookies: Map<string, string> = new Map(),
 ): Promise<URL> {
   const target = new URL(authorizationUrl)
   if (!target.href.startsWith(`${issuer}/`)) {
@@ -20,7 +22,6 @@ export async function followAuthorization(
   }
   target.searchParams.set('login_hint', user)
   const providerOrigin = target.origin
-  const cookies = new Map<string, string>()
   let next = target.href
   for (let hop = 0; hop < 10; hop++) {
     const response = await fetch(next, {

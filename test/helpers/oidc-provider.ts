@@ -17,13 +17,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 
 import { importJWK, type JWK, SignJWT } from 'jose'
-
 import Provider, {
   type ClientMetadata,
   type Configuration,
   errors,
   type KoaContextWithOIDC,
 } from 'oidc-provider'
+import { followAuthorization as followAuthorizationAs } from '../../src/testing/dev-authorize.js'
 
 /** A registered client, in oidc-provider's (RFC 7591) metadata. */
 export type ProviderClient = ClientMetadata
@@ -445,29 +445,20 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     redirectUri: string,
     user = 'user-1',
   ): Promise<URL> {
-    const target = new URL(authorizationUrl)
-    target.searchParams.set('login_hint', user)
+    // The kit's own walk through the provider (src/testing/dev-authorize.ts), with this user's jar
+    // kept for the end-session page.
     const cookies = new Map<string, string>()
     jars.set(user, cookies)
-    let next = target.href
-    for (let hop = 0; hop < 10; hop++) {
-      const response = await fetch(next, {
-        redirect: 'manual',
-        headers: { cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join('; ') },
-      })
-      for (const line of response.headers.getSetCookie()) {
-        const [pair = ''] = line.split(';', 1)
-        const equals = pair.indexOf('=')
-        cookies.set(pair.slice(0, equals), pair.slice(equals + 1))
-      }
-      await response.body?.cancel()
-      const location = response.headers.get('location')
-      if (location === null) throw new Error(`authorize: ${response.status} without a redirect`)
-      const resolved = new URL(location, next)
-      if (resolved.href.startsWith(redirectUri)) return resolved
-      next = resolved.href
+    const back = await followAuthorizationAs(
+      new URL(authorizationUrl).origin,
+      authorizationUrl,
+      user,
+      cookies,
+    )
+    if (!back.href.startsWith(redirectUri)) {
+      throw new Error(`authorize: left the provider for ${back.origin}, not the redirect URI`)
     }
-    throw new Error('authorize: too many redirects')
+    return back
   }
 
   return {
