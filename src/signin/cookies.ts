@@ -14,27 +14,14 @@ export interface CookieAttributes {
   readonly maxAgeSeconds?: number | undefined
 }
 
-/** Between cookie-pairs: "; " in one field, ", " where a Fetch host joined several fields. */
-const COOKIE_SEPARATOR = /[;,]/
-
 /**
  * The value of cookie `name`, or `undefined` (also when it is sent twice: no guessing which).
  *
- * Several `Cookie` fields (HTTP/2 "crumbs", RFC 9113 §8.2.3, or a proxy that splits them) reach
- * the application joined: with "; " by Node and undici (`Headers` under Node, Bun), with ", " by
- * `Headers` as the Fetch standard has it (Deno, Workers and the like). Pairs are therefore split
- * on ';' and on ','; a cookie-octet (RFC 6265 §4.1.1) is never either, so no conforming value is
- * cut. The rule for the values that do not conform, stated once:
- * - A piece without '=' (the tail of another cookie's value cut at ',') names no cookie: skipped.
- * - `name` seen twice, wherever the second one came from, gives `undefined`: two of one name mean
- *   a sibling subdomain set one (cookie tossing), and another cookie's value that embeds
- *   ", name=…" looks exactly like a second field, so neither is trusted. The answer is then
- *   "signed out" (or "no sign-in under way"), never the planted value.
- * - Without a `name` cookie of its own, such an embedded ", name=…" is read as the cookie: on a
- *   host that joined with ", " it cannot be told from a second field. The caller still verifies
- *   it (the session is signed, the transaction sealed), so it can only be a value tollgate issued.
- * - A value of `name` itself that holds ',' or ';' cannot be read whole; tollgate's own values
- *   (base64url and dots) never do.
+ * Pairs are split on ';' only, as RFC 6265 §4.2.1 writes them and as hosts join several `Cookie`
+ * fields (RFC 9113 §8.2.3: "; "; Node, undici, Bun and `Deno.serve` do). A host that joins them
+ * with ", " instead gets "signed out", never a guess: splitting on ',' as well would read a
+ * ", __Host-…=" planted inside a cookie a sibling domain set (browsers accept commas in values) as
+ * the session cookie, which is what the `__Host-` prefix exists to prevent.
  */
 export function readCookie(
   header: string | string[] | undefined,
@@ -44,7 +31,7 @@ export function readCookie(
   let found: string | undefined
   let count = 0
   for (const line of lines) {
-    for (const pair of line.split(COOKIE_SEPARATOR)) {
+    for (const pair of line.split(';')) {
       const equals = pair.indexOf('=')
       if (equals < 0) continue
       if (pair.slice(0, equals).trim() !== name) continue
@@ -52,6 +39,7 @@ export function readCookie(
       found = pair.slice(equals + 1).trim()
     }
   }
+  // Two cookies of one name mean a sibling subdomain set one (cookie tossing): trust neither.
   return count === 1 ? found : undefined
 }
 
