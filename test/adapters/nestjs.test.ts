@@ -46,7 +46,7 @@ import {
   TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
-import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { APPS, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const PLATFORMS = ['express', 'fastify'] as const
@@ -192,6 +192,7 @@ async function createNestApp(
     moduleOptions?: TollgateModuleOptions
     controllers?: Array<new () => unknown>
     filter?: ExceptionFilter
+    prefix?: string
   } = {},
 ): Promise<INestApplication> {
   const imports: DynamicModule[] = [TollgateModule.forRoot(gateOptions, setup.moduleOptions)]
@@ -200,6 +201,7 @@ async function createNestApp(
   const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
   const app = await NestFactory.create(TestModule, adapter, { logger: false })
   if (setup.filter !== undefined) app.useGlobalFilters(setup.filter)
+  if (setup.prefix !== undefined) app.setGlobalPrefix(setup.prefix)
   await app.init()
   if (platform === 'fastify') await (adapter as FastifyAdapter).getInstance().ready()
   return app
@@ -508,6 +510,94 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform, configured', (plat
   })
 })
 
+const METADATA_PATH = '/.well-known/oauth-protected-resource/api/v1/billing'
+const CALLBACK_PATHS = { backchannelLogout: LOGOUT_PATH, keycloakPushNotBefore: PUSH_PATH }
+const postForm = (server: Server, path: string, fields: Record<string, string>) =>
+  request(server).post(path).type('form').send(fields)
+
+describe.each(PLATFORMS)(
+  'tollgate/nestjs on the %s platform, endpoints without a token',
+  (platform) => {
+    let endpointOptions: GateOptions
+    beforeAll(() => {
+      endpointOptions = {
+        ...options,
+        resourceMetadata: { resource: 'https://api.example.test/api/v1/billing' },
+        revocation: { callbacks: { clientIds: 'gateway' } },
+      }
+    })
+
+    it('serves the metadata document and the callbacks at their own paths, whatever the global prefix', async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+        prefix: 'v2',
+      })
+      const server = app.getHttpServer() as Server
+      const metadata = await request(server).get(METADATA_PATH)
+      expect(metadata.status).toBe(200)
+      expect(metadata.body.resource).toBe('https://api.example.test/api/v1/billing')
+      expect((await request(server).get(`/v2${METADATA_PATH}`)).status).toBe(404)
+      // The routes move under the prefix; the challenge still names the document at the root.
+      const refused = await request(server).get(`/v2${ROUTE}`)
+      expect(refused.status).toBe(401)
+      expect(refused.headers['www-authenticate']).toBe(
+        `Bearer realm="api", resource_metadata="https://api.example.test${METADATA_PATH}"`,
+      )
+      const token = await issuer.mint({
+        sid: 'nest-prefix',
+        iat: Math.floor(Date.now() / 1000) - 10,
+      })
+      await request(server).get(`/v2${ROUTE}`).set('Authorization', `Bearer ${token}`).expect(200)
+      const logout = await postForm(server, LOGOUT_PATH, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-prefix' }),
+      })
+      expect(logout.status).toBe(200)
+      expect(logout.headers['cache-control']).toBe('no-store')
+      expect(logout.text).toBe('')
+      expect(
+        (await request(server).get(`/v2${ROUTE}`).set('Authorization', `Bearer ${token}`)).status,
+      ).toBe(401)
+      await app.close()
+    })
+
+    it('serves the callbacks for POST only: a GET of their path is an ordinary request', async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+      })
+      const res = await request(app.getHttpServer()).get(LOGOUT_PATH)
+      // No route of the application there: Nest's own 404, neither the callback's 405 nor a 401.
+      expect(res.status).toBe(404)
+      await app.close()
+    })
+
+    it('serves no callback without moduleOptions.callbacks', async () => {
+      const app = await createNestApp(platform, endpointOptions)
+      const res = await postForm(app.getHttpServer() as Server, LOGOUT_PATH, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-none' }),
+      })
+      expect(res.status).toBe(404)
+      await app.close()
+    })
+
+    it("leaves a body over the platform's limit to Nest, which answers 413, and goes on serving", async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+      })
+      const server = app.getHttpServer() as Server
+      // Nest's parsers read up to 100 KB on Express (body-parser), 1 MiB on Fastify (bodyLimit).
+      const size = platform === 'express' ? 200_000 : 2_000_000
+      const res = await postForm(server, LOGOUT_PATH, { logout_token: 'a'.repeat(size) })
+      expect(res.status).toBe(413)
+      expect(res.body.statusCode).toBe(413)
+      const next = await postForm(server, LOGOUT_PATH, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-after-413' }),
+      })
+      expect(next.status).toBe(200)
+      await app.close()
+    })
+  },
+)
+
 describe('TollgateModule.forRoot', () => {
   it('fails at start-up, naming the option, on invalid gate or module options', () => {
     expect(() => TollgateModule.forRoot({ ...options, algorithms: ['HS256' as never] })).toThrow(
@@ -518,6 +608,33 @@ describe('TollgateModule.forRoot', () => {
     )
     expect(() => TollgateModule.forRoot(options, { globalGuard: 'yes' as never })).toThrow(
       '"moduleOptions.globalGuard" must be a boolean',
+    )
+  })
+
+  it('fails at start-up, naming the option, on callback paths it cannot serve', () => {
+    const withCallbacks: GateOptions = {
+      ...options,
+      revocation: { callbacks: { clientIds: 'gateway' } },
+    }
+    expect(() => TollgateModule.forRoot(options, { callbacks: CALLBACK_PATHS })).toThrow(
+      'TollgateModule.forRoot(options, moduleOptions): "moduleOptions.callbacks" needs the gate option "revocation.callbacks" ({ clientIds })',
+    )
+    expect(() =>
+      TollgateModule.forRoot(withCallbacks, { callbacks: { backchannelLogout: 'logout' } }),
+    ).toThrow(
+      `TollgateModule.forRoot(options, moduleOptions): "moduleOptions.callbacks.backchannelLogout" must be a path starting with '/', without query or fragment (got 'logout')`,
+    )
+    expect(() =>
+      TollgateModule.forRoot(withCallbacks, { callbacks: { logout: '/logout' } as never }),
+    ).toThrow(
+      '"moduleOptions.callbacks.logout" is not an option; use one of: backchannelLogout, keycloakPushNotBefore',
+    )
+    expect(() =>
+      TollgateModule.forRoot(withCallbacks, {
+        callbacks: { backchannelLogout: '/k', keycloakPushNotBefore: '/k' },
+      }),
+    ).toThrow(
+      `"moduleOptions.callbacks.keycloakPushNotBefore" names the path of the other callback (got '/k')`,
     )
   })
 
@@ -606,6 +723,52 @@ describe('tollgate/nestjs and tollgate/express', () => {
       for (const app of nest) {
         const res = await request(app.getHttpServer()).get(path).set(headers)
         expect(answerOf(res), `${path} ${JSON.stringify(headers)}`).toEqual(expected)
+      }
+    }
+    reference.close()
+    await Promise.all(nest.map((app) => app.close()))
+  })
+
+  it('give identical answers to the provider callbacks, whatever the body they are sent', async () => {
+    const withCallbacks: GateOptions = {
+      ...options,
+      revocation: { callbacks: { clientIds: 'gateway' } },
+    }
+    const forged = `${(await issuer.mintLogoutToken({ sid: 'x' })).slice(0, -4)}AAAA`
+    const form = 'application/x-www-form-urlencoded'
+    // Bodies the callback itself decides on, parsed by the platform's parser or read by the core.
+    const cases: Array<readonly [string, string | undefined, string]> = [
+      [LOGOUT_PATH, form, `logout_token=${forged}`],
+      [LOGOUT_PATH, form, `logout_token=${'a'.repeat(20_000)}`],
+      [LOGOUT_PATH, form, 'logout_token=a&logout_token=b'],
+      [LOGOUT_PATH, form, 'logout_token[x]=a'],
+      [LOGOUT_PATH, form, 'logout_token=%ZZ%E0'],
+      [LOGOUT_PATH, 'text/plain', `logout_token=${forged}`],
+      [LOGOUT_PATH, 'application/json', `{"logout_token":"${forged}"}`],
+      [LOGOUT_PATH, 'application/jwt', forged],
+      [LOGOUT_PATH, undefined, forged],
+      [PUSH_PATH, 'text/plain', forged],
+      [PUSH_PATH, 'application/jwt', forged],
+      [PUSH_PATH, form, `logout_token=${forged}`],
+      [PUSH_PATH, 'application/json', '{"a":1}'],
+      [PUSH_PATH, undefined, 'x'.repeat(20_000)],
+    ]
+    const reference = expressApp!(withCallbacks)
+    const nest = await Promise.all(
+      PLATFORMS.map((platform) =>
+        createNestApp(platform, withCallbacks, { moduleOptions: { callbacks: CALLBACK_PATHS } }),
+      ),
+    )
+    const post = (server: Server, [path, type, body]: (typeof cases)[number]) => {
+      const req = request(server).post(path)
+      return (type === undefined ? req : req.set('Content-Type', type)).send(body)
+    }
+    for (const sent of cases) {
+      const expected = answerOf(await post(reference, sent))
+      expect(expected.status).toBe(400)
+      for (const app of nest) {
+        const res = await post(app.getHttpServer() as Server, sent)
+        expect(answerOf(res), `${sent[0]} ${sent[1]} ${sent[2].slice(0, 40)}`).toEqual(expected)
       }
     }
     reference.close()
