@@ -2,6 +2,7 @@
  * tollgate/nestjs on both NestJS HTTP platforms (Express and Fastify): the contract every adapter
  * keeps, the decorators, the module's options, and answers byte for byte those of tollgate/express.
  */
+import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 
@@ -47,6 +48,7 @@ import {
 } from '../../adapters/nestjs/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { APPS, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { extractSamples } from '../helpers/doc-samples.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const PLATFORMS = ['express', 'fastify'] as const
@@ -570,13 +572,20 @@ describe.each(PLATFORMS)(
       await app.close()
     })
 
-    it('serves no callback without moduleOptions.callbacks', async () => {
-      const app = await createNestApp(platform, endpointOptions)
-      const res = await postForm(app.getHttpServer() as Server, LOGOUT_PATH, {
+    it('serves no callback without moduleOptions.callbacks, and only those it names', async () => {
+      const none = await createNestApp(platform, endpointOptions)
+      const res = await postForm(none.getHttpServer() as Server, LOGOUT_PATH, {
         logout_token: await issuer.mintLogoutToken({ sid: 'nest-none' }),
       })
       expect(res.status).toBe(404)
-      await app.close()
+      await none.close()
+      const one = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: { backchannelLogout: LOGOUT_PATH } },
+      })
+      const server = one.getHttpServer() as Server
+      expect((await request(server).post(PUSH_PATH).send('x')).status).toBe(404)
+      expect((await postForm(server, LOGOUT_PATH, { logout_token: 'x' })).status).toBe(400)
+      await one.close()
     })
 
     it("leaves a body over the platform's limit to Nest, which answers 413, and goes on serving", async () => {
@@ -589,6 +598,17 @@ describe.each(PLATFORMS)(
       const res = await postForm(server, LOGOUT_PATH, { logout_token: 'a'.repeat(size) })
       expect(res.status).toBe(413)
       expect(res.body.statusCode).toBe(413)
+      // Under Fastify's limit, over Express's: the callback decides on Fastify.
+      const under = await postForm(server, LOGOUT_PATH, { logout_token: 'a'.repeat(200_000) })
+      expect(under.status).toBe(platform === 'express' ? 413 : 400)
+      if (platform === 'fastify') expect(under.body.error_description).toBe('invalid logout token')
+      // Malformed JSON: Nest's parser answers, as on any route.
+      const json = await request(server)
+        .post(PUSH_PATH)
+        .set('Content-Type', 'application/json')
+        .send('{"action":')
+      expect(json.status).toBe(400)
+      expect(json.body.statusCode).toBe(400)
       const next = await postForm(server, LOGOUT_PATH, {
         logout_token: await issuer.mintLogoutToken({ sid: 'nest-after-413' }),
       })
@@ -798,6 +818,141 @@ describe('tollgate/nestjs and tollgate/express', () => {
     reference.close()
     await Promise.all(nest.map((app) => app.close()))
   })
+})
+
+/** The guide's sample under `heading`, and the file in ./samples/ that the test runs. */
+function guideSample(heading: string, file: string) {
+  const guide = readFileSync(new URL('../../docs/frameworks/nestjs.md', import.meta.url), 'utf8')
+  const sample = extractSamples('docs/frameworks/nestjs.md', guide).find(
+    (s) => s.heading === heading,
+  )
+  return {
+    inGuide: sample?.code,
+    file: readFileSync(new URL(`./samples/${file}`, import.meta.url), 'utf8'),
+  }
+}
+
+async function startSample(platform: PlatformName, module: new () => unknown) {
+  const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
+  const app = await NestFactory.create(module, adapter, { logger: false })
+  await app.init()
+  if (platform === 'fastify') await (adapter as FastifyAdapter).getInstance().ready()
+  return app
+}
+
+describe('the guide samples of the endpoints served without a token', () => {
+  it('are the files the tests run, word for word', () => {
+    const metadata = guideSample('Protected resource metadata (RFC 9728)', 'nestjs-metadata.ts')
+    expect(metadata.inGuide).toBe(metadata.file)
+    const revocation = guideSample(
+      "Revocation: back-channel logout and Keycloak's push not-before",
+      'nestjs-revocation.ts',
+    )
+    expect(revocation.inGuide).toBe(revocation.file)
+  })
+
+  it.each(PLATFORMS)(
+    'serve the metadata document on the %s platform as the guide says',
+    async (platform) => {
+      process.env['KEYCLOAK_URL'] = issuer.url
+      const { AppModule } = await import('./samples/nestjs-metadata.js')
+      const app = await startSample(platform, AppModule)
+      const server = app.getHttpServer() as Server
+      const document = await request(server).get('/.well-known/oauth-protected-resource/mcp')
+      expect(document.status).toBe(200)
+      expect(document.headers['cache-control']).toBe('public, max-age=3600')
+      expect(document.body).toEqual({
+        resource: 'https://api.example.com/mcp',
+        authorization_servers: [issuer.issuer('acme')],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+      })
+      const head = await request(server).head('/.well-known/oauth-protected-resource/mcp?x=1')
+      expect(head.status).toBe(200)
+      const refused = await request(server).get('/mcp')
+      expect(refused.status).toBe(401)
+      expect(refused.headers['www-authenticate']).toBe(
+        'Bearer realm="api", resource_metadata="https://api.example.com/.well-known/oauth-protected-resource/mcp"',
+      )
+      const token = await issuer.mint({
+        sub: 'dana',
+        aud: 'https://api.example.com/mcp',
+        scope: 'mcp:tools',
+      })
+      await request(server)
+        .get('/mcp')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200, { subject: 'dana', tools: [] })
+      await app.close()
+    },
+  )
+
+  it.each(PLATFORMS)(
+    'serve the revocation callbacks on the %s platform as the guide says',
+    async (platform) => {
+      process.env['KEYCLOAK_URL'] = issuer.url
+      const { AppModule } = await import('./samples/nestjs-revocation.js')
+      const app = await startSample(platform, AppModule)
+      const server = app.getHttpServer() as Server
+      const now = Math.floor(Date.now() / 1000)
+      const get = (token: string) =>
+        request(server).get('/invoices').set('Authorization', `Bearer ${token}`)
+      const session = await issuer.mint({ sub: 'erin', sid: `guide-${platform}`, iat: now - 10 })
+      expect((await get(session)).status).toBe(200)
+      const logout = await postForm(server, '/backchannel-logout', {
+        logout_token: await issuer.mintLogoutToken({ sid: `guide-${platform}` }),
+      })
+      expect(logout.status).toBe(200)
+      expect(logout.headers['cache-control']).toBe('no-store')
+      expect(logout.text).toBe('')
+      expect((await get(session)).status).toBe(401)
+      const invalid = await postForm(server, '/backchannel-logout', { logout_token: 'a.b.c' })
+      expect(invalid.status).toBe(400)
+      expect(invalid.text).toBe(
+        '{"error":"invalid_request","error_description":"invalid logout token"}',
+      )
+
+      const other = await issuer.mint({ sub: 'frank', iat: now - 10 })
+      expect((await get(other)).status).toBe(200)
+      const kid = issuer.jwks('acme').keys[0]?.['kid'] as string
+      const push = await issuer.sign(
+        { alg: 'RS256', typ: 'JWT', kid },
+        {
+          id: randomUUID(),
+          expiration: now + 30,
+          resource: 'gateway',
+          action: 'PUSH_NOT_BEFORE',
+          notBefore: now,
+        },
+        { kid },
+      )
+      const pushed = await request(server)
+        .post('/keycloak/k_push_not_before')
+        .set('Content-Type', 'text/plain')
+        .send(push)
+      expect(pushed.status).toBe(200)
+      expect((await get(other)).status).toBe(401)
+      // Keycloak's "Clear" (0): the module, imported once, serves the other platform's run too.
+      const clear = await issuer.sign(
+        { alg: 'RS256', typ: 'JWT', kid },
+        {
+          id: randomUUID(),
+          expiration: now + 30,
+          resource: 'gateway',
+          action: 'PUSH_NOT_BEFORE',
+          notBefore: 0,
+        },
+        { kid },
+      )
+      await request(server)
+        .post('/keycloak/k_push_not_before')
+        .set('Content-Type', 'text/plain')
+        .send(clear)
+        .expect(200)
+      expect((await get(other)).status).toBe(200)
+      await app.close()
+    },
+  )
 })
 
 describe('the guide sample (docs/frameworks/nestjs.md)', () => {
