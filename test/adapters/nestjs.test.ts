@@ -46,7 +46,7 @@ import {
   type TollgateModuleOptions,
   TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
-import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { createDpopKey, createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { APPS, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
 import { extractSamples } from '../helpers/doc-samples.js'
 
@@ -789,6 +789,40 @@ describe('tollgate/nestjs and tollgate/express', () => {
       for (const app of nest) {
         const res = await post(app.getHttpServer() as Server, sent)
         expect(answerOf(res), `${sent[0]} ${sent[1]} ${sent[2].slice(0, 40)}`).toEqual(expected)
+      }
+    }
+    reference.close()
+    await Promise.all(nest.map((app) => app.close()))
+  })
+
+  it('admit DPoP-bound tokens and refuse bad proofs with identical answers', async () => {
+    const base = 'https://api.example.test'
+    const dpop: GateOptions = { ...options, dpop: { mode: 'allowed', publicBaseUrl: base } }
+    const key = await createDpopKey('ES256')
+    const token = await issuer.mint({ sub: 'bound' }, { dpop: key })
+    const reference = expressApp!(dpop)
+    const nest = await Promise.all(PLATFORMS.map((platform) => createNestApp(platform, dpop)))
+    for (const server of [reference, ...nest.map((app) => app.getHttpServer() as Server)]) {
+      const headers = await key.headers(token, { method: 'GET', url: `${base}${ROUTE}` })
+      const admitted = await request(server).get(ROUTE).set(headers)
+      expect(admitted.status).toBe(200)
+      expect(admitted.body.subject).toBe('bound')
+      // The same proof again: a replay.
+      expect((await request(server).get(ROUTE).set(headers)).status).toBe(401)
+    }
+    const refusals = [
+      { method: 'GET', url: `${base}/other` },
+      { method: 'POST', url: `${base}${ROUTE}` },
+    ] as const
+    for (const target of refusals) {
+      const headers = await key.headers(token, target)
+      const expected = answerOf(await request(reference).get(ROUTE).set(headers))
+      expect(expected.headers['www-authenticate']).toContain('error="invalid_dpop_proof"')
+      for (const app of nest) {
+        // A fresh proof per server: each keeps its own replay cache.
+        const fresh = await key.headers(token, target)
+        const res = await request(app.getHttpServer()).get(ROUTE).set(fresh)
+        expect(answerOf(res), `${target.method} ${target.url}`).toEqual(expected)
       }
     }
     reference.close()

@@ -1,13 +1,16 @@
 /**
  * NestJS applications protected by tollgate/nestjs, on the Express and on the Fastify platform,
- * serving the routes of `apps.ts` so that the cross-framework suites can compare their answers
- * with the other adapters'. Kept apart from `apps.ts` so that the suites that do not run NestJS
- * do not load it.
+ * serving the routes of `apps.ts` (and its error handler's answers for `errorHandling:
+ * 'framework'`) so that the cross-framework suites can compare their answers with the other
+ * adapters'. Kept apart from `apps.ts` so that the suites that do not run NestJS do not load it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import {
   All,
+  type ArgumentsHost,
+  Catch,
   Controller,
+  type ExceptionFilter,
   Get,
   HttpCode,
   Module,
@@ -28,6 +31,7 @@ import {
   RequireRealmRoles,
   RequireScopes,
   TOLLGATE_GATE,
+  TollgateError,
   TollgateModule,
 } from '../../adapters/nestjs/index.js'
 import type { Gate } from '../../src/gate/gate.js'
@@ -111,6 +115,20 @@ class ContractController {
   }
 }
 
+/** The apps' own error handler for `errorHandling: 'framework'`, as in `apps.ts`. */
+@Catch(TollgateError)
+class AppFilter implements ExceptionFilter<TollgateError> {
+  catch(error: TollgateError, host: ArgumentsHost) {
+    const response = host.switchToHttp().getResponse<ServerResponse>()
+    // Node's own calls: the response of either platform (Express's `res`, Fastify's `reply.raw`).
+    const raw = 'raw' in response ? (response.raw as ServerResponse) : response
+    raw.statusCode = error.status
+    for (const [name, value] of Object.entries(error.headers)) raw.setHeader(name, value)
+    raw.setHeader('Content-Type', 'application/json; charset=utf-8')
+    raw.end(JSON.stringify({ handledBy: 'app', code: error.code }))
+  }
+}
+
 /** The gate `forRoot()` built, for the operations tests: the module provides it by value. */
 function gateOf(providers: readonly Provider[]): Gate {
   for (const provider of providers) {
@@ -157,7 +175,7 @@ function nestApp(platform: 'express' | 'fastify'): AppFactory {
       const instance = express()
       started = NestFactory.create(ContractModule, new ExpressAdapter(instance), {
         logger: false,
-      }).then((app) => app.init())
+      }).then((app) => app.useGlobalFilters(new AppFilter()).init())
       return Object.assign(createServer(waitingFor(() => started, instance)), { gate })
     }
     const adapter = new FastifyAdapter({
@@ -165,7 +183,7 @@ function nestApp(platform: 'express' | 'fastify'): AppFactory {
         createServer(waitingFor(() => started, handler)),
     })
     started = NestFactory.create(ContractModule, adapter, { logger: false })
-      .then((app) => app.init())
+      .then((app) => app.useGlobalFilters(new AppFilter()).init())
       .then(() => adapter.getInstance().ready())
     return Object.assign(adapter.getHttpServer() as Server, { gate })
   }
