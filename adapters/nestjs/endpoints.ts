@@ -98,9 +98,10 @@ export function createEndpoints(gate: Gate, given: unknown): Endpoints {
 }
 
 /**
- * The request as the platform hands it to a Nest middleware: Express's `req` on the Express
- * platform (body already parsed by Nest's parsers), Node's `IncomingMessage` on the Fastify
- * platform (body not read yet: Fastify parses it after the middleware).
+ * The request as the platform hands it to a middleware: Express's `req` on the Express platform
+ * (body already parsed by Nest's parsers), Node's `IncomingMessage` on the Fastify platform (body
+ * not read yet: Fastify parses it after the middleware, which is why the callbacks are routes
+ * there).
  */
 type MiddlewareRequest = IncomingMessage & { originalUrl?: string; body?: unknown }
 
@@ -155,8 +156,8 @@ export function serveEndpoints(
 /**
  * The callbacks as POST routes of the Fastify instance, outside Nest's router (no guard, no
  * interceptor: the provider sends no bearer token), as tollgate/fastify mounts them. In a context
- * of their own, where a body of a type no parser takes (Keycloak's push may come as
- * `application/jwt`) is left unread for the core to read, instead of Fastify's 415.
+ * of their own, where a body of a type no parser takes (`application/jwt`, or none) is left unread
+ * for the core to read, instead of Fastify's 415, as Express leaves it.
  */
 export function registerFastifyCallbacks(instance: FastifyInstance, endpoints: Endpoints): void {
   if (endpoints.callbacks.size === 0) return
