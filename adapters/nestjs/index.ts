@@ -20,6 +20,7 @@ import {
   Injectable,
   Module,
   type NestModule,
+  type OnApplicationShutdown,
   type Provider,
 } from '@nestjs/common'
 import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core'
@@ -319,12 +320,23 @@ export interface TollgateModuleOptions {
  * export class AppModule {}
  * ```
  */
-export class TollgateModule implements NestModule {
+export class TollgateModule implements NestModule, OnApplicationShutdown {
   readonly #endpoints: Endpoints
   readonly #host: HttpAdapterHost
-  constructor(endpoints: Endpoints, host: HttpAdapterHost) {
+  readonly #gate: Gate
+  constructor(endpoints: Endpoints, host: HttpAdapterHost, gate: Gate) {
     this.#endpoints = endpoints
     this.#host = host
+    this.#gate = gate
+  }
+
+  /**
+   * `app.close()` (or a signal, with `app.enableShutdownHooks()`) closes the gate the module built:
+   * key fetches under way are aborted and the revocation subscriber's connection is closed, so that
+   * nothing of tollgate's keeps the process alive.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    await this.#gate.close()
   }
 
   /**
@@ -383,6 +395,7 @@ export class TollgateModule implements NestModule {
 }
 Inject(ENDPOINTS)(TollgateModule, undefined, 0)
 Inject(HttpAdapterHost)(TollgateModule, undefined, 1)
+Inject(TOLLGATE_GATE)(TollgateModule, undefined, 2)
 Module({})(TollgateModule)
 
 export * from '../core-exports.js'

@@ -30,6 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type Admission,
   Auth,
+  type Gate,
   type GateOptions,
   keycloak,
   Public,
@@ -49,6 +50,7 @@ import {
 import { createDpopKey, createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { APPS, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
 import { extractSamples } from '../helpers/doc-samples.js'
+import { startRedisServer } from '../helpers/redis.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const PLATFORMS = ['express', 'fastify'] as const
@@ -1017,4 +1019,30 @@ describe('the guide sample (docs/frameworks/nestjs.md)', () => {
     ).toBe(403)
     await app.close()
   })
+})
+
+describe('shutdown', () => {
+  it.each(PLATFORMS)(
+    'app.close() on the %s platform closes the gate: its revocation subscriber leaves Redis',
+    async (platform) => {
+      const redis = await startRedisServer()
+      try {
+        const client = await redis.client()
+        const subscribers = async () =>
+          String(await client.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))
+            .split('\n')
+            .filter((line) => line.trim() !== '').length
+        const app = await createNestApp(platform, {
+          ...options,
+          revocation: { store: { redis: client } },
+        })
+        await app.get<Gate>(TOLLGATE_GATE).ready()
+        expect(await subscribers()).toBe(1)
+        await app.close()
+        await expect.poll(subscribers).toBe(0)
+      } finally {
+        await redis.stop()
+      }
+    },
+  )
 })
