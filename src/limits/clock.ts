@@ -20,7 +20,8 @@ export const systemClock: LimiterClock = {
   now: () => Date.now(),
   setTimer(callback, ms) {
     const timer = setTimeout(callback, ms)
-    timer.unref()
+    // Workers' timers have no unref (and need none: an isolate is not kept alive by them).
+    timer.unref?.()
     return () => clearTimeout(timer)
   },
 }

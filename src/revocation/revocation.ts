@@ -56,6 +56,8 @@ const MAX_SEEN = 100_000
 /** After a failed `load`, the next attempt (memory store; with Redis, the resynchronization retries). */
 const LOAD_RETRY_MS = 1000
 
+type LoadTrigger = 'start' | 'store_lost' | 'reload'
+
 function invalidTarget(method: string, problem: string): never {
   throw new TypeError(`gate.${method}(target): ${problem}`)
 }
@@ -106,7 +108,7 @@ export function createRevocation(
   }
 
   /** Reports a load failure or skipped entries: the event, else a process warning. */
-  function reportLoad(trigger: 'start' | 'store_lost', error: unknown, skipped: number): void {
+  function reportLoad(trigger: LoadTrigger, error: unknown, skipped: number): void {
     if (emit !== undefined) return
     const message =
       error !== undefined
@@ -123,7 +125,7 @@ export function createRevocation(
   }
 
   /** Adds the application's records to the list; rejects when the hook does (the caller retries). */
-  async function load(trigger: 'start' | 'store_lost'): Promise<void> {
+  async function load(trigger: LoadTrigger): Promise<void> {
     const loader = options.load
     if (loader === undefined) return
     let targets: readonly RevokeOptions[]
@@ -221,6 +223,23 @@ export function createRevocation(
           load: options.load === undefined ? undefined : load,
         })
   if (sync === undefined && options.load !== undefined) loadAtStart()
+  // The application's records are the only way a revocation made by an instance this one shares
+  // no store with reaches it (Workers isolates): re-read them. A reload still running when the
+  // next one is due is not doubled; a failed one keeps what is held (`load` only adds).
+  let reloading = false
+  const reloader =
+    options.reloadIntervalMs === undefined
+      ? undefined
+      : setInterval(() => {
+          if (reloading) return
+          reloading = true
+          load('reload')
+            .catch(() => {})
+            .finally(() => {
+              reloading = false
+            })
+        }, options.reloadIntervalMs)
+  reloader?.unref?.()
   // Until the first synchronization this instance knows nothing: the same bound applies.
   if (sync !== undefined) startDenyTimer()
   const sweeper = setInterval(() => {
@@ -373,6 +392,7 @@ export function createRevocation(
       clearInterval(sweeper)
       clearTimeout(denyTimer)
       clearTimeout(loadTimer)
+      clearInterval(reloader)
       sync?.close()
     },
   }

@@ -427,6 +427,133 @@ describe("revocation.load (the application's records)", () => {
   })
 })
 
+describe('revocation.reloadIntervalMs (instances that share no store)', () => {
+  const INTERVAL_MS = 5000
+  /** The application's records, as `load` returns them: changed by the test between reloads. */
+  function recordsOf(records: object[]) {
+    let calls = 0
+    return {
+      load: async () => {
+        calls += 1
+        return [...records]
+      },
+      calls: () => calls,
+    }
+  }
+
+  it("enforces a revocation recorded in the application's store within one interval", async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const records: object[] = []
+    const { load } = recordsOf(records)
+    const events: GateEvent[] = []
+    const gate = gateWith({ revocation: { load, reloadIntervalMs: INTERVAL_MS } }, events)
+    await gate.ready()
+    const token = await earlier({ sub: 'mallory' })
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    // Another instance revoked her and recorded it (D1, KV, a database…).
+    records.push({ issuer: acme(), sub: 'mallory', notBefore: Math.floor(Date.now() / 1000) })
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS - 1)
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    await vi.advanceTimersByTimeAsync(1)
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+    expect(events).toContainEqual({
+      type: 'revocation_loaded',
+      trigger: 'reload',
+      entries: 1,
+      skipped: 0,
+    })
+  })
+
+  it('keeps the entries it holds when a reload fails, and reports the failure', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const events: GateEvent[] = []
+    let failing = false
+    const gate = gateWith(
+      {
+        revocation: {
+          reloadIntervalMs: INTERVAL_MS,
+          load: async () => {
+            if (failing) throw new Error('records unavailable')
+            return [{ issuer: acme(), jti: 'stolen' }]
+          },
+        },
+      },
+      events,
+    )
+    await gate.ready()
+    failing = true
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
+    expect(events).toContainEqual({
+      type: 'revocation_load_failed',
+      trigger: 'reload',
+      error: expect.any(Error),
+    })
+    expect(await outcome(gate.check(bearer(await earlier({ jti: 'stolen' }))))).toBe(REVOKED)
+  })
+
+  it('adds back an entry removed with gate.unrevoke() while the records still hold it', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const gate = gateWith({
+      revocation: {
+        reloadIntervalMs: INTERVAL_MS,
+        load: async () => [{ issuer: acme(), jti: 'recorded' }],
+      },
+    })
+    await gate.ready()
+    const token = await earlier({ jti: 'recorded' })
+    await gate.unrevoke({ issuer: acme(), jti: 'recorded' })
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+  })
+
+  it('does not start a reload while the previous one is still running', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    let calls = 0
+    let finish: (targets: never[]) => void = () => {}
+    const gate = gateWith({
+      revocation: {
+        reloadIntervalMs: INTERVAL_MS,
+        load: () => {
+          calls += 1
+          return calls === 1 ? [] : new Promise<never[]>((resolve) => (finish = resolve))
+        },
+      },
+    })
+    await gate.ready()
+    await vi.advanceTimersByTimeAsync(3 * INTERVAL_MS)
+    expect(calls).toBe(2)
+    finish([])
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
+    expect(calls).toBe(3)
+  })
+
+  it('leaves no timer once gate.close() returned: load is never called again', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const records = recordsOf([])
+    const gate = createGate({
+      ...base,
+      revocation: { load: records.load, reloadIntervalMs: INTERVAL_MS },
+    })
+    await gate.ready()
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
+    expect(records.calls()).toBe(2)
+    await gate.close()
+    expect(vi.getTimerCount()).toBe(0)
+    await vi.advanceTimersByTimeAsync(10 * INTERVAL_MS)
+    expect(records.calls()).toBe(2)
+  })
+
+  it('calls load once, at start, without reloadIntervalMs', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const records = recordsOf([])
+    const gate = gateWith({ revocation: { load: records.load } })
+    await gate.ready()
+    await vi.advanceTimersByTimeAsync(3_600_000)
+    expect(records.calls()).toBe(1)
+  })
+})
+
 describe('ERR_REVOCATION_UNAVAILABLE', () => {
   it('is a 503 with Retry-After, rendered without detail and recognized by shape', () => {
     const error = new ServiceUnavailableError({
