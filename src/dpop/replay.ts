@@ -81,11 +81,10 @@ export function createMemoryReplayCache(
  * answer in time.
  */
 async function withinDeadline(call: () => Promise<unknown>, timeoutMs: number): Promise<unknown> {
-  let timer: ReturnType<typeof setTimeout> | undefined
+  let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('replay store timeout')), timeoutMs)
-    // Workers' timers have no unref (and need none).
-    timer.unref?.()
+    timer.unref()
   })
   try {
     return await Promise.race([Promise.resolve().then(call), deadline])

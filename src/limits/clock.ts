@@ -20,8 +20,7 @@ export const systemClock: LimiterClock = {
   now: () => Date.now(),
   setTimer(callback, ms) {
     const timer = setTimeout(callback, ms)
-    // Workers' timers have no unref (and need none: an isolate is not kept alive by them).
-    timer.unref?.()
+    timer.unref()
     return () => clearTimeout(timer)
   },
 }

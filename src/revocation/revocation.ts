@@ -239,7 +239,7 @@ export function createRevocation(
               reloading = false
             })
         }, options.reloadIntervalMs)
-  reloader?.unref?.()
+  reloader?.unref()
   // Until the first synchronization this instance knows nothing: the same bound applies.
   if (sync !== undefined) startDenyTimer()
   const sweeper = setInterval(() => {

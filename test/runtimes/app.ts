@@ -7,6 +7,7 @@
  * @module
  */
 import { type Admission, type GateOptions, keycloak, tollgate } from '../../adapters/fetch/index.js'
+import { httpSharedStore } from '../limits/samples/http-shared-store.js'
 
 /** One gate as JSON: a Keycloak-style issuer (the test issuer's URL) and the plain options. */
 export interface RuntimeGateConfig {
@@ -15,6 +16,11 @@ export interface RuntimeGateConfig {
   readonly audience: string
   /** Further gate options that JSON can carry (tenant, rateLimit, realm, …). */
   readonly options?: Omit<GateOptions, 'issuers' | 'audience'>
+  /**
+   * The counter service of docs/stores.md: `options.rateLimit` then counts in it, through the
+   * guide's HTTP `SharedStore` (`rateLimit.store: { shared }`).
+   */
+  readonly sharedStore?: { readonly url: string; readonly secret: string }
 }
 
 /** Gates by name: a request to `/<name>/<path>` is answered by gate `<name>` as `/<path>`. */
@@ -55,8 +61,17 @@ type Handler = (request: Request) => Promise<Response>
 
 /** One gate's routes, as the contract suite's `fetch` app has them. */
 function gateApp(config: RuntimeGateConfig): Handler {
+  const { sharedStore } = config
+  const rateLimit =
+    sharedStore === undefined || config.options?.rateLimit === undefined
+      ? config.options?.rateLimit
+      : {
+          ...config.options.rateLimit,
+          store: { shared: httpSharedStore(sharedStore.url, sharedStore.secret) },
+        }
   const auth = tollgate({
     ...config.options,
+    ...(rateLimit === undefined ? {} : { rateLimit }),
     issuers: keycloak({ authUrl: config.authUrl, realms: [...config.realms] }),
     audience: config.audience,
   })
