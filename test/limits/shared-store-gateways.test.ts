@@ -4,6 +4,7 @@
  * apps, each with its own gate): the rate limit and the DPoP replay cache hold across both. The
  * same store from workerd is in test/runtimes/fetch-runtimes.test.ts.
  */
+import { readFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -73,6 +74,16 @@ async function post(
   const body = (response.status === 200 ? await response.json() : null) as ServiceAnswer['body']
   return { status: response.status, body }
 }
+
+describe('docs/stores.md, "A store of your own"', () => {
+  it.each(['test/limits/samples/http-shared-store.ts', 'test/limits/samples/counter-service.ts'])(
+    'shows %s exactly as the tests run it',
+    (file) => {
+      const guide = readFileSync('docs/stores.md', 'utf8')
+      expect(guide).toContain(`\`\`\`ts\n${readFileSync(file, 'utf8')}\`\`\``)
+    },
+  )
+})
 
 describe('the counter service of docs/stores.md', () => {
   it('opens a counter at 0 with ttlMs, and keeps its expiry on later increments', async () => {

@@ -306,6 +306,36 @@ describe('rateLimit.store: { shared } that fails', () => {
     expect(storeErrors(events)[0]).toMatchObject({ error: { code: 'ERR_STORE_TIMEOUT' } })
   })
 
+  it('leaves counted what a call that outlived storeTimeoutMs added: it is not cancelled', async () => {
+    const clock = new ManualClock()
+    const shared = mapStore(() => clock.now())
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    const slow: SharedStore = {
+      increment: async (key, amount, ttlMs) => {
+        const answer = await shared.increment(key, amount, ttlMs)
+        await held
+        return answer
+      },
+      claimOnce: shared.claimOnce,
+    }
+    const options: RateLimitOptions = {
+      windows: [{ points: 1, durationSeconds: 60 }],
+      store: { shared: slow },
+      storeTimeoutMs: 50,
+    }
+    const pending = answerOf(limiterWith(options, { clock }))
+    await new Promise((resolve) => setImmediate(resolve))
+    clock.advance(50)
+    // Decided by the memory fallback, which had counted nothing: admitted.
+    expect((await pending).status).toBe(200)
+    release()
+    // The store counted it all the same: another gateway finds the window spent.
+    expect((await answerOf(limiterWith({ ...options, store: { shared } }, { clock }))).status).toBe(
+      429,
+    )
+  })
+
   it("divides by 1 with fallbackDivisor 'auto': each instance admits the whole limit while the store fails", async () => {
     const limiter = limiterWith({
       windows: [{ points: 4, durationSeconds: 60 }],
