@@ -282,6 +282,10 @@ describe('rateLimit.store: { shared } that fails', () => {
         expect(answer.status, policy).toBe(status)
         if (policy === 'deny') expect(answer.code).toBe('ERR_LIMITER_UNAVAILABLE')
         expect(storeErrors(events)).toHaveLength(1)
+        // The event carries what the call rejected or threw with.
+        expect(storeErrors(events)[0]).toMatchObject({
+          error: { message: expect.stringMatching(/^(counter service answered 502|no binding)$/) },
+        })
       }
     },
   )
