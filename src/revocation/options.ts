@@ -103,12 +103,15 @@ export interface RevocationOptions {
    */
   readonly load?: RevocationLoader
   /**
-   * With `load`: calls it again this often, in ms (1000 to 3 600 000), and adds what it returns
-   * (an entry already held keeps the later `notBefore` and expiry; nothing is removed). A failing
-   * reload keeps the entries held and emits `revocation_load_failed` (`trigger: 'reload'`). This
-   * is how instances without a shared store (Workers isolates) learn of revocations made
-   * elsewhere: record each one in the application's own store, and every instance enforces it
-   * within this interval. Default: no reload.
+   * With `load`: calls it again once this long has passed since the last call, in ms (1000 to
+   * 3 600 000), and adds what it returns (an entry already held keeps the later `notBefore` and
+   * expiry; nothing is removed). The first request with a token after the interval starts the
+   * reload, and it and the requests arriving meanwhile wait for it, at most `storeTimeoutMs`
+   * (no timer: a Workers timer does not outlive its request). A failing reload keeps the entries
+   * held and emits `revocation_load_failed` (`trigger: 'reload'`). This is how instances without
+   * a shared store (Workers isolates) learn of revocations made elsewhere: record each one in the
+   * application's own store, and every instance enforces it from its first request after the
+   * interval. Default: no reload.
    */
   readonly reloadIntervalMs?: number
 }

@@ -37,8 +37,9 @@ export interface Revocation {
   claimOnce(key: string, ttlMs: number): Promise<boolean>
   /**
    * `undefined` once this instance holds the revocation list (first Redis synchronization and
-   * `load` done); before, a promise that resolves when it does or `storeTimeoutMs` after the call,
-   * whichever comes first. Never rejects.
+   * `load` done) and no reload is due (`reloadIntervalMs`); before, or while a reload runs, a
+   * promise that resolves when it is done or `storeTimeoutMs` after the call, whichever comes
+   * first. Never rejects.
    */
   whenHeld(): Promise<void> | undefined
   /** Whether this instance holds the revocation list (see {@link Revocation.whenHeld}). */
@@ -93,8 +94,55 @@ export function createRevocation(
     heldWaiters.clear()
   }
 
+  /**
+   * With `reloadIntervalMs`: the reload a request waits for, started by the first request that
+   * comes once the interval has passed. Requests start it, not a timer: on Workers a timer (and
+   * the I/O it starts) does not outlive the request that created it, so a background reload
+   * never ran there (test/runtimes/revocation-reload.test.ts); a request's own wait keeps the
+   * reload's I/O inside that request. Only requests need the list, so none goes unserved.
+   */
+  const reloadIntervalMs = options.reloadIntervalMs
+  let reloadDueAt = reloadIntervalMs === undefined ? 0 : Date.now() + reloadIntervalMs
+  let reload: { readonly done: Promise<void>; readonly startedAt: number } | undefined
+
+  function reloadPending(): Promise<void> | undefined {
+    if (reloadIntervalMs === undefined || closed) return undefined
+    const now = Date.now()
+    if (reload !== undefined) {
+      // Past its deadline the reload's request may have ended, and Workers cancel what an ended
+      // request left running: a reload that never settles must not block the next one.
+      if (now - reload.startedAt <= options.storeTimeoutMs) return reload.done
+      reload = undefined
+    }
+    if (now < reloadDueAt) return undefined
+    reloadDueAt = now + reloadIntervalMs
+    // A failed reload keeps what is held (`load` only adds) and reports itself.
+    const done = load('reload')
+      .catch(() => {})
+      .finally(() => {
+        if (reload?.done === done) reload = undefined
+      })
+    reload = { done, startedAt: now }
+    return done
+  }
+
+  /** `pending`, or `storeTimeoutMs` from now, whichever comes first. */
+  function bounded(pending: Promise<void>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, options.storeTimeoutMs)
+      timer.unref()
+      pending.then(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+  }
+
   function whenHeld(): Promise<void> | undefined {
-    if (!awaitingSync && !awaitingLoad) return undefined
+    if (!awaitingSync && !awaitingLoad) {
+      const pending = reloadPending()
+      return pending === undefined ? undefined : bounded(pending)
+    }
     return new Promise<void>((resolve) => {
       const wake = () => {
         clearTimeout(timer)
@@ -223,23 +271,6 @@ export function createRevocation(
           load: options.load === undefined ? undefined : load,
         })
   if (sync === undefined && options.load !== undefined) loadAtStart()
-  // The application's records are the only way a revocation made by an instance this one shares
-  // no store with reaches it (Workers isolates): re-read them. A reload still running when the
-  // next one is due is not doubled; a failed one keeps what is held (`load` only adds).
-  let reloading = false
-  const reloader =
-    options.reloadIntervalMs === undefined
-      ? undefined
-      : setInterval(() => {
-          if (reloading) return
-          reloading = true
-          load('reload')
-            .catch(() => {})
-            .finally(() => {
-              reloading = false
-            })
-        }, options.reloadIntervalMs)
-  reloader?.unref()
   // Until the first synchronization this instance knows nothing: the same bound applies.
   if (sync !== undefined) startDenyTimer()
   const sweeper = setInterval(() => {
@@ -392,7 +423,6 @@ export function createRevocation(
       clearInterval(sweeper)
       clearTimeout(denyTimer)
       clearTimeout(loadTimer)
-      clearInterval(reloader)
       sync?.close()
     },
   }

@@ -440,11 +440,13 @@ describe('revocation.reloadIntervalMs (instances that share no store)', () => {
       calls: () => calls,
     }
   }
+  /** Moves the clock the gate reads (Date) on by `ms`. */
+  const pass = (ms: number) => vi.setSystemTime(Date.now() + ms)
 
-  it("enforces a revocation recorded in the application's store within one interval", async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+  it("enforces a revocation recorded in the application's store on the first request after the interval", async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
     const records: object[] = []
-    const { load } = recordsOf(records)
+    const { load, calls } = recordsOf(records)
     const events: GateEvent[] = []
     const gate = gateWith({ revocation: { load, reloadIntervalMs: INTERVAL_MS } }, events)
     await gate.ready()
@@ -452,10 +454,12 @@ describe('revocation.reloadIntervalMs (instances that share no store)', () => {
     expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
     // Another instance revoked her and recorded it (D1, KV, a database…).
     records.push({ issuer: acme(), sub: 'mallory', notBefore: Math.floor(Date.now() / 1000) })
-    await vi.advanceTimersByTimeAsync(INTERVAL_MS - 1)
+    pass(INTERVAL_MS - 1)
     expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
-    await vi.advanceTimersByTimeAsync(1)
+    expect(calls()).toBe(1)
+    pass(1)
     expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+    expect(calls()).toBe(2)
     expect(events).toContainEqual({
       type: 'revocation_loaded',
       trigger: 'reload',
@@ -464,8 +468,25 @@ describe('revocation.reloadIntervalMs (instances that share no store)', () => {
     })
   })
 
+  it('reloads once per interval however many requests come', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { load, calls } = recordsOf([])
+    const gate = gateWith({ revocation: { load, reloadIntervalMs: INTERVAL_MS } })
+    await gate.ready()
+    const token = await earlier()
+    pass(INTERVAL_MS)
+    await Promise.all(Array.from({ length: 5 }, () => outcome(gate.check(bearer(token)))))
+    expect(calls()).toBe(2)
+    pass(INTERVAL_MS - 1)
+    await outcome(gate.check(bearer(token)))
+    expect(calls()).toBe(2)
+    pass(1)
+    await outcome(gate.check(bearer(token)))
+    expect(calls()).toBe(3)
+  })
+
   it('keeps the entries it holds when a reload fails, and reports the failure', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    vi.useFakeTimers({ toFake: ['Date'] })
     const events: GateEvent[] = []
     let failing = false
     const gate = gateWith(
@@ -482,17 +503,17 @@ describe('revocation.reloadIntervalMs (instances that share no store)', () => {
     )
     await gate.ready()
     failing = true
-    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
+    pass(INTERVAL_MS)
+    expect(await outcome(gate.check(bearer(await earlier({ jti: 'stolen' }))))).toBe(REVOKED)
     expect(events).toContainEqual({
       type: 'revocation_load_failed',
       trigger: 'reload',
       error: expect.any(Error),
     })
-    expect(await outcome(gate.check(bearer(await earlier({ jti: 'stolen' }))))).toBe(REVOKED)
   })
 
   it('adds back an entry removed with gate.unrevoke() while the records still hold it', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    vi.useFakeTimers({ toFake: ['Date'] })
     const gate = gateWith({
       revocation: {
         reloadIntervalMs: INTERVAL_MS,
@@ -503,53 +524,60 @@ describe('revocation.reloadIntervalMs (instances that share no store)', () => {
     const token = await earlier({ jti: 'recorded' })
     await gate.unrevoke({ issuer: acme(), jti: 'recorded' })
     expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
-    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
+    pass(INTERVAL_MS)
     expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
   })
 
-  it('does not start a reload while the previous one is still running', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+  it('waits for a slow reload at most storeTimeoutMs, and starts no second one meanwhile', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
     let calls = 0
-    let finish: (targets: never[]) => void = () => {}
+    let finish: (targets: object[]) => void = () => {}
     const gate = gateWith({
       revocation: {
         reloadIntervalMs: INTERVAL_MS,
+        storeTimeoutMs: 20,
         load: () => {
           calls += 1
-          return calls === 1 ? [] : new Promise<never[]>((resolve) => (finish = resolve))
+          return calls === 1 ? [] : new Promise<object[]>((resolve) => (finish = resolve))
         },
       },
     })
     await gate.ready()
-    await vi.advanceTimersByTimeAsync(3 * INTERVAL_MS)
+    const token = await earlier({ jti: 'late' })
+    pass(INTERVAL_MS)
+    // Decided with what is held once storeTimeoutMs has passed (real time: only Date is fake).
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
     expect(calls).toBe(2)
-    finish([])
-    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
-    expect(calls).toBe(3)
+    finish([{ issuer: acme(), jti: 'late' }])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
   })
 
-  it('leaves no timer once gate.close() returned: load is never called again', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+  it('leaves no timer once gate.close() returned, and loads nothing after', async () => {
+    vi.useFakeTimers({
+      toFake: ['Date', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'],
+    })
     const records = recordsOf([])
     const gate = createGate({
       ...base,
       revocation: { load: records.load, reloadIntervalMs: INTERVAL_MS },
     })
     await gate.ready()
-    await vi.advanceTimersByTimeAsync(INTERVAL_MS)
-    expect(records.calls()).toBe(2)
     await gate.close()
     expect(vi.getTimerCount()).toBe(0)
-    await vi.advanceTimersByTimeAsync(10 * INTERVAL_MS)
-    expect(records.calls()).toBe(2)
+    pass(10 * INTERVAL_MS)
+    await gate.check(bearer(await earlier())).catch(() => {})
+    expect(records.calls()).toBe(1)
   })
 
   it('calls load once, at start, without reloadIntervalMs', async () => {
-    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    vi.useFakeTimers({ toFake: ['Date'] })
     const records = recordsOf([])
     const gate = gateWith({ revocation: { load: records.load } })
     await gate.ready()
-    await vi.advanceTimersByTimeAsync(3_600_000)
+    pass(3_600_000)
+    await outcome(gate.check(bearer(await earlier())))
     expect(records.calls()).toBe(1)
   })
 })

@@ -5,22 +5,30 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import {
+  createDpopKey,
+  createTestIssuer,
+  type TestDpopKey,
+  type TestIssuer,
+} from '../../src/testing/index.js'
 import { type CounterService, startCounterService } from '../helpers/counter-service.js'
 import { type RuntimeServer, runtimeBundles, startRuntime } from '../helpers/runtimes.js'
 import type { RuntimeAppConfig } from './app.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const LIMIT = 20
+const BASE = 'https://api.example.test'
 
 let issuer: TestIssuer
 let service: CounterService
 let bundles: Awaited<ReturnType<typeof runtimeBundles>>
+let dpopKey: TestDpopKey
 const workers: RuntimeServer[] = []
 
 beforeAll(async () => {
   issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
   service = await startCounterService()
+  dpopKey = await createDpopKey('ES256')
   bundles = await runtimeBundles()
   const config: RuntimeAppConfig = {
     gates: {
@@ -37,6 +45,15 @@ beforeAll(async () => {
             storeTimeoutMs: 5000,
             onStoreError: 'deny',
           },
+        },
+      },
+      dpop: {
+        authUrl: issuer.url,
+        realms: ['acme'],
+        audience: 'gateway',
+        sharedStore: { url: service.url, secret: service.secret },
+        options: {
+          dpop: { mode: 'allowed', publicBaseUrl: BASE, replay: { storeTimeoutMs: 5000 } },
         },
       },
     },
@@ -68,5 +85,16 @@ describe('rateLimit.store: { shared } on workerd (docs/stores.md)', () => {
     const output = workers.map((worker) => worker.output()).join('\n')
     expect(statuses.filter((status) => status === 200).length, output).toBe(LIMIT)
     expect(statuses.filter((status) => status === 429).length, output).toBe(2 * LIMIT)
+  })
+
+  it('accepts a DPoP proof once across two workerd processes: the second refuses it as replayed', async () => {
+    const [first, second] = workers as [RuntimeServer, RuntimeServer]
+    const token = await issuer.mint({}, { dpop: dpopKey })
+    const headers = await dpopKey.headers(token, { method: 'GET', url: `${BASE}${ROUTE}` })
+    const accepted = await fetch(`${first.origin}/dpop${ROUTE}`, { headers })
+    expect(accepted.status, first.output()).toBe(200)
+    const replayed = await fetch(`${second.origin}/dpop${ROUTE}`, { headers })
+    expect(replayed.status, second.output()).toBe(401)
+    expect(replayed.headers.get('www-authenticate')).toContain('error="invalid_dpop_proof"')
   })
 })
