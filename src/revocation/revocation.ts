@@ -85,7 +85,9 @@ export function createRevocation(
   let awaitingSync = options.redis !== undefined
   let awaitingLoad = options.load !== undefined
   const heldWaiters = new Set<() => void>()
-  let loadTimer: NodeJS.Timeout | undefined
+  /** Memory store: the start `load` in flight, and when a failed one may be tried again. */
+  let startLoad: { readonly done: Promise<void>; readonly startedAt: number } | undefined
+  let startRetryAt = 0
   let closed = false
 
   function checkHeld(): void {
@@ -143,6 +145,7 @@ export function createRevocation(
       const pending = reloadPending()
       return pending === undefined ? undefined : bounded(pending)
     }
+    retryStartLoad()
     return new Promise<void>((resolve) => {
       const wake = () => {
         clearTimeout(timer)
@@ -219,13 +222,36 @@ export function createRevocation(
     }
   }
 
-  /** With the memory store, nothing else calls `load`: retried here until it succeeds. */
+  /** With the memory store, nothing else calls `load`: retried until it succeeds (see below). */
   function loadAtStart(): void {
-    load('start').catch(() => {
-      if (closed) return
-      loadTimer = setTimeout(loadAtStart, LOAD_RETRY_MS)
-      loadTimer.unref()
-    })
+    const done = load('start')
+      .catch(() => {
+        startRetryAt = Date.now() + LOAD_RETRY_MS
+      })
+      .finally(() => {
+        if (startLoad?.done === done) startLoad = undefined
+      })
+    startLoad = { done, startedAt: Date.now() }
+  }
+
+  /**
+   * Retries a failed start `load` when a request (or `gate.ready()`) waits for the list, at most
+   * once per `LOAD_RETRY_MS`. Requests drive it, not a timer: on Workers a timer does not outlive
+   * the request that set it, and a failed first load was never retried there (every request
+   * answered 503). A load in flight past `storeTimeoutMs` may belong to an ended request, which
+   * Workers cancel: it no longer blocks a retry.
+   */
+  function retryStartLoad(): void {
+    if (sync !== undefined || !awaitingLoad || closed) return
+    const now = Date.now()
+    if (
+      startLoad !== undefined
+        ? now - startLoad.startedAt <= options.storeTimeoutMs
+        : now < startRetryAt
+    ) {
+      return
+    }
+    loadAtStart()
   }
 
   function engage(): void {
@@ -422,7 +448,6 @@ export function createRevocation(
       closed = true
       clearInterval(sweeper)
       clearTimeout(denyTimer)
-      clearTimeout(loadTimer)
       sync?.close()
     },
   }

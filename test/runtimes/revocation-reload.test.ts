@@ -3,7 +3,8 @@
  * whose `revocation.load` fetches the application's records from a service on loopback, with
  * `reloadIntervalMs`, enforces a revocation recorded after it started: a request after the interval
  * reloads the records. A timer-driven reload never ran there (a Workers timer does not outlive
- * the request that set it), which is why requests drive the reloads.
+ * the request that set it), which is why requests drive the reloads; for the same reason they
+ * drive the retries of a failed first load.
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -23,11 +24,17 @@ let worker: RuntimeServer
 let recordsServer: Server
 const records: object[] = []
 let fetched = 0
+let flakyFetched = 0
 
 beforeAll(async () => {
   issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
-  recordsServer = createServer((_request, response) => {
-    fetched += 1
+  recordsServer = createServer((request, response) => {
+    // /flaky: the records cannot be read the first time.
+    if (request.url === '/flaky' && ++flakyFetched === 1) {
+      response.writeHead(500).end()
+      return
+    }
+    if (request.url !== '/flaky') fetched += 1
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(records))
   })
   await new Promise<void>((done) => recordsServer.listen(0, '127.0.0.1', done))
@@ -42,6 +49,13 @@ beforeAll(async () => {
         revocationRecords: `http://127.0.0.1:${port}/records`,
         options: { revocation: { reloadIntervalMs: 1000, storeTimeoutMs: 5000 } },
       },
+      flaky: {
+        authUrl: issuer.url,
+        realms: ['acme'],
+        audience: 'gateway',
+        revocationRecords: `http://127.0.0.1:${port}/flaky`,
+        options: { revocation: { storeTimeoutMs: 500 } },
+      },
     },
   })
 })
@@ -53,8 +67,8 @@ afterAll(async () => {
   await issuer?.close()
 })
 
-async function statusOf(token: string): Promise<number> {
-  const response = await fetch(`${worker.origin}/reload${ROUTE}`, {
+async function statusOf(token: string, gate = 'reload'): Promise<number> {
+  const response = await fetch(`${worker.origin}/${gate}${ROUTE}`, {
     headers: { authorization: `Bearer ${token}` },
   })
   await response.arrayBuffer()
@@ -80,5 +94,20 @@ describe('revocation.reloadIntervalMs on workerd', () => {
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     expect(fetched).toBeGreaterThan(before)
+  })
+
+  it('retries a failed first load when requests come: 503 until it succeeds, then admitted', {
+    timeout: 30_000,
+  }, async () => {
+    const token = await issuer.mint({ sub: 'alice' })
+    expect(await statusOf(token, 'flaky'), worker.output()).toBe(503)
+    const deadline = Date.now() + DEADLINE_MS
+    while ((await statusOf(token, 'flaky')) !== 200) {
+      if (Date.now() > deadline) {
+        throw new Error(`load not retried within ${DEADLINE_MS} ms:\n${worker.output()}`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(flakyFetched).toBeGreaterThanOrEqual(2)
   })
 })
