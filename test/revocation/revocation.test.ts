@@ -582,6 +582,31 @@ describe('revocation.reloadIntervalMs (instances that share no store)', () => {
   })
 })
 
+describe('a failed start load with the memory store', () => {
+  it('is retried by gate.ready() too, once a second has passed, without a timer', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    let calls = 0
+    const gate = gateWith(
+      {
+        revocation: {
+          storeTimeoutMs: 20,
+          load: async () => {
+            calls += 1
+            if (calls === 1) throw new Error('records unavailable')
+            return []
+          },
+        },
+      },
+      [],
+    )
+    expect(await gate.ready()).toMatchObject({ ready: false, revocation: 'not_held' })
+    expect(calls).toBe(1)
+    vi.setSystemTime(Date.now() + 1000)
+    expect(await gate.ready()).toMatchObject({ revocation: 'held' })
+    expect(calls).toBe(2)
+  })
+})
+
 describe('ERR_REVOCATION_UNAVAILABLE', () => {
   it('is a 503 with Retry-After, rendered without detail and recognized by shape', () => {
     const error = new ServiceUnavailableError({
