@@ -7,12 +7,12 @@
  * @module
  */
 import type { LimiterClock } from './clock.js'
-import type { StoreCount } from './redis.js'
 import {
   createSequentialStore,
   type SequentialStore,
   type SequentialStoreWindow,
 } from './sequential.js'
+import type { StoreCount } from './store.js'
 
 /**
  * What tollgate uses of a rate-limiter-flexible limiter (`RateLimiterAbstract`): its `points`

@@ -18,9 +18,9 @@ import type { HeaderWindow, PlanHeaders, WindowState } from './headers.js'
 import { createPlanHeaders, secondsUntil } from './headers.js'
 import { MemoryWindow } from './memory.js'
 import type { NormalizedRateLimitOptions, RateLimitWindow } from './options.js'
-import type { StoreCount } from './redis.js'
 import { createRedisStore } from './redis.js'
 import { createSharedLimiterStore } from './shared.js'
+import type { StoreCount } from './store.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
 
 export type {
@@ -36,8 +36,8 @@ export type {
   RedisClientLike,
   StoreFailurePolicy,
 } from './options.js'
-export type { LimiterStoreErrorCode } from './redis.js'
-export { LimiterStoreError } from './redis.js'
+export type { LimiterStoreErrorCode } from './store.js'
+export { LimiterStoreError } from './store.js'
 
 /** Applies a tenant's limits to a request. */
 export interface TenantLimiter {

@@ -6,8 +6,7 @@
  * @module
  */
 import type { LimiterClock } from './clock.js'
-import type { StoreCount, StoreWindow } from './redis.js'
-import { LimiterStoreError } from './redis.js'
+import { LimiterStoreError, type StoreCount, type StoreWindow } from './store.js'
 
 /** A window of such a store: its points and length, and its key after the tenant's `{<id>}`. */
 export interface SequentialStoreWindow extends StoreWindow {

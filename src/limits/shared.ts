@@ -7,12 +7,12 @@
  */
 import { checkedIncrement, type SharedStore } from '../shared-store.js'
 import type { LimiterClock } from './clock.js'
-import { LimiterStoreError } from './redis.js'
 import {
   createSequentialStore,
   type SequentialStore,
   type SequentialStoreWindow,
 } from './sequential.js'
+import { LimiterStoreError } from './store.js'
 
 /** Returns the store; `keyPrefix` starts every key, `timeoutMs` bounds one request's windows. */
 export function createSharedLimiterStore(
