@@ -111,7 +111,8 @@ export interface RevocationOptions {
    * held and emits `revocation_load_failed` (`trigger: 'reload'`). This is how instances without
    * a shared store (Workers isolates) learn of revocations made elsewhere: record each one in the
    * application's own store, and every instance enforces it from its first request after the
-   * interval. Default: no reload.
+   * interval. Memory store only (refused with `{ redis }`, whose list every instance shares).
+   * Default: no reload.
    */
   readonly reloadIntervalMs?: number
 }
@@ -179,8 +180,18 @@ export function normalizeRevocationOptions(
       'needs "revocation.load": give the function that returns the revocations your application recorded, which is what is reloaded',
     )
   }
+  const redis = storeOption(options.store)
+  if (options.reloadIntervalMs !== undefined && redis !== undefined) {
+    // With Redis the list is shared and `load` already runs when Redis lost it; reloads on top
+    // would add entries to this instance only, beside a list the others read from Redis.
+    fail(
+      'revocation.reloadIntervalMs',
+      'is for instances without a shared store: leave it out with "revocation.store": { redis } (every instance reads the list from Redis, and "load" runs again when Redis has lost it), or use the memory store',
+      options.reloadIntervalMs,
+    )
+  }
   return Object.freeze({
-    redis: storeOption(options.store),
+    redis,
     maxTokenLifetimeSeconds,
     keyPrefix: redisKeyPrefix(options.keyPrefix, 'revocation.keyPrefix', 'tollgate:rv'),
     onStoreError: oneOf(options.onStoreError, 'revocation.onStoreError', [

@@ -117,6 +117,10 @@ describe('normalizeRevocationOptions', () => {
       '"revocation.reloadIntervalMs" must be a whole number from 1000 to 3600000',
     ],
     [{ load: () => [], reloadIntervalMs: 3_600_001 }, '"revocation.reloadIntervalMs"'],
+    [
+      { store: { redis: fakeRedis }, load: () => [], reloadIntervalMs: 30_000 },
+      '"revocation.reloadIntervalMs" is for instances without a shared store: leave it out with "revocation.store": { redis }',
+    ],
     [{ load: () => [], reloadIntervalMs: '60s' }, '"revocation.reloadIntervalMs"'],
     [
       { callbacks: { clientIds: 'gateway', requireExp: 'no' } },
