@@ -75,6 +75,7 @@ export type {
   RevocationTarget,
   RevocationUnsyncedPolicy,
   RevokeOptions,
+  SharedStore,
   StoreFailurePolicy,
   TenantDecision,
   TenantFunction,

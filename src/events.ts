@@ -97,17 +97,21 @@ export type RevocationEvent =
       /**
        * The `load` hook resolved: `entries` revocations are held from the application's records,
        * `skipped` were invalid (named no single target, or a `sid`/`sub`/`clientId`/`all` without
-       * `notBefore`). `trigger`: the gate started, or Redis was found to have lost its data.
+       * `notBefore`). `trigger`: the gate started, Redis was found to have lost its data, or
+       * `revocation.reloadIntervalMs` passed.
        */
       readonly type: 'revocation_loaded'
-      readonly trigger: 'start' | 'store_lost'
+      readonly trigger: 'start' | 'store_lost' | 'reload'
       readonly entries: number
       readonly skipped: number
     }
   | {
-      /** The `load` hook threw or rejected; it is called again shortly. */
+      /**
+       * The `load` hook threw or rejected; it is called again shortly (`reload`: at the next
+       * interval, the entries already held are kept meanwhile).
+       */
       readonly type: 'revocation_load_failed'
-      readonly trigger: 'start' | 'store_lost'
+      readonly trigger: 'start' | 'store_lost' | 'reload'
       readonly error: unknown
     }
   | {

@@ -111,6 +111,7 @@ export type {
   RevocationUnsyncedPolicy,
 } from './revocation/options.js'
 export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation/revocation.js'
+export type { SharedStore } from './shared-store.js'
 export type { JWSAlgorithm } from './token/algorithms.js'
 export type { ClaimMapping } from './token/claims.js'
 export type { IssuerOptions, KeycloakOptions } from './token/issuers.js'

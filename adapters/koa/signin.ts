@@ -34,9 +34,18 @@ function requestOf(ctx: Context): SignInRequest {
 }
 
 function send(ctx: Context, response: SignInResponse): void {
-  ctx.status = response.status
   ctx.set(response.headers as Record<string, string | string[]>)
-  ctx.body = response.body
+  if (response.body === '') {
+    // A redirect has no body. Assigning '' makes Koa add `Content-Type: text/plain`, and leaving
+    // the body unset makes it write the status message: an explicit null sends neither. The
+    // length says 0 as Node's `res.end('')` under Express does (Koa 2 leaves it out), except on
+    // HEAD, where Node sends none. Null turns the status to 204: it is set after.
+    ctx.body = null
+    if (ctx.method !== 'HEAD') ctx.length = 0
+  } else {
+    ctx.body = response.body
+  }
+  ctx.status = response.status
 }
 
 /**

@@ -1,10 +1,13 @@
 /**
  * NestJS adapter (NestJS 12, Express or Fastify platform): `TollgateModule.forRoot(options)`, a
  * guard, and decorators (`@RequireScopes(...)`, `@Public()`, `@Auth()`), with no Passport
- * strategy in between.
+ * strategy in between; the module also serves the RFC 9728 metadata document and the provider
+ * callbacks of `revocation.callbacks`.
  *
  * @module
  */
+
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   type CanActivate,
   Catch,
@@ -16,9 +19,12 @@ import {
   Inject,
   Injectable,
   Module,
+  type NestModule,
+  type OnApplicationShutdown,
   type Provider,
 } from '@nestjs/common'
 import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core'
+
 import type { Request, Response } from 'express'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
@@ -34,12 +40,23 @@ import {
 import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 import { boolean, record, validateFor } from '../../src/validate.js'
+import {
+  createEndpoints,
+  type Endpoints,
+  registerFastifyCallbacks,
+  serveEndpoints,
+  type TollgateCallbackPaths,
+} from './endpoints.js'
+
+export type { TollgateCallbackPaths } from './endpoints.js'
 
 /** The injection token of the {@link Gate} that `TollgateModule.forRoot()` built. */
 export const TOLLGATE_GATE = Symbol('tollgate.gate')
 // What every guard instance of one module shares, kept out of the application's reach: the gate,
 // its decide step, and the requests already decided.
 const OPENED_GATE = Symbol('tollgate.openedGate')
+// What the endpoints middleware serves, built with the gate.
+const ENDPOINTS = Symbol('tollgate.endpoints')
 interface OpenedGate extends ReturnType<typeof openGate> {
   /**
    * A request reaches the guard twice when it is global and also named in `@UseGuards()`: the
@@ -273,19 +290,26 @@ Inject(HttpAdapterHost)(TollgateExceptionFilter, undefined, 0)
 Catch(TollgateRefusal)(TollgateExceptionFilter)
 Injectable()(TollgateExceptionFilter)
 
-/** How `TollgateModule.forRoot()` installs the guard. */
+/** How `TollgateModule.forRoot()` installs the guard and where it serves the provider callbacks. */
 export interface TollgateModuleOptions {
   /**
    * `true` (default): the guard protects every route of the application (`APP_GUARD`), and
    * `@Public()` opens a route. `false`: only where `@UseGuards(TollgateGuard)` puts it.
    */
   readonly globalGuard?: boolean
+  /**
+   * The paths of the provider callbacks (back-channel logout, Keycloak's push not-before), served
+   * for POST ahead of the guard, at these paths whatever the global prefix. Needs
+   * `revocation.callbacks` in the gate's options. Default: none served.
+   */
+  readonly callbacks?: TollgateCallbackPaths
 }
 
 /**
  * The module: builds the gate once, validates `options` at start-up, and provides the gate
- * ({@link TOLLGATE_GATE}), {@link TollgateGuard} and the filter that answers its refusals.
- * Global: import it once, in the root module.
+ * ({@link TOLLGATE_GATE}), {@link TollgateGuard} and the filter that answers its refusals; serves
+ * the RFC 9728 metadata document (`resourceMetadata` option) and the provider callbacks
+ * (`moduleOptions.callbacks`) ahead of the guard. Global: import it once, in the root module.
  *
  * @example
  * ```ts
@@ -296,24 +320,48 @@ export interface TollgateModuleOptions {
  * export class AppModule {}
  * ```
  */
-// biome-ignore lint/complexity/noStaticOnlyClass: NestJS knows a module by its class.
-export class TollgateModule {
+export class TollgateModule implements NestModule, OnApplicationShutdown {
+  readonly #endpoints: Endpoints
+  readonly #host: HttpAdapterHost
+  readonly #gate: Gate
+  constructor(endpoints: Endpoints, host: HttpAdapterHost, gate: Gate) {
+    this.#endpoints = endpoints
+    this.#host = host
+    this.#gate = gate
+  }
+
+  /**
+   * `app.close()` (or a signal, with `app.enableShutdownHooks()`) closes the gate the module built:
+   * key fetches under way are aborted and the revocation subscriber's connection is closed, so that
+   * nothing of tollgate's keeps the process alive.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    await this.#gate.close()
+  }
+
   /**
    * @throws TypeError when `options` or `moduleOptions` are invalid (the message names the option).
    */
   static forRoot(options: GateOptions, moduleOptions: TollgateModuleOptions = {}): DynamicModule {
-    const { globalGuard } = validateFor('TollgateModule.forRoot(options, moduleOptions):', () => {
-      const given = record(moduleOptions, 'moduleOptions', ['globalGuard'])
-      return { globalGuard: boolean(given['globalGuard'], 'moduleOptions.globalGuard', true) }
+    const given = validateFor('TollgateModule.forRoot(options, moduleOptions):', () => {
+      const checked = record(moduleOptions, 'moduleOptions', ['globalGuard', 'callbacks'])
+      return {
+        globalGuard: boolean(checked['globalGuard'], 'moduleOptions.globalGuard', true),
+        callbacks: checked['callbacks'],
+      }
     })
     const opened: OpenedGate = { ...openGate(options), decided: new WeakMap() }
+    const endpoints = validateFor('TollgateModule.forRoot(options, moduleOptions):', () =>
+      createEndpoints(opened.gate, given.callbacks),
+    )
     const providers: Provider[] = [
       { provide: OPENED_GATE, useValue: opened },
       { provide: TOLLGATE_GATE, useValue: opened.gate },
+      { provide: ENDPOINTS, useValue: endpoints },
       TollgateGuard,
       { provide: APP_FILTER, useClass: TollgateExceptionFilter },
     ]
-    if (globalGuard) providers.push({ provide: APP_GUARD, useExisting: TollgateGuard })
+    if (given.globalGuard) providers.push({ provide: APP_GUARD, useExisting: TollgateGuard })
     return {
       module: TollgateModule,
       global: true,
@@ -321,7 +369,33 @@ export class TollgateModule {
       exports: [OPENED_GATE, TOLLGATE_GATE, TollgateGuard],
     }
   }
+
+  /**
+   * Mounts what is served without a token, when there is something to serve: a middleware for
+   * the metadata document (and, on Express, the callbacks), and on Fastify the callback routes.
+   * Called by Nest while it registers middleware: after its body parsers, before its routes.
+   */
+  configure(): void {
+    const { httpAdapter } = this.#host
+    const platform = platformOf(this.#host)
+    if (platform === FASTIFY) registerFastifyCallbacks(httpAdapter.getInstance(), this.#endpoints)
+    const callbacks = platform === EXPRESS
+    const endpoints = this.#endpoints
+    if (!endpoints.serves(callbacks)) return
+    // On the platform itself, as `app.use()` in a bootstrap does, not with Nest's consumer: Nest
+    // puts its middleware under the global prefix, and the well-known path is at the root.
+    httpAdapter.use(function tollgateEndpoints(
+      req: IncomingMessage,
+      res: ServerResponse,
+      next: (error?: unknown) => void,
+    ) {
+      serveEndpoints(endpoints, callbacks, req, res, next)
+    })
+  }
 }
+Inject(ENDPOINTS)(TollgateModule, undefined, 0)
+Inject(HttpAdapterHost)(TollgateModule, undefined, 1)
+Inject(TOLLGATE_GATE)(TollgateModule, undefined, 2)
 Module({})(TollgateModule)
 
 export * from '../core-exports.js'

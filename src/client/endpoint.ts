@@ -9,7 +9,7 @@
 import { createPrivateKey, KeyObject, webcrypto } from 'node:crypto'
 
 import * as oidc from 'openid-client'
-
+import { describeValue } from '../validate.js'
 import { TokenSourceError, type TokenSourceErrorCode } from './errors.js'
 import type { GrantType } from './events.js'
 import {
@@ -374,6 +374,18 @@ function clientRefused(
 }
 
 /**
+ * The issuer a discovery document names when openid-client refused it for not being the one
+ * configured (OpenID Connect Discovery 1.0 §4.3). The document is public: the value is no secret.
+ */
+function issuerNamedInstead(error: unknown): string | undefined {
+  if (!(error instanceof oidc.ClientError)) return undefined
+  if (error.code !== 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED') return undefined
+  const cause = error.cause as { attribute?: unknown; body?: { issuer?: unknown } } | undefined
+  const named = cause?.attribute === 'issuer' ? cause.body?.issuer : undefined
+  return typeof named === 'string' ? named : undefined
+}
+
+/**
  * The one place openid-client's failures become ours. Response bodies, requests and openid-client's
  * own errors are not kept (a response may hold a token); network failures are, as `cause`.
  * `clientAuth`, when given, lets a refusal of the client say what its authentication method may
@@ -389,6 +401,16 @@ export function toTokenSourceError(
   if (error instanceof TokenSourceError) return error
   const where =
     phase === 'discovery' ? `discovery at ${context.issuer}` : `token endpoint of ${context.issuer}`
+  const named = phase === 'discovery' ? issuerNamedInstead(error) : undefined
+  if (named !== undefined) {
+    return failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+      // Quoted, bounded and escaped by the option kit: a hostile document may name anything.
+      message:
+        `${where} refused: the document names ${describeValue(named, 'url')}, expected ` +
+        `${describeValue(context.issuer, 'url')} (the issuer option must be the issuer the ` +
+        'provider names, character for character)',
+    })
+  }
   let oauthError: string | undefined
   let status: number | undefined
   if (error instanceof oidc.ResponseBodyError) {

@@ -16,7 +16,11 @@ import type { VerifiedToken } from '../token/verify.js'
 import type { RequestLike } from '../types.js'
 import type { NormalizedDpopOptions, TargetSource } from './options.js'
 import { createProofChecker, normalizeHtu } from './proof.js'
-import { createMemoryReplayCache, createRedisReplayCache } from './replay.js'
+import {
+  createMemoryReplayCache,
+  createRedisReplayCache,
+  createSharedReplayCache,
+} from './replay.js'
 
 /** The DPoP step of one gate. */
 export interface DpopStep {
@@ -167,9 +171,11 @@ export function createDpopStep(
   })
   const nonces = options.nonce && createNonces(options.nonce.secret, options.nonce.lifetimeSeconds)
   const cache =
-    replay.redis === undefined
-      ? createMemoryReplayCache(replay.maxEntries, replay.maxEntriesPerKey)
-      : createRedisReplayCache(replay.redis, replay)
+    replay.redis !== undefined
+      ? createRedisReplayCache(replay.redis, replay)
+      : replay.shared !== undefined
+        ? createSharedReplayCache(replay.shared, replay)
+        : createMemoryReplayCache(replay.maxEntries, replay.maxEntriesPerKey)
   // A proof stays acceptable from iat − tolerance to iat + max age + tolerance: remember it as long.
   const replayTtlMs = (options.maxProofAgeSeconds + 2 * context.clockToleranceSeconds) * 1000
 

@@ -6,8 +6,9 @@
  */
 import { randomBytes } from 'node:crypto'
 
+import { type SharedStore, sharedStoreOption } from '../shared-store.js'
 import { isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
-import { boolean, fail, integer, oneOf, record } from '../validate.js'
+import { boolean, fail, integer, isRecord, oneOf, record } from '../validate.js'
 
 /**
  * `off`: `cnf`-bound tokens are refused, as by a gate without DPoP. `allowed`: bearer tokens and
@@ -28,12 +29,20 @@ export interface DpopRedisClientLike {
 export interface DpopReplayOptions {
   /**
    * `'memory'` (default): this process only. `{ redis }`: every instance sharing the Redis
-   * refuses a proof another one accepted (load-balanced deployments need this).
+   * refuses a proof another one accepted (load-balanced deployments need this). `{ shared }`:
+   * the same through the application's {@link SharedStore} (`claimOnce`), where the runtime has
+   * no socket for Redis (Workers).
    */
-  readonly store?: 'memory' | { readonly redis: DpopRedisClientLike }
-  /** Prefix of Redis keys. Default `'tollgate:dpop'`. */
+  readonly store?:
+    | 'memory'
+    | { readonly redis: DpopRedisClientLike }
+    | { readonly shared: SharedStore }
+  /** Prefix of the store's keys (Redis or `shared`). Default `'tollgate:dpop'`. */
   readonly keyPrefix?: string
-  /** Deadline for Redis's answer, in ms (1 to 10 000); past it the request is answered 503. Default 50. */
+  /**
+   * Deadline for the store's answer (Redis or `shared`), in ms (1 to 10 000); past it the request
+   * is answered 503. Default 50.
+   */
   readonly storeTimeoutMs?: number
   /**
    * Most proofs remembered in memory (1 000 to 10 000 000). When that many unexpired proofs are
@@ -43,7 +52,7 @@ export interface DpopReplayOptions {
   /**
    * Most proofs of one key remembered in memory (100 to `maxEntries`): past it, that client's new
    * proofs are answered 503 until its old ones expire, and other clients are not affected.
-   * Default: a tenth of `maxEntries`. Not applied to the Redis store.
+   * Default: a tenth of `maxEntries`. Not applied to the Redis or `shared` store.
    */
   readonly maxEntriesPerKey?: number
 }
@@ -104,6 +113,7 @@ export interface NormalizedDpopOptions {
   readonly target: TargetSource
   readonly replay: {
     readonly redis: DpopRedisClientLike | undefined
+    readonly shared: SharedStore | undefined
     readonly keyPrefix: string
     readonly storeTimeoutMs: number
     readonly maxEntries: number
@@ -215,13 +225,24 @@ function targetSource(
   return Object.freeze({ kind: 'base', origin: url.origin, pathPrefix })
 }
 
-function replayStore(value: unknown): DpopRedisClientLike | undefined {
-  if (value === undefined || value === 'memory') return undefined
-  const { redis } = record(value, 'dpop.replay.store', ['redis'])
+function replayStore(value: unknown): {
+  readonly redis: DpopRedisClientLike | undefined
+  readonly shared: SharedStore | undefined
+} {
+  if (value === undefined || value === 'memory') return { redis: undefined, shared: undefined }
+  const keys = isRecord(value) ? Object.keys(value) : []
+  if (keys.length !== 1 || (keys[0] !== 'redis' && keys[0] !== 'shared')) {
+    fail('dpop.replay.store', "must be 'memory', { redis: client } or { shared: store }", value)
+  }
+  const store = value as Record<string, unknown>
+  if (keys[0] === 'shared') {
+    return { redis: undefined, shared: sharedStoreOption(store, 'dpop.replay.store', 'claimOnce') }
+  }
+  const redis = store['redis']
   if (typeof (redis as Partial<DpopRedisClientLike> | undefined)?.set !== 'function') {
     fail('dpop.replay.store.redis', 'must be a Redis client with set() (ioredis)', redis)
   }
-  return redis as DpopRedisClientLike
+  return { redis: redis as DpopRedisClientLike, shared: undefined }
 }
 
 function nonceOptions(value: unknown): NormalizedDpopOptions['nonce'] {
@@ -274,7 +295,7 @@ export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | un
       max: 600,
     }),
     replay: Object.freeze({
-      redis: replayStore(replay.store),
+      ...replayStore(replay.store),
       keyPrefix,
       storeTimeoutMs: integer(replay.storeTimeoutMs, 'dpop.replay.storeTimeoutMs', {
         fallback: 50,

@@ -1,12 +1,14 @@
 /**
  * The DPoP replay cache (RFC 9449 §11.1): each proof is accepted once while its `iat` is within
- * the window. In process memory, or in Redis with `SET NX PX`, which is atomic on the server, so
- * that a proof accepted by one instance is refused by every other one sharing the store.
+ * the window. In process memory, in Redis with `SET NX PX`, which is atomic on the server, or in
+ * the application's `SharedStore` with `claimOnce` (atomic by its contract), so that a proof
+ * accepted by one instance is refused by every other one sharing the store.
  *
  * @module
  */
 import { hash } from 'node:crypto'
 import { InvalidDpopProofError, ServiceUnavailableError } from '../errors.js'
+import { checkedClaim, type SharedStore } from '../shared-store.js'
 import type { DpopRedisClientLike } from './options.js'
 
 /** Remembers proofs. */
@@ -74,6 +76,25 @@ export function createMemoryReplayCache(
   }
 }
 
+/**
+ * What the store answered within `timeoutMs`, or the 503 when it rejected, threw or did not
+ * answer in time.
+ */
+async function withinDeadline(call: () => Promise<unknown>, timeoutMs: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('replay store timeout')), timeoutMs)
+    timer.unref()
+  })
+  try {
+    return await Promise.race([Promise.resolve().then(call), deadline])
+  } catch (error) {
+    throw unavailable(error)
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** Proofs in Redis, shared by every instance that uses the same store and prefix. */
 export function createRedisReplayCache(
   redis: DpopRedisClientLike,
@@ -82,24 +103,38 @@ export function createRedisReplayCache(
   const prefix = `${options.keyPrefix}:`
   return {
     async claim(jkt, jti, ttlMs) {
-      let timer: NodeJS.Timeout | undefined
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('replay store timeout')), options.storeTimeoutMs)
-        timer.unref()
-      })
-      let answer: unknown
-      try {
-        answer = await Promise.race([
-          redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
-          deadline,
-        ])
-      } catch (error) {
-        throw unavailable(error)
-      } finally {
-        clearTimeout(timer)
-      }
+      const answer = await withinDeadline(
+        () => redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
+        options.storeTimeoutMs,
+      )
       if (answer === null) throw replayed()
       if (answer !== 'OK') throw unavailable()
+    },
+  }
+}
+
+/**
+ * Proofs in the application's {@link SharedStore}, under the keys the Redis store uses: every
+ * instance sharing the store (and prefix) refuses a proof another one accepted.
+ */
+export function createSharedReplayCache(
+  shared: SharedStore,
+  options: { readonly keyPrefix: string; readonly storeTimeoutMs: number },
+): ReplayCache {
+  const prefix = `${options.keyPrefix}:`
+  return {
+    async claim(jkt, jti, ttlMs) {
+      const answer = await withinDeadline(
+        () => shared.claimOnce(`${prefix}${entryKey(jkt, jti)}`, Math.ceil(ttlMs)),
+        options.storeTimeoutMs,
+      )
+      let claimed: boolean
+      try {
+        claimed = checkedClaim(answer)
+      } catch (error) {
+        throw unavailable(error)
+      }
+      if (!claimed) throw replayed()
     },
   }
 }

@@ -7,8 +7,12 @@
  * @module
  */
 import type { LimiterClock } from './clock.js'
-import type { StoreCount, StoreWindow } from './redis.js'
-import { LimiterStoreError } from './redis.js'
+import type { StoreCount } from './redis.js'
+import {
+  createSequentialStore,
+  type SequentialStore,
+  type SequentialStoreWindow,
+} from './sequential.js'
 
 /**
  * What tollgate uses of a rate-limiter-flexible limiter (`RateLimiterAbstract`): its `points`
@@ -46,102 +50,23 @@ export interface FlexibleWindow {
 export type FlexibleLimiterFactory = (window: FlexibleWindow) => FlexibleLimiterLike
 
 /** A window of the store: the script's view plus the limiter that counts it and its key. */
-export interface FlexibleStoreWindow extends StoreWindow {
+export interface FlexibleStoreWindow extends SequentialStoreWindow {
   readonly limiter: FlexibleLimiterLike
-  /** `:<plan>:<seconds>`, after the tenant's `{<id>}`. */
-  readonly keySuffix: string
-}
-
-/** The rate-limiter-flexible side of a tenant limiter. */
-export interface FlexibleStore {
-  /**
-   * Consumes `points` in each window's limiter, one after the other, shortest window first, up
-   * to and including the first that goes over its points. Rejects with a
-   * {@link LimiterStoreError} `ERR_STORE_TIMEOUT` when the windows have not all answered within
-   * `timeoutMs`, or with the error a limiter rejected with.
-   */
-  consume(
-    tenant: string,
-    windows: readonly FlexibleStoreWindow[],
-    points: number,
-  ): Promise<StoreCount[]>
 }
 
 /**
- * Returns the store, with a deadline of `timeoutMs` on `clock`.
- *
- * A later window that refuses after an earlier one consumed does not refund the earlier one
- * (no `reward()`): the order makes it safe instead. Windows are consumed shortest first, as the
- * Redis script and the memory store do, so a refused request is charged in the window that
- * refused it and the shorter ones (which reset first), never in the longer ones, and every store
- * counts refused requests the same way. A refund
- * would be a second command per window that can itself fail or come late, leaving a count
- * neither this process nor the store knows; a charge that stays is at least the same on every
- * store, and it ends with the shorter window.
- *
- * Unlike the Redis script, these stores cannot be told a deadline: a command that answers after
- * `timeoutMs` still counts in the store, though the fallback decided the request.
+ * The rate-limiter-flexible side of a tenant limiter: each window's limiter, one after the
+ * other, under one deadline of `timeoutMs` on `clock` (see {@link createSequentialStore}, which
+ * also says why a refusal by a longer window refunds nothing).
  */
 export function createFlexibleStore(options: {
   readonly timeoutMs: number
   readonly clock: LimiterClock
-}): FlexibleStore {
-  const { timeoutMs, clock } = options
-
-  async function consumeAll(
-    tenant: string,
-    windows: readonly FlexibleStoreWindow[],
-    points: number,
-    state: { timedOut: boolean },
-  ): Promise<StoreCount[]> {
-    const counts: StoreCount[] = []
-    for (const window of windows) {
-      // Past the deadline the request is decided: asking the next window would only count more.
-      if (state.timedOut) break
-      const count = await consumeOne(window, `{${tenant}}${window.keySuffix}`, points)
-      counts.push(count)
-      if (count.consumed > window.points) break
-    }
-    return counts
-  }
-
-  function consume(
-    tenant: string,
-    windows: readonly FlexibleStoreWindow[],
-    points: number,
-  ): Promise<StoreCount[]> {
-    return new Promise<StoreCount[]>((resolve, reject) => {
-      const state = { timedOut: false }
-      let settled = false
-      const finish = (error: unknown, counts?: StoreCount[]) => {
-        if (settled) return
-        settled = true
-        cancelTimer()
-        if (error === undefined) resolve(counts as StoreCount[])
-        else reject(error)
-      }
-      // As with Redis: a timer that fires after a busy event loop yields once, so that an answer
-      // already waiting in the socket is read before the store is called late.
-      const cancelTimer = clock.setTimer(() => {
-        setImmediate(() => {
-          if (settled) return
-          state.timedOut = true
-          finish(
-            new LimiterStoreError(
-              'ERR_STORE_TIMEOUT',
-              `rate-limit store did not answer within ${timeoutMs} ms`,
-            ),
-          )
-        })
-      }, timeoutMs)
-      consumeAll(tenant, windows, points, state).then(
-        (counts) => finish(undefined, counts),
-        (error: unknown) => finish(error ?? new Error('rate-limit store failed')),
-      )
-    })
-  }
-
-  return { consume }
+}): SequentialStore<FlexibleStoreWindow> {
+  return createSequentialStore<FlexibleStoreWindow>({
+    ...options,
+    count: (window, key, points) => consumeOne(window, key, points),
+  })
 }
 
 /** One window's count: the limiter's `RateLimiterRes`, whether it resolved or rejected with it. */

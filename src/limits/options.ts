@@ -5,6 +5,7 @@
  * @module
  */
 
+import { type SharedStore, sharedStoreOption } from '../shared-store.js'
 import type { RequestLike } from '../types.js'
 import {
   fail,
@@ -75,22 +76,26 @@ export interface RateLimitOptions {
   /**
    * `'memory'` (default, this process only), `{ redis }` (tollgate's own script, shared by every
    * process), or `{ flexible }`: a factory of rate-limiter-flexible limiters, one per window of
-   * every plan, on whatever store the deployment runs (Postgres, Memcached, a Node cluster, …).
+   * every plan, on whatever store the deployment runs (Postgres, Memcached, a Node cluster, …),
+   * or `{ shared }`: the application's {@link SharedStore}, one `increment` per window, reached
+   * however the runtime allows (HTTP, a Durable Object, … where there is no socket for Redis).
    * See `docs/stores.md`.
    */
   readonly store?:
     | 'memory'
     | { readonly redis: RedisClientLike }
     | { readonly flexible: FlexibleLimiterFactory }
+    | { readonly shared: SharedStore }
   /**
-   * Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`), and the `keyPrefix` a
-   * `flexible` factory is given. Default `'tollgate:rl'`.
+   * Prefix of Redis keys (`<prefix>:{<tenant>}:<plan>:<seconds>`, the keys a `shared` store is
+   * asked to increment too), and the `keyPrefix` a `flexible` factory is given. Default
+   * `'tollgate:rl'`.
    */
   readonly keyPrefix?: string
   /**
    * Deadline for the store's answer to one request (every window of its plan), in ms (1 to
-   * 10 000). Default 50. Redis counts nothing it runs after it; a `flexible` store still counts a
-   * command that answers late (see `docs/stores.md`).
+   * 10 000). Default 50. Redis counts nothing it runs after it; a `flexible` or `shared` store
+   * still counts a command that answers late (see `docs/stores.md`).
    */
   readonly storeTimeoutMs?: number
   /**
@@ -111,7 +116,7 @@ export interface RateLimitOptions {
    * the store fails, so that the processes together stay near the configured limit. `'auto'`
    * (default): the number of limiter instances (same Redis, same `keyPrefix`) that used the
    * store in the last 10 s, as this instance last learned it (1 until it has; always 1 with a
-   * `flexible` store, which keeps no such list: set a number there). A whole number
+   * `flexible` or `shared` store, which keeps no such list: set a number there). A whole number
    * (1 to 10 000): that divisor, for example the number of gateway processes.
    */
   readonly fallbackDivisor?: number | 'auto'
@@ -144,6 +149,8 @@ export interface NormalizedRateLimitOptions {
   readonly redis: RedisClientLike | undefined
   /** With `store: { flexible }`: the limiter of each window, keyed `<plan>:<durationSeconds>`. */
   readonly flexible: ReadonlyMap<string, FlexibleLimiterLike> | undefined
+  /** With `store: { shared }`: the application's store. */
+  readonly shared: SharedStore | undefined
   readonly keyPrefix: string
   readonly storeTimeoutMs: number
   readonly storeRetryIntervalMs: number
@@ -198,8 +205,10 @@ export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOp
       'rateLimit.cost',
       '(request, verified) => points',
     ),
-    redis: typeof store === 'function' ? undefined : store,
-    flexible: typeof store === 'function' ? flexibleLimiters(store, plans, keyPrefix) : undefined,
+    redis: store?.kind === 'redis' ? store.client : undefined,
+    flexible:
+      store?.kind === 'flexible' ? flexibleLimiters(store.factory, plans, keyPrefix) : undefined,
+    shared: store?.kind === 'shared' ? store.store : undefined,
     keyPrefix,
     storeTimeoutMs: integer(options.storeTimeoutMs, 'rateLimit.storeTimeoutMs', {
       fallback: 50,
@@ -286,18 +295,27 @@ function fallbackDivisorOption(value: unknown): number | 'auto' {
   return integer(value, 'rateLimit.fallbackDivisor', { min: 1, max: 10_000 })
 }
 
-function storeOption(value: unknown): RedisClientLike | FlexibleLimiterFactory | undefined {
+type StoreChoice =
+  | { readonly kind: 'redis'; readonly client: RedisClientLike }
+  | { readonly kind: 'flexible'; readonly factory: FlexibleLimiterFactory }
+  | { readonly kind: 'shared'; readonly store: SharedStore }
+
+function storeOption(value: unknown): StoreChoice | undefined {
   if (value === undefined || value === 'memory') return undefined
   const keys = isRecord(value) ? Object.keys(value) : []
-  if (keys.length !== 1 || (keys[0] !== 'redis' && keys[0] !== 'flexible')) {
+  const kind = keys[0]
+  if (keys.length !== 1 || (kind !== 'redis' && kind !== 'flexible' && kind !== 'shared')) {
     fail(
       'rateLimit.store',
-      "must be 'memory', { redis: client } or { flexible: (window) => limiter }",
+      "must be 'memory', { redis: client }, { flexible: (window) => limiter } or { shared: store }",
       value,
     )
   }
   const store = value as Record<string, unknown>
-  if (keys[0] === 'flexible') {
+  if (kind === 'shared') {
+    return { kind, store: sharedStoreOption(store, 'rateLimit.store', 'increment') }
+  }
+  if (kind === 'flexible') {
     const factory = store['flexible']
     if (typeof factory !== 'function') {
       fail(
@@ -306,7 +324,7 @@ function storeOption(value: unknown): RedisClientLike | FlexibleLimiterFactory |
         factory,
       )
     }
-    return factory as FlexibleLimiterFactory
+    return { kind, factory: factory as FlexibleLimiterFactory }
   }
   const client = store['redis']
   if (
@@ -338,7 +356,7 @@ function storeOption(value: unknown): RedisClientLike | FlexibleLimiterFactory |
           : `a second Cluster whose redisOptions leave out ${option}`),
     )
   }
-  return client as unknown as RedisClientLike
+  return { kind: 'redis', client: client as unknown as RedisClientLike }
 }
 
 /**

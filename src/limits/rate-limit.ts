@@ -1,8 +1,8 @@
 /**
  * Per-tenant rate limits: one or more fixed windows per plan, in process memory
- * (`memory.ts`, synchronous), in Redis (a single server or a Cluster, `redis.ts`) or in the
- * rate-limiter-flexible limiters of the application's factory (`flexible.ts`), shared by every
- * gateway process. A refusal becomes a {@link RateLimitedError}, a store failure the configured
+ * (`memory.ts`, synchronous), in Redis (a single server or a Cluster, `redis.ts`), in the
+ * rate-limiter-flexible limiters of the application's factory (`flexible.ts`) or in the
+ * application's own `SharedStore` (`shared.ts`), shared by every gateway process. A refusal becomes a {@link RateLimitedError}, a store failure the configured
  * fallback.
  *
  * @module
@@ -20,6 +20,7 @@ import { MemoryWindow } from './memory.js'
 import type { NormalizedRateLimitOptions, RateLimitWindow } from './options.js'
 import type { StoreCount } from './redis.js'
 import { createRedisStore } from './redis.js'
+import { createSharedLimiterStore } from './shared.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
 
 export type {
@@ -47,8 +48,8 @@ export interface TenantLimiter {
    * fields) or `ServiceUnavailableError` (503, `deny` policy). Never hangs past
    * `storeTimeoutMs` plus the event loop's delay, or twice that for a request that waited for a
    * probe of a failed store before asking it; a closed Redis connection fails the request over
-   * at once. With a `flexible` store, the windows are asked one after the other within that
-   * deadline, and a refusal by a longer window leaves the shorter ones charged (no refund).
+   * at once. With a `flexible` or `shared` store, the windows are asked one after the other
+   * within that deadline, and a refusal by a longer window leaves the shorter ones charged (no refund).
    * Only the application's own `cost` function, or a cost that is not an integer ≥ 1, makes it
    * throw anything else.
    */
@@ -59,7 +60,7 @@ export interface TenantLimiter {
   ): Promise<Record<string, string>>
   /**
    * The same as `consume`, synchronously (returns the headers or throws), when the store is
-   * process memory; `undefined` with Redis or a `flexible` store. The gate answers a cached
+   * process memory; `undefined` with any other store. The gate answers a cached
    * token with it without a promise chain.
    */
   readonly consumeNow:
@@ -114,7 +115,7 @@ export function createTenantLimiter(
   context: { emit: Emit; clock?: LimiterClock },
 ): TenantLimiter {
   const { emit, clock = systemClock } = context
-  const store = sharedStore(o, clock)
+  const store = limiterStore(o, clock)
   const plans = new Map<string, Plan>()
   for (const [planName, windows] of o.plans) {
     const built = windows.map((window) =>
@@ -247,18 +248,29 @@ export function createTenantLimiter(
 }
 
 /** The store shared by every gateway process, or `undefined` for process memory. */
-interface SharedStore {
+interface LimiterStore {
   consume(tenant: string, windows: readonly Window[], points: number): Promise<StoreCount[]>
   /** Limiter instances sharing the store lately, for `fallbackDivisor: 'auto'`. */
   instances(): number
 }
 
-function sharedStore(o: NormalizedRateLimitOptions, clock: LimiterClock): SharedStore | undefined {
+function limiterStore(
+  o: NormalizedRateLimitOptions,
+  clock: LimiterClock,
+): LimiterStore | undefined {
+  // These stores keep no list of the instances sharing them: 'auto' divides by 1, and the
+  // docs ask for a fallbackDivisor with them.
   if (o.flexible !== undefined) {
     const flexible = createFlexibleStore({ timeoutMs: o.storeTimeoutMs, clock })
-    // These stores keep no list of the instances sharing them: 'auto' divides by 1, and the
-    // docs ask for a fallbackDivisor with this store.
     return { consume: flexible.consume, instances: () => 1 }
+  }
+  if (o.shared !== undefined) {
+    const shared = createSharedLimiterStore(o.shared, {
+      keyPrefix: o.keyPrefix,
+      timeoutMs: o.storeTimeoutMs,
+      clock,
+    })
+    return { consume: shared.consume, instances: () => 1 }
   }
   if (o.redis === undefined) return undefined
   const redis = createRedisStore(o.redis, {

@@ -21,6 +21,8 @@ export type LimiterStoreErrorCode =
   | 'ERR_STORE_CLOSED'
   /** Redis ran the command after its deadline and counted nothing. */
   | 'ERR_STORE_LATE'
+  /** A `SharedStore` answered something else than its contract says; the message names what. */
+  | 'ERR_STORE_ANSWER'
 
 /** The `error` of a `limiter_store_error` event when the store did not answer in time or at all. */
 export class LimiterStoreError extends Error {

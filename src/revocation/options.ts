@@ -102,6 +102,18 @@ export interface RevocationOptions {
    * restart of Redis and every instance otherwise forgets every revocation.
    */
   readonly load?: RevocationLoader
+  /**
+   * With `load`: calls it again once this long has passed since the last call, in ms (1000 to
+   * 3 600 000), and adds what it returns (an entry already held keeps the later `notBefore` and
+   * expiry; nothing is removed). The first request with a token after the interval starts the
+   * reload, and it and the requests arriving meanwhile wait for it, at most `storeTimeoutMs`
+   * (no timer: a Workers timer does not outlive its request). A failing reload keeps the entries
+   * held and emits `revocation_load_failed` (`trigger: 'reload'`). This is how instances without
+   * a shared store (Workers isolates) learn of revocations made elsewhere: record each one in the
+   * application's own store, and every instance enforces it from its first request after the
+   * interval. Default: no reload.
+   */
+  readonly reloadIntervalMs?: number
 }
 
 /** {@link RevocationOptions} with every default filled in. */
@@ -128,6 +140,8 @@ export interface NormalizedRevocationOptions {
     | undefined
   readonly untilSynced: RevocationUnsyncedPolicy
   readonly load: RevocationLoader | undefined
+  /** With `load`: how often it is called again, in ms; `undefined` for never. */
+  readonly reloadIntervalMs: number | undefined
 }
 
 const OPTION_KEYS = [
@@ -140,6 +154,7 @@ const OPTION_KEYS = [
   'callbacks',
   'untilSynced',
   'load',
+  'reloadIntervalMs',
 ]
 const CALLBACK_KEYS = ['clientIds', 'maxAgeSeconds', 'requireExp']
 
@@ -153,6 +168,17 @@ export function normalizeRevocationOptions(
   maxTokenLifetimeSeconds: number,
 ): NormalizedRevocationOptions {
   const options = record(input, 'revocation', OPTION_KEYS) as RevocationOptions
+  const load = optionalFunction<RevocationLoader>(
+    options.load,
+    'revocation.load',
+    '() => Promise<targets> returning the revocations the application recorded',
+  )
+  if (options.reloadIntervalMs !== undefined && load === undefined) {
+    fail(
+      'revocation.reloadIntervalMs',
+      'needs "revocation.load": give the function that returns the revocations your application recorded, which is what is reloaded',
+    )
+  }
   return Object.freeze({
     redis: storeOption(options.store),
     maxTokenLifetimeSeconds,
@@ -181,11 +207,14 @@ export function normalizeRevocationOptions(
       'deny',
       'enforce-known',
     ] as const),
-    load: optionalFunction<RevocationLoader>(
-      options.load,
-      'revocation.load',
-      '() => Promise<targets> returning the revocations the application recorded',
-    ),
+    load,
+    reloadIntervalMs:
+      options.reloadIntervalMs === undefined
+        ? undefined
+        : integer(options.reloadIntervalMs, 'revocation.reloadIntervalMs', {
+            min: 1000,
+            max: 3_600_000,
+          }),
   })
 }
 

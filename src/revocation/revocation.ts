@@ -37,8 +37,9 @@ export interface Revocation {
   claimOnce(key: string, ttlMs: number): Promise<boolean>
   /**
    * `undefined` once this instance holds the revocation list (first Redis synchronization and
-   * `load` done); before, a promise that resolves when it does or `storeTimeoutMs` after the call,
-   * whichever comes first. Never rejects.
+   * `load` done) and no reload is due (`reloadIntervalMs`); before, or while a reload runs, a
+   * promise that resolves when it is done or `storeTimeoutMs` after the call, whichever comes
+   * first. Never rejects.
    */
   whenHeld(): Promise<void> | undefined
   /** Whether this instance holds the revocation list (see {@link Revocation.whenHeld}). */
@@ -55,6 +56,8 @@ const SWEEP_INTERVAL_MS = 60_000
 const MAX_SEEN = 100_000
 /** After a failed `load`, the next attempt (memory store; with Redis, the resynchronization retries). */
 const LOAD_RETRY_MS = 1000
+
+type LoadTrigger = 'start' | 'store_lost' | 'reload'
 
 function invalidTarget(method: string, problem: string): never {
   throw new TypeError(`gate.${method}(target): ${problem}`)
@@ -82,7 +85,9 @@ export function createRevocation(
   let awaitingSync = options.redis !== undefined
   let awaitingLoad = options.load !== undefined
   const heldWaiters = new Set<() => void>()
-  let loadTimer: NodeJS.Timeout | undefined
+  /** Memory store: the start `load` in flight, and when a failed one may be tried again. */
+  let startLoad: { readonly done: Promise<void>; readonly startedAt: number } | undefined
+  let startRetryAt = 0
   let closed = false
 
   function checkHeld(): void {
@@ -91,8 +96,56 @@ export function createRevocation(
     heldWaiters.clear()
   }
 
+  /**
+   * With `reloadIntervalMs`: the reload a request waits for, started by the first request that
+   * comes once the interval has passed. Requests start it, not a timer: on Workers a timer (and
+   * the I/O it starts) does not outlive the request that created it, so a background reload
+   * never ran there (test/runtimes/revocation-reload.test.ts); a request's own wait keeps the
+   * reload's I/O inside that request. Only requests need the list, so none goes unserved.
+   */
+  const reloadIntervalMs = options.reloadIntervalMs
+  let reloadDueAt = reloadIntervalMs === undefined ? 0 : Date.now() + reloadIntervalMs
+  let reload: { readonly done: Promise<void>; readonly startedAt: number } | undefined
+
+  function reloadPending(): Promise<void> | undefined {
+    if (reloadIntervalMs === undefined || closed) return undefined
+    const now = Date.now()
+    if (reload !== undefined) {
+      // Past its deadline the reload's request may have ended, and Workers cancel what an ended
+      // request left running: a reload that never settles must not block the next one.
+      if (now - reload.startedAt <= options.storeTimeoutMs) return reload.done
+      reload = undefined
+    }
+    if (now < reloadDueAt) return undefined
+    reloadDueAt = now + reloadIntervalMs
+    // A failed reload keeps what is held (`load` only adds) and reports itself.
+    const done = load('reload')
+      .catch(() => {})
+      .finally(() => {
+        if (reload?.done === done) reload = undefined
+      })
+    reload = { done, startedAt: now }
+    return done
+  }
+
+  /** `pending`, or `storeTimeoutMs` from now, whichever comes first. */
+  function bounded(pending: Promise<void>): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, options.storeTimeoutMs)
+      timer.unref()
+      pending.then(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+  }
+
   function whenHeld(): Promise<void> | undefined {
-    if (!awaitingSync && !awaitingLoad) return undefined
+    if (!awaitingSync && !awaitingLoad) {
+      const pending = reloadPending()
+      return pending === undefined ? undefined : bounded(pending)
+    }
+    retryStartLoad()
     return new Promise<void>((resolve) => {
       const wake = () => {
         clearTimeout(timer)
@@ -106,7 +159,7 @@ export function createRevocation(
   }
 
   /** Reports a load failure or skipped entries: the event, else a process warning. */
-  function reportLoad(trigger: 'start' | 'store_lost', error: unknown, skipped: number): void {
+  function reportLoad(trigger: LoadTrigger, error: unknown, skipped: number): void {
     if (emit !== undefined) return
     const message =
       error !== undefined
@@ -123,7 +176,7 @@ export function createRevocation(
   }
 
   /** Adds the application's records to the list; rejects when the hook does (the caller retries). */
-  async function load(trigger: 'start' | 'store_lost'): Promise<void> {
+  async function load(trigger: LoadTrigger): Promise<void> {
     const loader = options.load
     if (loader === undefined) return
     let targets: readonly RevokeOptions[]
@@ -169,13 +222,36 @@ export function createRevocation(
     }
   }
 
-  /** With the memory store, nothing else calls `load`: retried here until it succeeds. */
+  /** With the memory store, nothing else calls `load`: retried until it succeeds (see below). */
   function loadAtStart(): void {
-    load('start').catch(() => {
-      if (closed) return
-      loadTimer = setTimeout(loadAtStart, LOAD_RETRY_MS)
-      loadTimer.unref()
-    })
+    const done = load('start')
+      .catch(() => {
+        startRetryAt = Date.now() + LOAD_RETRY_MS
+      })
+      .finally(() => {
+        if (startLoad?.done === done) startLoad = undefined
+      })
+    startLoad = { done, startedAt: Date.now() }
+  }
+
+  /**
+   * Retries a failed start `load` when a request (or `gate.ready()`) waits for the list, at most
+   * once per `LOAD_RETRY_MS`. Requests drive it, not a timer: on Workers a timer does not outlive
+   * the request that set it, and a failed first load was never retried there (every request
+   * answered 503). A load in flight past `storeTimeoutMs` may belong to an ended request, which
+   * Workers cancel: it no longer blocks a retry.
+   */
+  function retryStartLoad(): void {
+    if (sync !== undefined || !awaitingLoad || closed) return
+    const now = Date.now()
+    if (
+      startLoad !== undefined
+        ? now - startLoad.startedAt <= options.storeTimeoutMs
+        : now < startRetryAt
+    ) {
+      return
+    }
+    loadAtStart()
   }
 
   function engage(): void {
@@ -372,7 +448,6 @@ export function createRevocation(
       closed = true
       clearInterval(sweeper)
       clearTimeout(denyTimer)
-      clearTimeout(loadTimer)
       sync?.close()
     },
   }

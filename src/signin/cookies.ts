@@ -14,7 +14,15 @@ export interface CookieAttributes {
   readonly maxAgeSeconds?: number | undefined
 }
 
-/** The value of cookie `name`, or `undefined` (also when it is sent twice: no guessing which). */
+/**
+ * The value of cookie `name`, or `undefined` (also when it is sent twice: no guessing which).
+ *
+ * Pairs are split on ';' only, as RFC 6265 §4.2.1 writes them and as hosts join several `Cookie`
+ * fields (RFC 9113 §8.2.3: "; "; Node, undici, Bun and `Deno.serve` do). A host that joins them
+ * with ", " instead gets "signed out", never a guess: splitting on ',' as well would read a
+ * ", __Host-…=" planted inside a cookie a sibling domain set (browsers accept commas in values) as
+ * the session cookie, which is what the `__Host-` prefix exists to prevent.
+ */
 export function readCookie(
   header: string | string[] | undefined,
   name: string,

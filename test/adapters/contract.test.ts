@@ -7,7 +7,11 @@ import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { NEST_APPS } from '../helpers/nest-apps.js'
 import { rawRequest } from '../helpers/raw-request.js'
+
+/** Every adapter, NestJS on both of its platforms included. */
+const EVERY_APP = [...APPS, ...NEST_APPS]
 
 const ROUTE = '/api/v1/billing/subscriptions'
 let issuer: TestIssuer
@@ -31,7 +35,7 @@ const INVALID_TOKEN = {
   body: { error: 'invalid_token', error_description: 'invalid token' },
 }
 
-describe.each(APPS)('%s adapter', (_name, createApp) => {
+describe.each(EVERY_APP)('%s adapter', (_name, createApp) => {
   let app: Server
   beforeAll(() => {
     app = createApp(options)
@@ -201,7 +205,7 @@ describe.each(APPS)('%s adapter', (_name, createApp) => {
   })
 })
 
-describe.each(APPS)('%s adapter, configured', (_name, createApp) => {
+describe.each(EVERY_APP)('%s adapter, configured', (_name, createApp) => {
   it('hands refusals to the framework with errorHandling: framework', async () => {
     const app = createApp({ ...options, errorHandling: 'framework' })
     const res = await request(app).get(ROUTE)
@@ -382,7 +386,7 @@ describe('all adapters', () => {
       [TWO_SCOPES_PATH, { Authorization: `Bearer ${oneScope}` }],
       [TWO_SCOPES_PATH, {}],
     ]
-    const servers = APPS.map(([, createApp]) => createApp(options))
+    const servers = EVERY_APP.map(([, createApp]) => createApp(options))
     for (const [path, headers] of cases) {
       const answers = []
       for (const server of servers) {

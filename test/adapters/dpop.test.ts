@@ -17,8 +17,12 @@ import {
 } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { APPS, FETCH_HOSTS } from '../helpers/apps.js'
+import { NEST_APPS } from '../helpers/nest-apps.js'
 import { rawRequest } from '../helpers/raw-request.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+
+/** Every adapter, NestJS on both of its platforms included. */
+const EVERY_APP = [...APPS, ...NEST_APPS]
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const BASE = 'https://api.example.test'
@@ -72,7 +76,7 @@ function expectAnswer(
   expect(res.body).toEqual(expected.body)
 }
 
-describe.each(APPS)('%s adapter with DPoP allowed', (_name, createApp) => {
+describe.each(EVERY_APP)('%s adapter with DPoP allowed', (_name, createApp) => {
   let app: Server
   beforeAll(() => {
     app = createApp(options)
@@ -243,7 +247,7 @@ describe.each(APPS)('%s adapter with DPoP allowed', (_name, createApp) => {
   })
 })
 
-describe.each(APPS)('%s adapter, DPoP modes and nonces', (name, createApp) => {
+describe.each(EVERY_APP)('%s adapter, DPoP modes and nonces', (name, createApp) => {
   it('refuses bearer tokens with a DPoP-only challenge in required mode', async () => {
     const app = createApp({ ...options, dpop: { mode: 'required', publicBaseUrl: BASE } })
     const token = await issuer.mint()
@@ -433,7 +437,7 @@ describe('DPoP replay across instances sharing Redis', () => {
       ...options,
       dpop: { mode: 'allowed', publicBaseUrl: BASE, replay: { store: { redis: client } } },
     }
-    const instances = APPS.map(([, createApp]) => createApp(shared))
+    const instances = EVERY_APP.map(([, createApp]) => createApp(shared))
     const token = await issuer.mint({}, { dpop: key })
     const headers = await key.headers(token, { method: 'GET', url: URL_OF_ROUTE })
     const [first, ...others] = instances as unknown as [Server, ...Server[]]
@@ -602,7 +606,7 @@ describe('all adapters with DPoP', () => {
   it('give identical status, headers and body for the same DPoP requests', async () => {
     // One nonce secret for every instance: a nonce from one is valid on all of them.
     const nonce = { secret: 'a shared secret of at least thirty-two characters' }
-    const servers = APPS.map(([, createApp]) =>
+    const servers = EVERY_APP.map(([, createApp]) =>
       createApp({ ...options, dpop: { mode: 'allowed', publicBaseUrl: BASE, nonce } }),
     )
     const token = await issuer.mint({}, { dpop: key })

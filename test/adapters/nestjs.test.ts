@@ -2,6 +2,7 @@
  * tollgate/nestjs on both NestJS HTTP platforms (Express and Fastify): the contract every adapter
  * keeps, the decorators, the module's options, and answers byte for byte those of tollgate/express.
  */
+import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { Server } from 'node:http'
 
@@ -29,6 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   type Admission,
   Auth,
+  type Gate,
   type GateOptions,
   keycloak,
   Public,
@@ -45,8 +47,10 @@ import {
   type TollgateModuleOptions,
   TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
-import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
-import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { createDpopKey, createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { APPS, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { extractSamples } from '../helpers/doc-samples.js'
+import { startRedisServer } from '../helpers/redis.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const PLATFORMS = ['express', 'fastify'] as const
@@ -192,6 +196,7 @@ async function createNestApp(
     moduleOptions?: TollgateModuleOptions
     controllers?: Array<new () => unknown>
     filter?: ExceptionFilter
+    prefix?: string
   } = {},
 ): Promise<INestApplication> {
   const imports: DynamicModule[] = [TollgateModule.forRoot(gateOptions, setup.moduleOptions)]
@@ -200,6 +205,7 @@ async function createNestApp(
   const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
   const app = await NestFactory.create(TestModule, adapter, { logger: false })
   if (setup.filter !== undefined) app.useGlobalFilters(setup.filter)
+  if (setup.prefix !== undefined) app.setGlobalPrefix(setup.prefix)
   await app.init()
   if (platform === 'fastify') await (adapter as FastifyAdapter).getInstance().ready()
   return app
@@ -508,6 +514,112 @@ describe.each(PLATFORMS)('tollgate/nestjs on the %s platform, configured', (plat
   })
 })
 
+const METADATA_PATH = '/.well-known/oauth-protected-resource/api/v1/billing'
+const CALLBACK_PATHS = { backchannelLogout: LOGOUT_PATH, keycloakPushNotBefore: PUSH_PATH }
+const postForm = (server: Server, path: string, fields: Record<string, string>) =>
+  request(server).post(path).type('form').send(fields)
+
+describe.each(PLATFORMS)(
+  'tollgate/nestjs on the %s platform, endpoints without a token',
+  (platform) => {
+    let endpointOptions: GateOptions
+    beforeAll(() => {
+      endpointOptions = {
+        ...options,
+        resourceMetadata: { resource: 'https://api.example.test/api/v1/billing' },
+        revocation: { callbacks: { clientIds: 'gateway' } },
+      }
+    })
+
+    it('serves the metadata document and the callbacks at their own paths, whatever the global prefix', async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+        prefix: 'v2',
+      })
+      const server = app.getHttpServer() as Server
+      const metadata = await request(server).get(METADATA_PATH)
+      expect(metadata.status).toBe(200)
+      expect(metadata.body.resource).toBe('https://api.example.test/api/v1/billing')
+      expect((await request(server).get(`/v2${METADATA_PATH}`)).status).toBe(404)
+      // The routes move under the prefix; the challenge still names the document at the root.
+      const refused = await request(server).get(`/v2${ROUTE}`)
+      expect(refused.status).toBe(401)
+      expect(refused.headers['www-authenticate']).toBe(
+        `Bearer realm="api", resource_metadata="https://api.example.test${METADATA_PATH}"`,
+      )
+      const token = await issuer.mint({
+        sid: 'nest-prefix',
+        iat: Math.floor(Date.now() / 1000) - 10,
+      })
+      await request(server).get(`/v2${ROUTE}`).set('Authorization', `Bearer ${token}`).expect(200)
+      const logout = await postForm(server, LOGOUT_PATH, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-prefix' }),
+      })
+      expect(logout.status).toBe(200)
+      expect(logout.headers['cache-control']).toBe('no-store')
+      expect(logout.text).toBe('')
+      expect(
+        (await request(server).get(`/v2${ROUTE}`).set('Authorization', `Bearer ${token}`)).status,
+      ).toBe(401)
+      await app.close()
+    })
+
+    it('serves the callbacks for POST only: a GET of their path is an ordinary request', async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+      })
+      const res = await request(app.getHttpServer()).get(LOGOUT_PATH)
+      // No route of the application there: Nest's own 404, neither the callback's 405 nor a 401.
+      expect(res.status).toBe(404)
+      await app.close()
+    })
+
+    it('serves no callback without moduleOptions.callbacks, and only those it names', async () => {
+      const none = await createNestApp(platform, endpointOptions)
+      const res = await postForm(none.getHttpServer() as Server, LOGOUT_PATH, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-none' }),
+      })
+      expect(res.status).toBe(404)
+      await none.close()
+      const one = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: { backchannelLogout: LOGOUT_PATH } },
+      })
+      const server = one.getHttpServer() as Server
+      expect((await request(server).post(PUSH_PATH).send('x')).status).toBe(404)
+      expect((await postForm(server, LOGOUT_PATH, { logout_token: 'x' })).status).toBe(400)
+      await one.close()
+    })
+
+    it("leaves a body over the platform's limit to Nest, which answers 413, and goes on serving", async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+      })
+      const server = app.getHttpServer() as Server
+      // Nest's parsers read up to 100 KB on Express (body-parser), 1 MiB on Fastify (bodyLimit).
+      const size = platform === 'express' ? 200_000 : 2_000_000
+      const res = await postForm(server, LOGOUT_PATH, { logout_token: 'a'.repeat(size) })
+      expect(res.status).toBe(413)
+      expect(res.body.statusCode).toBe(413)
+      // Under Fastify's limit, over Express's: the callback decides on Fastify.
+      const under = await postForm(server, LOGOUT_PATH, { logout_token: 'a'.repeat(200_000) })
+      expect(under.status).toBe(platform === 'express' ? 413 : 400)
+      if (platform === 'fastify') expect(under.body.error_description).toBe('invalid logout token')
+      // Malformed JSON: Nest's parser answers, as on any route.
+      const json = await request(server)
+        .post(PUSH_PATH)
+        .set('Content-Type', 'application/json')
+        .send('{"action":')
+      expect(json.status).toBe(400)
+      expect(json.body.statusCode).toBe(400)
+      const next = await postForm(server, LOGOUT_PATH, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-after-413' }),
+      })
+      expect(next.status).toBe(200)
+      await app.close()
+    })
+  },
+)
+
 describe('TollgateModule.forRoot', () => {
   it('fails at start-up, naming the option, on invalid gate or module options', () => {
     expect(() => TollgateModule.forRoot({ ...options, algorithms: ['HS256' as never] })).toThrow(
@@ -518,6 +630,33 @@ describe('TollgateModule.forRoot', () => {
     )
     expect(() => TollgateModule.forRoot(options, { globalGuard: 'yes' as never })).toThrow(
       '"moduleOptions.globalGuard" must be a boolean',
+    )
+  })
+
+  it('fails at start-up, naming the option, on callback paths it cannot serve', () => {
+    const withCallbacks: GateOptions = {
+      ...options,
+      revocation: { callbacks: { clientIds: 'gateway' } },
+    }
+    expect(() => TollgateModule.forRoot(options, { callbacks: CALLBACK_PATHS })).toThrow(
+      'TollgateModule.forRoot(options, moduleOptions): "moduleOptions.callbacks" needs the gate option "revocation.callbacks" ({ clientIds })',
+    )
+    expect(() =>
+      TollgateModule.forRoot(withCallbacks, { callbacks: { backchannelLogout: 'logout' } }),
+    ).toThrow(
+      `TollgateModule.forRoot(options, moduleOptions): "moduleOptions.callbacks.backchannelLogout" must be a path starting with '/', without query or fragment (got 'logout')`,
+    )
+    expect(() =>
+      TollgateModule.forRoot(withCallbacks, { callbacks: { logout: '/logout' } as never }),
+    ).toThrow(
+      '"moduleOptions.callbacks.logout" is not an option; use one of: backchannelLogout, keycloakPushNotBefore',
+    )
+    expect(() =>
+      TollgateModule.forRoot(withCallbacks, {
+        callbacks: { backchannelLogout: '/k', keycloakPushNotBefore: '/k' },
+      }),
+    ).toThrow(
+      `"moduleOptions.callbacks.keycloakPushNotBefore" names the path of the other callback (got '/k')`,
     )
   })
 
@@ -612,6 +751,86 @@ describe('tollgate/nestjs and tollgate/express', () => {
     await Promise.all(nest.map((app) => app.close()))
   })
 
+  it('give identical answers to the provider callbacks, whatever the body they are sent', async () => {
+    const withCallbacks: GateOptions = {
+      ...options,
+      revocation: { callbacks: { clientIds: 'gateway' } },
+    }
+    const forged = `${(await issuer.mintLogoutToken({ sid: 'x' })).slice(0, -4)}AAAA`
+    const form = 'application/x-www-form-urlencoded'
+    // Bodies the callback itself decides on, parsed by the platform's parser or read by the core.
+    const cases: Array<readonly [string, string | undefined, string]> = [
+      [LOGOUT_PATH, form, `logout_token=${forged}`],
+      [LOGOUT_PATH, form, `logout_token=${'a'.repeat(20_000)}`],
+      [LOGOUT_PATH, form, 'logout_token=a&logout_token=b'],
+      [LOGOUT_PATH, form, 'logout_token[x]=a'],
+      [LOGOUT_PATH, form, 'logout_token=%ZZ%E0'],
+      [LOGOUT_PATH, 'text/plain', `logout_token=${forged}`],
+      [LOGOUT_PATH, 'application/json', `{"logout_token":"${forged}"}`],
+      [LOGOUT_PATH, 'application/jwt', forged],
+      [LOGOUT_PATH, undefined, forged],
+      [PUSH_PATH, 'text/plain', forged],
+      [PUSH_PATH, 'application/jwt', forged],
+      [PUSH_PATH, form, `logout_token=${forged}`],
+      [PUSH_PATH, 'application/json', '{"a":1}'],
+      [PUSH_PATH, undefined, 'x'.repeat(20_000)],
+    ]
+    const reference = expressApp!(withCallbacks)
+    const nest = await Promise.all(
+      PLATFORMS.map((platform) =>
+        createNestApp(platform, withCallbacks, { moduleOptions: { callbacks: CALLBACK_PATHS } }),
+      ),
+    )
+    const post = (server: Server, [path, type, body]: (typeof cases)[number]) => {
+      const req = request(server).post(path)
+      return (type === undefined ? req : req.set('Content-Type', type)).send(body)
+    }
+    for (const sent of cases) {
+      const expected = answerOf(await post(reference, sent))
+      expect(expected.status).toBe(400)
+      for (const app of nest) {
+        const res = await post(app.getHttpServer() as Server, sent)
+        expect(answerOf(res), `${sent[0]} ${sent[1]} ${sent[2].slice(0, 40)}`).toEqual(expected)
+      }
+    }
+    reference.close()
+    await Promise.all(nest.map((app) => app.close()))
+  })
+
+  it('admit DPoP-bound tokens and refuse bad proofs with identical answers', async () => {
+    const base = 'https://api.example.test'
+    const dpop: GateOptions = { ...options, dpop: { mode: 'allowed', publicBaseUrl: base } }
+    const key = await createDpopKey('ES256')
+    const token = await issuer.mint({ sub: 'bound' }, { dpop: key })
+    const reference = expressApp!(dpop)
+    const nest = await Promise.all(PLATFORMS.map((platform) => createNestApp(platform, dpop)))
+    for (const server of [reference, ...nest.map((app) => app.getHttpServer() as Server)]) {
+      const headers = await key.headers(token, { method: 'GET', url: `${base}${ROUTE}` })
+      const admitted = await request(server).get(ROUTE).set(headers)
+      expect(admitted.status).toBe(200)
+      expect(admitted.body.subject).toBe('bound')
+      // The same proof again: a replay.
+      expect((await request(server).get(ROUTE).set(headers)).status).toBe(401)
+    }
+    const refusals = [
+      { method: 'GET', url: `${base}/other` },
+      { method: 'POST', url: `${base}${ROUTE}` },
+    ] as const
+    for (const target of refusals) {
+      const headers = await key.headers(token, target)
+      const expected = answerOf(await request(reference).get(ROUTE).set(headers))
+      expect(expected.headers['www-authenticate']).toContain('error="invalid_dpop_proof"')
+      for (const app of nest) {
+        // A fresh proof per server: each keeps its own replay cache.
+        const fresh = await key.headers(token, target)
+        const res = await request(app.getHttpServer()).get(ROUTE).set(fresh)
+        expect(answerOf(res), `${target.method} ${target.url}`).toEqual(expected)
+      }
+    }
+    reference.close()
+    await Promise.all(nest.map((app) => app.close()))
+  })
+
   it('give identical 429 answers, rate-limit fields included', async () => {
     const limited: GateOptions = {
       ...options,
@@ -635,6 +854,141 @@ describe('tollgate/nestjs and tollgate/express', () => {
     reference.close()
     await Promise.all(nest.map((app) => app.close()))
   })
+})
+
+/** The guide's sample under `heading`, and the file in ./samples/ that the test runs. */
+function guideSample(heading: string, file: string) {
+  const guide = readFileSync(new URL('../../docs/frameworks/nestjs.md', import.meta.url), 'utf8')
+  const sample = extractSamples('docs/frameworks/nestjs.md', guide).find(
+    (s) => s.heading === heading,
+  )
+  return {
+    inGuide: sample?.code,
+    file: readFileSync(new URL(`./samples/${file}`, import.meta.url), 'utf8'),
+  }
+}
+
+async function startSample(platform: PlatformName, module: new () => unknown) {
+  const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter()
+  const app = await NestFactory.create(module, adapter, { logger: false })
+  await app.init()
+  if (platform === 'fastify') await (adapter as FastifyAdapter).getInstance().ready()
+  return app
+}
+
+describe('the guide samples of the endpoints served without a token', () => {
+  it('are the files the tests run, word for word', () => {
+    const metadata = guideSample('Protected resource metadata (RFC 9728)', 'nestjs-metadata.ts')
+    expect(metadata.inGuide).toBe(metadata.file)
+    const revocation = guideSample(
+      "Revocation: back-channel logout and Keycloak's push not-before",
+      'nestjs-revocation.ts',
+    )
+    expect(revocation.inGuide).toBe(revocation.file)
+  })
+
+  it.each(PLATFORMS)(
+    'serve the metadata document on the %s platform as the guide says',
+    async (platform) => {
+      process.env['KEYCLOAK_URL'] = issuer.url
+      const { AppModule } = await import('./samples/nestjs-metadata.js')
+      const app = await startSample(platform, AppModule)
+      const server = app.getHttpServer() as Server
+      const document = await request(server).get('/.well-known/oauth-protected-resource/mcp')
+      expect(document.status).toBe(200)
+      expect(document.headers['cache-control']).toBe('public, max-age=3600')
+      expect(document.body).toEqual({
+        resource: 'https://api.example.com/mcp',
+        authorization_servers: [issuer.issuer('acme')],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+      })
+      const head = await request(server).head('/.well-known/oauth-protected-resource/mcp?x=1')
+      expect(head.status).toBe(200)
+      const refused = await request(server).get('/mcp')
+      expect(refused.status).toBe(401)
+      expect(refused.headers['www-authenticate']).toBe(
+        'Bearer realm="api", resource_metadata="https://api.example.com/.well-known/oauth-protected-resource/mcp"',
+      )
+      const token = await issuer.mint({
+        sub: 'dana',
+        aud: 'https://api.example.com/mcp',
+        scope: 'mcp:tools',
+      })
+      await request(server)
+        .get('/mcp')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200, { subject: 'dana', tools: [] })
+      await app.close()
+    },
+  )
+
+  it.each(PLATFORMS)(
+    'serve the revocation callbacks on the %s platform as the guide says',
+    async (platform) => {
+      process.env['KEYCLOAK_URL'] = issuer.url
+      const { AppModule } = await import('./samples/nestjs-revocation.js')
+      const app = await startSample(platform, AppModule)
+      const server = app.getHttpServer() as Server
+      const now = Math.floor(Date.now() / 1000)
+      const get = (token: string) =>
+        request(server).get('/invoices').set('Authorization', `Bearer ${token}`)
+      const session = await issuer.mint({ sub: 'erin', sid: `guide-${platform}`, iat: now - 10 })
+      expect((await get(session)).status).toBe(200)
+      const logout = await postForm(server, '/backchannel-logout', {
+        logout_token: await issuer.mintLogoutToken({ sid: `guide-${platform}` }),
+      })
+      expect(logout.status).toBe(200)
+      expect(logout.headers['cache-control']).toBe('no-store')
+      expect(logout.text).toBe('')
+      expect((await get(session)).status).toBe(401)
+      const invalid = await postForm(server, '/backchannel-logout', { logout_token: 'a.b.c' })
+      expect(invalid.status).toBe(400)
+      expect(invalid.text).toBe(
+        '{"error":"invalid_request","error_description":"invalid logout token"}',
+      )
+
+      const other = await issuer.mint({ sub: 'frank', iat: now - 10 })
+      expect((await get(other)).status).toBe(200)
+      const kid = issuer.jwks('acme').keys[0]?.['kid'] as string
+      const push = await issuer.sign(
+        { alg: 'RS256', typ: 'JWT', kid },
+        {
+          id: randomUUID(),
+          expiration: now + 30,
+          resource: 'gateway',
+          action: 'PUSH_NOT_BEFORE',
+          notBefore: now,
+        },
+        { kid },
+      )
+      const pushed = await request(server)
+        .post('/keycloak/k_push_not_before')
+        .set('Content-Type', 'text/plain')
+        .send(push)
+      expect(pushed.status).toBe(200)
+      expect((await get(other)).status).toBe(401)
+      // Keycloak's "Clear" (0): the module, imported once, serves the other platform's run too.
+      const clear = await issuer.sign(
+        { alg: 'RS256', typ: 'JWT', kid },
+        {
+          id: randomUUID(),
+          expiration: now + 30,
+          resource: 'gateway',
+          action: 'PUSH_NOT_BEFORE',
+          notBefore: 0,
+        },
+        { kid },
+      )
+      await request(server)
+        .post('/keycloak/k_push_not_before')
+        .set('Content-Type', 'text/plain')
+        .send(clear)
+        .expect(200)
+      expect((await get(other)).status).toBe(200)
+      await app.close()
+    },
+  )
 })
 
 describe('the guide sample (docs/frameworks/nestjs.md)', () => {
@@ -665,4 +1019,30 @@ describe('the guide sample (docs/frameworks/nestjs.md)', () => {
     ).toBe(403)
     await app.close()
   })
+})
+
+describe('shutdown', () => {
+  it.each(PLATFORMS)(
+    'app.close() on the %s platform closes the gate: its revocation subscriber leaves Redis',
+    async (platform) => {
+      const redis = await startRedisServer()
+      try {
+        const client = await redis.client()
+        const subscribers = async () =>
+          String(await client.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))
+            .split('\n')
+            .filter((line) => line.trim() !== '').length
+        const app = await createNestApp(platform, {
+          ...options,
+          revocation: { store: { redis: client } },
+        })
+        await app.get<Gate>(TOLLGATE_GATE).ready()
+        expect(await subscribers()).toBe(1)
+        await app.close()
+        await expect.poll(subscribers).toBe(0)
+      } finally {
+        await redis.stop()
+      }
+    },
+  )
 })

@@ -8,7 +8,11 @@ import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { APPS } from '../helpers/apps.js'
+import { NEST_APPS } from '../helpers/nest-apps.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+
+/** Every adapter, NestJS on both of its platforms included. */
+const EVERY_APP = [...APPS, ...NEST_APPS]
 
 const ROUTE = '/api/v1/billing/subscriptions'
 let issuer: TestIssuer
@@ -29,7 +33,7 @@ const limited = (extra: Partial<GateOptions> = {}): GateOptions => ({
   ...extra,
 })
 
-describe.each(APPS)('%s adapter with per-tenant limits', (_name, createApp) => {
+describe.each(EVERY_APP)('%s adapter with per-tenant limits', (_name, createApp) => {
   let app: Server
   beforeAll(() => {
     app = createApp(limited())
@@ -113,7 +117,7 @@ describe.each(APPS)('%s adapter with per-tenant limits', (_name, createApp) => {
 describe('all adapters with per-tenant limits', () => {
   it('give identical 429 answers', async () => {
     const answers = []
-    for (const [, createApp] of APPS) {
+    for (const [, createApp] of EVERY_APP) {
       const app = createApp(
         limited({ rateLimit: { windows: [{ points: 1, durationSeconds: 3600 }] } }),
       )

@@ -11,11 +11,14 @@ import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { APPS } from '../helpers/apps.js'
+import { NEST_APPS } from '../helpers/nest-apps.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const RESOURCE = 'https://api.example.test/api/v1/billing'
 const METADATA_PATH = '/.well-known/oauth-protected-resource/api/v1/billing'
 const METADATA_URL = `https://api.example.test${METADATA_PATH}`
+/** Every adapter, tollgate/nestjs on both of Nest's platforms included. */
+const ALL_APPS = [...APPS, ...NEST_APPS]
 
 let issuer: TestIssuer
 let options: GateOptions
@@ -36,7 +39,7 @@ afterAll(async () => {
   await issuer.close()
 })
 
-describe.each(APPS)('%s adapter with resource metadata', (_name, createApp) => {
+describe.each(ALL_APPS)('%s adapter with resource metadata', (_name, createApp) => {
   let app: Server
   beforeAll(() => {
     app = createApp(options)
@@ -106,7 +109,7 @@ describe.each(APPS)('%s adapter with resource metadata', (_name, createApp) => {
 
 describe('all adapters with resource metadata', () => {
   it('give identical answers for the document and for challenges', async () => {
-    const servers = APPS.map(([, createApp]) => createApp(options))
+    const servers = ALL_APPS.map(([, createApp]) => createApp(options))
     const token = await issuer.mint({ scope: 'openid' })
     const cases: Array<[string, Record<string, string>]> = [
       [METADATA_PATH, {}],

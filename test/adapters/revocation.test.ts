@@ -15,11 +15,14 @@ import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { APPS, LOGOUT_PATH, type ProtectedServer, PUSH_PATH } from '../helpers/apps.js'
+import { NEST_APPS } from '../helpers/nest-apps.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 /** Polling bound: generous, a loaded 2-core machine must never fail on it. Not a timing assertion. */
 const LIMIT_MS = 10_000
+/** Every adapter, tollgate/nestjs on both of Nest's platforms included. */
+const ALL_APPS = [...APPS, ...NEST_APPS]
 
 let issuer: TestIssuer
 let options: GateOptions
@@ -70,7 +73,7 @@ async function answer(res: Response) {
   }
 }
 
-describe.each(APPS)('%s: provider callbacks', (_name, createApp) => {
+describe.each(ALL_APPS)('%s: provider callbacks', (_name, createApp) => {
   let server: ProtectedServer
   let url: string
   beforeAll(async () => {
@@ -161,7 +164,7 @@ describe.each(APPS)('%s: provider callbacks', (_name, createApp) => {
 
 describe('provider callbacks across adapters', () => {
   it('answer byte-identical status, headers and bodies in every framework', async () => {
-    const servers = APPS.map(([, createApp]) => createApp(options))
+    const servers = ALL_APPS.map(([, createApp]) => createApp(options))
     try {
       const urls = await Promise.all(servers.map(listen))
       const forged = `${(await issuer.mintLogoutToken({ sid: 'x' })).slice(0, -4)}AAAA`
@@ -278,7 +281,7 @@ describe('a freshly started instance behind each adapter', () => {
     await redis.stop()
   })
 
-  it.each(APPS)(
+  it.each(ALL_APPS)(
     '%s refuses a token revoked before it started, for requests sent before its first synchronization',
     async (_name, createApp) => {
       prefixes += 1

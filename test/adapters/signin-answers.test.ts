@@ -1,8 +1,9 @@
 /**
- * Sign-in through `tollgate/fastify`, `tollgate/hono` and `tollgate/fetch` answers exactly as
- * through Express: status, the fields sign-in sets and the body, byte for byte, for the flow and
- * its refusals; and what only the Fetch and Hono adapters have (a body the application read
- * first, a handler's immutable response).
+ * Sign-in through `tollgate/koa`, `tollgate/fastify`, `tollgate/hono` and `tollgate/fetch` answers
+ * exactly as through Express: status, the set of fields, the fields sign-in sets and the body, byte
+ * for byte, for the flow and its refusals (the redirects included: no type and no body on any);
+ * and what only the Fetch and Hono adapters have (a body the application read first, a handler's
+ * immutable response).
  */
 import { randomUUID } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
@@ -50,6 +51,8 @@ const FIELDS = [
   'set-cookie',
   'www-authenticate',
 ] as const
+/** Fields the server or framework adds to every answer, whoever built it. */
+const FRAMEWORK_FIELDS = new Set(['connection', 'date', 'keep-alive', 'x-powered-by'])
 /** Values drawn at random per request: the state, nonce and PKCE challenge, the sealed cookies. */
 const RANDOM_PARAMETERS = ['state', 'nonce', 'code_challenge']
 
@@ -71,7 +74,12 @@ function answerOf(res: request.Response) {
     }
     fields[name] = value
   }
-  return { status: res.status, fields, body: res.text }
+  // The set of names too: a field outside FIELDS (a Content-Type on a redirect, Transfer-Encoding
+  // instead of a length) makes two answers differ as surely as a different value.
+  const names = Object.keys(res.headers)
+    .filter((name) => !FRAMEWORK_FIELDS.has(name))
+    .sort()
+  return { status: res.status, names, fields, body: res.text }
 }
 
 /** Every request of the flow and its refusals, as a browser, a script or an attacker sends them. */
@@ -132,9 +140,9 @@ async function answersOf(app: Server): Promise<Array<[string, ReturnType<typeof 
 }
 
 /** The adapters compared with Express (the first of the harness's apps). */
-const NEW_APPS = ALL_SIGNIN_APPS.filter(([name]) => /^(fastify|hono|fetch)/.test(name))
+const NEW_APPS = ALL_SIGNIN_APPS.filter(([name]) => /^(koa|fastify|hono|fetch)/.test(name))
 
-describe('sign-in through Fastify, Hono and Fetch', () => {
+describe('sign-in through Koa, Fastify, Hono and Fetch', () => {
   it('answers the sign-in routes and their refusals byte for byte as Express does', async () => {
     const keys = testKeys()
     const options = () => signInOptions(provider, { keys: () => keys })

@@ -20,6 +20,7 @@ describe('normalizeDpopOptions', () => {
       target: { kind: 'connection' },
       replay: {
         redis: undefined,
+        shared: undefined,
         keyPrefix: 'tollgate:dpop',
         storeTimeoutMs: 50,
         maxEntries: 100_000,
@@ -27,6 +28,20 @@ describe('normalizeDpopOptions', () => {
       },
       nonce: undefined,
     })
+  })
+
+  it('keeps a { shared } replay store, with the Redis key prefix and deadline defaults', () => {
+    const shared = {
+      increment: async () => ({ count: 1, msBeforeReset: 1 }),
+      claimOnce: async () => true,
+    }
+    expect(
+      normalizeDpopOptions({
+        mode: 'allowed',
+        allowedHosts: ['api.example.test'],
+        replay: { store: { shared } },
+      })?.replay,
+    ).toMatchObject({ redis: undefined, shared, keyPrefix: 'tollgate:dpop', storeTimeoutMs: 50 })
   })
 
   it('keeps a public base URL as origin and path prefix', () => {
@@ -90,7 +105,18 @@ describe('normalizeDpopOptions', () => {
       { mode: 'allowed', publicBaseUrl: 'https://a.test', trustForwardedHeaders: true },
       '"dpop.trustForwardedHeaders" cannot be combined',
     ],
-    [{ mode: 'allowed', replay: { store: 'redis' } }, '"dpop.replay.store" must be an object'],
+    [
+      { mode: 'allowed', replay: { store: 'redis' } },
+      `"dpop.replay.store" must be 'memory', { redis: client } or { shared: store }`,
+    ],
+    [
+      { mode: 'allowed', replay: { store: { shared: {} } } },
+      '"dpop.replay.store.shared" must be a SharedStore, an object with claimOnce(key, ttlMs)',
+    ],
+    [
+      { mode: 'allowed', replay: { store: { shared: { increment() {} } } } },
+      '"dpop.replay.store.shared" must be a SharedStore, an object with claimOnce(key, ttlMs)',
+    ],
     [{ mode: 'allowed', replay: { store: { redis: {} } } }, '"dpop.replay.store.redis" must be'],
     [{ mode: 'allowed', replay: { ttl: 1 } }, '"dpop.replay.ttl" is not an option'],
     [

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createMemoryReplayCache, createRedisReplayCache } from '../../src/dpop/replay.js'
+import {
+  createMemoryReplayCache,
+  createRedisReplayCache,
+  createSharedReplayCache,
+} from '../../src/dpop/replay.js'
+import type { SharedStore } from '../../src/shared-store.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 const JKT = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
@@ -89,5 +94,96 @@ describe('createRedisReplayCache', () => {
     } finally {
       redis.thaw()
     }
+  })
+})
+
+describe('createSharedReplayCache', () => {
+  /** The contract's claimOnce over a Map, recording the keys and ttlMs it was asked for. */
+  function mapStore(): SharedStore & { claims: Array<[string, number]> } {
+    const seen = new Set<string>()
+    const claims: Array<[string, number]> = []
+    return {
+      claims,
+      increment: () => Promise.reject(new Error('not used by the replay cache')),
+      async claimOnce(key, ttlMs) {
+        claims.push([key, ttlMs])
+        if (seen.has(key)) return false
+        seen.add(key)
+        return true
+      },
+    }
+  }
+  const options = { keyPrefix: 'test:dpop', storeTimeoutMs: 1000 }
+  const storeWith = (claimOnce: SharedStore['claimOnce']): SharedStore => ({
+    increment: () => Promise.reject(new Error('unused')),
+    claimOnce,
+  })
+
+  it('accepts a jti once across every cache sharing the store', async () => {
+    const shared = mapStore()
+    await createSharedReplayCache(shared, options).claim(JKT, 'shared', 70_000, 0)
+    await expect(
+      createSharedReplayCache(shared, options).claim(JKT, 'shared', 70_000, 0),
+    ).rejects.toMatchObject({ code: 'ERR_DPOP_PROOF_INVALID', reason: 'dpop_replayed' })
+    await expect(
+      createSharedReplayCache(shared, options).claim(OTHER_JKT, 'shared', 70_000, 0),
+    ).resolves.toBeUndefined()
+  })
+
+  it('claims the key the Redis store sets, with the window as ttlMs', async () => {
+    const shared = mapStore()
+    const set: unknown[][] = []
+    const redis = {
+      set: async (...args: unknown[]) => {
+        set.push(args)
+        return 'OK'
+      },
+    }
+    await createSharedReplayCache(shared, options).claim(JKT, 'same', 70_000, 0)
+    await createRedisReplayCache(redis, options).claim(JKT, 'same', 70_000, 0)
+    expect(shared.claims).toEqual([[set[0]?.[0], 70_000]])
+    expect(shared.claims[0]?.[0]).toMatch(/^test:dpop:[A-Za-z0-9_-]{43}$/)
+  })
+
+  it.each([
+    ['rejects', () => Promise.reject(new Error('counter service answered 502'))],
+    [
+      'throws instead of returning a promise',
+      () => {
+        throw new Error('no binding')
+      },
+    ],
+    ['resolves something else than a boolean', async () => 'true' as unknown as boolean],
+    ['resolves nothing', async () => undefined as unknown as boolean],
+  ] as const)('answers 503 with Retry-After when claimOnce %s', async (_name, claimOnce) => {
+    await expect(
+      createSharedReplayCache(storeWith(claimOnce), options).claim(JKT, 'x', 70_000, 0),
+    ).rejects.toMatchObject({
+      code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+      status: 503,
+      headers: { 'Retry-After': '1' },
+    })
+  })
+
+  it('names what a malformed answer was, in the error it keeps as cause', async () => {
+    const error = await createSharedReplayCache(
+      storeWith(async () => 1 as unknown as boolean),
+      options,
+    )
+      .claim(JKT, 'x', 70_000, 0)
+      .catch((caught: unknown) => caught)
+    expect((error as { cause: Error }).cause.message).toBe(
+      'SharedStore.claimOnce() resolved number 1, not a boolean',
+    )
+  })
+
+  it('answers 503 when the store does not answer within its deadline', async () => {
+    const cache = createSharedReplayCache(
+      storeWith(() => new Promise(() => {})),
+      { keyPrefix: 'test:dpop', storeTimeoutMs: 1 },
+    )
+    await expect(cache.claim(JKT, 'late', 70_000, 0)).rejects.toMatchObject({
+      code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+    })
   })
 })

@@ -493,12 +493,12 @@ describe('createTenantLimiter (memory store)', () => {
       [
         'an unknown store',
         { windows, store: 'redis' },
-        /"rateLimit.store" must be 'memory', \{ redis: client \} or \{ flexible: \(window\) => limiter \}/,
+        /"rateLimit.store" must be 'memory', \{ redis: client \}, \{ flexible: \(window\) => limiter \} or \{ shared: store \}/,
       ],
       [
         'a store with extra keys',
         { windows, store: { redis: {}, cluster: true } },
-        /"rateLimit.store" must be 'memory', \{ redis: client \} or \{ flexible: \(window\) => limiter \}/,
+        /"rateLimit.store" must be 'memory', \{ redis: client \}, \{ flexible: \(window\) => limiter \} or \{ shared: store \}/,
       ],
       [
         'a URL instead of a client',

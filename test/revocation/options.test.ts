@@ -20,6 +20,15 @@ describe('normalizeRevocationOptions', () => {
       callbacks: undefined,
       untilSynced: 'deny',
       load: undefined,
+      reloadIntervalMs: undefined,
+    })
+  })
+
+  it('takes a reload interval with a load hook', () => {
+    const load = async () => []
+    expect(normalizeRevocationOptions({ load, reloadIntervalMs: 30_000 }, 86_400)).toMatchObject({
+      load,
+      reloadIntervalMs: 30_000,
     })
   })
 
@@ -99,6 +108,16 @@ describe('normalizeRevocationOptions', () => {
     [{ storeTimeoutMs: 0 }, '"revocation.storeTimeoutMs"'],
     [{ untilSynced: 'allow' }, "\"revocation.untilSynced\" must be one of 'deny', 'enforce-known'"],
     [{ load: [] }, '"revocation.load" must be a function'],
+    [
+      { reloadIntervalMs: 30_000 },
+      '"revocation.reloadIntervalMs" needs "revocation.load": give the function that returns the revocations your application recorded',
+    ],
+    [
+      { load: () => [], reloadIntervalMs: 999 },
+      '"revocation.reloadIntervalMs" must be a whole number from 1000 to 3600000',
+    ],
+    [{ load: () => [], reloadIntervalMs: 3_600_001 }, '"revocation.reloadIntervalMs"'],
+    [{ load: () => [], reloadIntervalMs: '60s' }, '"revocation.reloadIntervalMs"'],
     [
       { callbacks: { clientIds: 'gateway', requireExp: 'no' } },
       '"revocation.callbacks.requireExp" must be a boolean',

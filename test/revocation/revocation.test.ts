@@ -427,6 +427,186 @@ describe("revocation.load (the application's records)", () => {
   })
 })
 
+describe('revocation.reloadIntervalMs (instances that share no store)', () => {
+  const INTERVAL_MS = 5000
+  /** The application's records, as `load` returns them: changed by the test between reloads. */
+  function recordsOf(records: object[]) {
+    let calls = 0
+    return {
+      load: async () => {
+        calls += 1
+        return [...records]
+      },
+      calls: () => calls,
+    }
+  }
+  /** Moves the clock the gate reads (Date) on by `ms`. */
+  const pass = (ms: number) => vi.setSystemTime(Date.now() + ms)
+
+  it("enforces a revocation recorded in the application's store on the first request after the interval", async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const records: object[] = []
+    const { load, calls } = recordsOf(records)
+    const events: GateEvent[] = []
+    const gate = gateWith({ revocation: { load, reloadIntervalMs: INTERVAL_MS } }, events)
+    await gate.ready()
+    const token = await earlier({ sub: 'mallory' })
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    // Another instance revoked her and recorded it (D1, KV, a database…).
+    records.push({ issuer: acme(), sub: 'mallory', notBefore: Math.floor(Date.now() / 1000) })
+    pass(INTERVAL_MS - 1)
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    expect(calls()).toBe(1)
+    pass(1)
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+    expect(calls()).toBe(2)
+    expect(events).toContainEqual({
+      type: 'revocation_loaded',
+      trigger: 'reload',
+      entries: 1,
+      skipped: 0,
+    })
+  })
+
+  it('reloads once per interval however many requests come', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const { load, calls } = recordsOf([])
+    const gate = gateWith({ revocation: { load, reloadIntervalMs: INTERVAL_MS } })
+    await gate.ready()
+    const token = await earlier()
+    pass(INTERVAL_MS)
+    await Promise.all(Array.from({ length: 5 }, () => outcome(gate.check(bearer(token)))))
+    expect(calls()).toBe(2)
+    pass(INTERVAL_MS - 1)
+    await outcome(gate.check(bearer(token)))
+    expect(calls()).toBe(2)
+    pass(1)
+    await outcome(gate.check(bearer(token)))
+    expect(calls()).toBe(3)
+  })
+
+  it('keeps the entries it holds when a reload fails, and reports the failure', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const events: GateEvent[] = []
+    let failing = false
+    const gate = gateWith(
+      {
+        revocation: {
+          reloadIntervalMs: INTERVAL_MS,
+          load: async () => {
+            if (failing) throw new Error('records unavailable')
+            return [{ issuer: acme(), jti: 'stolen' }]
+          },
+        },
+      },
+      events,
+    )
+    await gate.ready()
+    failing = true
+    pass(INTERVAL_MS)
+    expect(await outcome(gate.check(bearer(await earlier({ jti: 'stolen' }))))).toBe(REVOKED)
+    expect(events).toContainEqual({
+      type: 'revocation_load_failed',
+      trigger: 'reload',
+      error: expect.any(Error),
+    })
+  })
+
+  it('adds back an entry removed with gate.unrevoke() while the records still hold it', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const gate = gateWith({
+      revocation: {
+        reloadIntervalMs: INTERVAL_MS,
+        load: async () => [{ issuer: acme(), jti: 'recorded' }],
+      },
+    })
+    await gate.ready()
+    const token = await earlier({ jti: 'recorded' })
+    await gate.unrevoke({ issuer: acme(), jti: 'recorded' })
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    pass(INTERVAL_MS)
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+  })
+
+  it('waits for a slow reload at most storeTimeoutMs, and starts no second one meanwhile', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    let calls = 0
+    let finish: (targets: object[]) => void = () => {}
+    const gate = gateWith({
+      revocation: {
+        reloadIntervalMs: INTERVAL_MS,
+        storeTimeoutMs: 20,
+        load: () => {
+          calls += 1
+          return calls === 1 ? [] : new Promise<object[]>((resolve) => (finish = resolve))
+        },
+      },
+    })
+    await gate.ready()
+    const token = await earlier({ jti: 'late' })
+    pass(INTERVAL_MS)
+    // Decided with what is held once storeTimeoutMs has passed (real time: only Date is fake).
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    expect(await outcome(gate.check(bearer(token)))).toBe('admitted')
+    expect(calls).toBe(2)
+    finish([{ issuer: acme(), jti: 'late' }])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(await outcome(gate.check(bearer(token)))).toBe(REVOKED)
+  })
+
+  it('leaves no timer once gate.close() returned, and loads nothing after', async () => {
+    vi.useFakeTimers({
+      toFake: ['Date', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'],
+    })
+    const records = recordsOf([])
+    const gate = createGate({
+      ...base,
+      revocation: { load: records.load, reloadIntervalMs: INTERVAL_MS },
+    })
+    await gate.ready()
+    await gate.close()
+    expect(vi.getTimerCount()).toBe(0)
+    pass(10 * INTERVAL_MS)
+    await gate.check(bearer(await earlier())).catch(() => {})
+    expect(records.calls()).toBe(1)
+  })
+
+  it('calls load once, at start, without reloadIntervalMs', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    const records = recordsOf([])
+    const gate = gateWith({ revocation: { load: records.load } })
+    await gate.ready()
+    pass(3_600_000)
+    await outcome(gate.check(bearer(await earlier())))
+    expect(records.calls()).toBe(1)
+  })
+})
+
+describe('a failed start load with the memory store', () => {
+  it('is retried by gate.ready() too, once a second has passed, without a timer', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    let calls = 0
+    const gate = gateWith(
+      {
+        revocation: {
+          storeTimeoutMs: 20,
+          load: async () => {
+            calls += 1
+            if (calls === 1) throw new Error('records unavailable')
+            return []
+          },
+        },
+      },
+      [],
+    )
+    expect(await gate.ready()).toMatchObject({ ready: false, revocation: 'not_held' })
+    expect(calls).toBe(1)
+    vi.setSystemTime(Date.now() + 1000)
+    expect(await gate.ready()).toMatchObject({ revocation: 'held' })
+    expect(calls).toBe(2)
+  })
+})
+
 describe('ERR_REVOCATION_UNAVAILABLE', () => {
   it('is a 503 with Retry-After, rendered without detail and recognized by shape', () => {
     const error = new ServiceUnavailableError({

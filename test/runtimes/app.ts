@@ -6,7 +6,14 @@
  *
  * @module
  */
-import { type Admission, type GateOptions, keycloak, tollgate } from '../../adapters/fetch/index.js'
+import {
+  type Admission,
+  type GateOptions,
+  keycloak,
+  type RevokeOptions,
+  tollgate,
+} from '../../adapters/fetch/index.js'
+import { httpSharedStore } from '../limits/samples/http-shared-store.js'
 
 /** One gate as JSON: a Keycloak-style issuer (the test issuer's URL) and the plain options. */
 export interface RuntimeGateConfig {
@@ -15,6 +22,17 @@ export interface RuntimeGateConfig {
   readonly audience: string
   /** Further gate options that JSON can carry (tenant, rateLimit, realm, …). */
   readonly options?: Omit<GateOptions, 'issuers' | 'audience'>
+  /**
+   * The counter service of docs/stores.md: `options.rateLimit` then counts in it and
+   * `options.dpop` remembers proofs in it, through the guide's HTTP `SharedStore`
+   * (`rateLimit.store` and `dpop.replay.store`: `{ shared }`).
+   */
+  readonly sharedStore?: { readonly url: string; readonly secret: string }
+  /**
+   * The application's revocation records, as JSON `gate.revoke()` targets at this URL:
+   * `options.revocation.load` then fetches them (with `reloadIntervalMs`, again and again).
+   */
+  readonly revocationRecords?: string
 }
 
 /** Gates by name: a request to `/<name>/<path>` is answered by gate `<name>` as `/<path>`. */
@@ -55,8 +73,27 @@ type Handler = (request: Request) => Promise<Response>
 
 /** One gate's routes, as the contract suite's `fetch` app has them. */
 function gateApp(config: RuntimeGateConfig): Handler {
+  const { sharedStore, options = {} } = config
+  const shared =
+    sharedStore === undefined ? undefined : httpSharedStore(sharedStore.url, sharedStore.secret)
+  const { rateLimit, dpop, revocation } = options
+  const records = config.revocationRecords
   const auth = tollgate({
-    ...config.options,
+    ...options,
+    ...(records === undefined || revocation === undefined
+      ? {}
+      : {
+          revocation: {
+            ...revocation,
+            load: async () => (await (await fetch(records)).json()) as RevokeOptions[],
+          },
+        }),
+    ...(shared === undefined || rateLimit === undefined
+      ? {}
+      : { rateLimit: { ...rateLimit, store: { shared } } }),
+    ...(shared === undefined || dpop === undefined
+      ? {}
+      : { dpop: { ...dpop, replay: { ...dpop.replay, store: { shared } } } }),
     issuers: keycloak({ authUrl: config.authUrl, realms: [...config.realms] }),
     audience: config.audience,
   })

@@ -1,0 +1,71 @@
+/**
+ * A gate's readiness: `gate.ready()` (keys warmed, revocation list held) and `gate.refresh()`
+ * (keys fetched now), both reported as a {@link ReadyReport}.
+ *
+ * @module
+ */
+import type { Revocation } from '../revocation/revocation.js'
+import type { IssuerKeys, IssuerKeysStatus } from '../token/jwks.js'
+
+/**
+ * What `gate.ready()` and `gate.refresh()` report: `ready` when every issuer has usable keys and,
+ * with `revocation` on, `gate.ready()` found the revocation list held.
+ */
+export interface ReadyReport {
+  readonly ready: boolean
+  readonly issuers: readonly IssuerKeysStatus[]
+  /**
+   * With `revocation` on, from `gate.ready()`: `'held'` once this instance holds the revocation
+   * list (first Redis synchronization, `load` done), `'not_held'` if it still did not after
+   * waiting up to `revocation.storeTimeoutMs`.
+   */
+  readonly revocation?: 'held' | 'not_held'
+}
+
+/** A gate's `ready()` and `refresh()` (see {@link Gate}). */
+export interface Readiness {
+  ready(): Promise<ReadyReport>
+  refresh(issuer?: string): Promise<ReadyReport>
+}
+
+/** Builds a gate's readiness over its issuers' key sets and its revocation step (when on). */
+export function createReadiness(
+  issuers: ReadonlyMap<string, { readonly keys: IssuerKeys }>,
+  revoked: Revocation | undefined,
+): Readiness {
+  const allKeys = [...issuers.values()].map((entry) => entry.keys)
+
+  async function report(selected: readonly IssuerKeys[], now: boolean): Promise<ReadyReport> {
+    const statuses = await Promise.all(
+      selected.map((keys) => (now ? keys.refreshNow() : keys.warm())),
+    )
+    return {
+      ready: statuses.every((status) => status.state !== 'unavailable'),
+      issuers: statuses,
+    }
+  }
+
+  async function ready(): Promise<ReadyReport> {
+    const [keys] = await Promise.all([report(allKeys, false), revoked?.whenHeld()])
+    if (revoked === undefined) return keys
+    const held = revoked.held
+    return {
+      ready: keys.ready && held,
+      issuers: keys.issuers,
+      revocation: held ? 'held' : 'not_held',
+    }
+  }
+
+  function refresh(issuer?: string): Promise<ReadyReport> {
+    if (issuer === undefined) return report(allKeys, true)
+    const entry = typeof issuer === 'string' ? issuers.get(issuer) : undefined
+    if (entry === undefined) {
+      throw new TypeError(
+        'gate.refresh(issuer): "issuer" must be one of the configured issuers (the exact iss)',
+      )
+    }
+    return report([entry.keys], true)
+  }
+
+  return { ready, refresh }
+}
