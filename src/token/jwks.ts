@@ -100,6 +100,7 @@ const WHAT_FAILED: Readonly<Record<JWKSFailureReason, string>> = {
 }
 
 const NO_KEYS: readonly PreparedKey[] = Object.freeze([])
+const NOTHING = (): void => undefined
 /** Tokens without `kid` may be tried against this many keys at most. */
 const MAX_KEYLESS_CANDIDATES = 4
 const MAX_REQUESTED_KIDS = 64
@@ -172,18 +173,30 @@ export class IssuerKeys {
    * Keys that may verify a token with this `kid` and `alg`; empty when none match even after the
    * refetch the cooldown allows.
    *
+   * @param beforeFetch Called before the key set is fetched or a fetch awaited for this lookup,
+   * and not when the answer is known without one; what it throws rejects the lookup (the
+   * verifier refuses another issuer's token there, which must never make the gate fetch).
+   *
    * @throws ServiceUnavailableError `ERR_JWKS_UNAVAILABLE` when no usable keys can be had.
    */
-  async resolve(kid: string | undefined, alg: JWSAlgorithm): Promise<readonly PreparedKey[]> {
+  async resolve(
+    kid: string | undefined,
+    alg: JWSAlgorithm,
+    beforeFetch: () => void = NOTHING,
+  ): Promise<readonly PreparedKey[]> {
     const now = Date.now()
     const age = now - this.fetchedAt
     const { maxAgeMs } = this.options
     if (age < maxAgeMs) {
-      if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
+      if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) {
+        beforeFetch()
+        void this.refresh()
+      }
       const found = this.match(kid, alg)
       if (found.length > 0) return found
-      return this.refetchForUnknownKid(kid, alg, now)
+      return this.refetchForUnknownKid(kid, alg, now, beforeFetch)
     }
+    beforeFetch()
     if (this.pending !== undefined || this.mayAttempt(now)) await this.refresh()
     if (Date.now() - this.fetchedAt < maxAgeMs + this.options.staleIfErrorMs) {
       return this.match(kid, alg)
@@ -252,9 +265,24 @@ export class IssuerKeys {
     kid: string | undefined,
     alg: JWSAlgorithm,
     now: number,
+    beforeFetch: () => void,
   ): Promise<readonly PreparedKey[]> {
     const { cooldownMs, minCooldownMs } = this.options
-    if (now - this.unknownKidSeenAt >= cooldownMs) this.unknownKidIntervalMs = minCooldownMs
+    const quiet = now - this.unknownKidSeenAt >= cooldownMs
+    if (
+      !quiet &&
+      this.unknownKidFetch === undefined &&
+      this.pending === undefined &&
+      this.lastAttemptAt + this.unknownKidIntervalMs - now > minCooldownMs
+    ) {
+      // Backed off, and no fetch to wait for: refused before `beforeFetch` (issue 24: a flood
+      // of unknown kids is refused without reading each token's payload). Whoever the token
+      // claims as issuer, the unknown kid counts as seen: telling would mean that read.
+      this.unknownKidSeenAt = now
+      return NO_KEYS
+    }
+    beforeFetch()
+    if (quiet) this.unknownKidIntervalMs = minCooldownMs
     this.unknownKidSeenAt = now
     let fetch = this.unknownKidFetch
     if (fetch === undefined) {

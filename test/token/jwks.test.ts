@@ -136,6 +136,30 @@ describe('IssuerKeys', () => {
       expect(fetchedAt).toHaveLength(2)
     })
 
+    it('asks beforeFetch before a refetch it makes or waits for, not for a kid refused while backed off', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      const asked: string[] = []
+      await settle(keys.resolve('random-a', 'RS256', () => asked.push('a')))
+      // The interval is now 1000 ms from the refetch at 1_000_500: refused at once, nothing asked.
+      expect(await keys.resolve('random-b', 'RS256', () => asked.push('b'))).toEqual([])
+      expect(asked).toEqual(['a'])
+      expect(fetchedAt).toHaveLength(2)
+    })
+
+    it('makes no fetch when beforeFetch throws, and rejects with what it threw', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      const refused = new Error('another issuer')
+      const lookup = keys.resolve('random', 'RS256', () => {
+        throw refused
+      })
+      await expect(settle(lookup)).rejects.toBe(refused)
+      expect(fetchedAt).toHaveLength(1)
+    })
+
     it('resets the back-off once a refetch finds the kid it was made for', async () => {
       vi.useFakeTimers({ now: 1_000_000 })
       const { keys, fetchedAt } = inMemoryKeys()
