@@ -228,7 +228,6 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
 try {
   for (const framework of frameworks) {
     for (const kind of kinds) {
-      if (kind === 'floor' && !['koa', 'express'].includes(framework)) continue
       if (kind === 'tollgate') for (const dist of dists) await measure(framework, kind, dist)
       else await measure(framework, kind, undefined)
     }
