@@ -30,7 +30,7 @@ export const BARE_FLOOR = process.env.BENCH_FLOOR === 'bare'
 export const FLOOR_REFUSAL = {
   headers: {
     'WWW-Authenticate':
-      'Bearer realm="bench", error="invalid_token", error_description="invalid token"',
+      'Bearer realm="api", error="invalid_token", error_description="invalid token"',
     'Content-Type': 'application/json; charset=utf-8',
     'Cache-Control': 'no-store',
   } as Readonly<Record<string, string>>,
