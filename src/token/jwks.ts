@@ -206,8 +206,10 @@ export class IssuerKeys {
 
   /**
    * `resolve()` without waiting, when it would not have to: the matching keys while the key set
-   * is fresh and has some, else `undefined` (then `resolve()` decides: refetch, stale keys, 503).
-   * A cache miss with known keys is then verified without a promise (issue 14).
+   * is fresh and has some; none for an unknown kid while refetches back off (no fetch is made or
+   * awaited for it); else `undefined` (then `resolve()` decides: refetch, stale keys, 503). A
+   * cache miss with known keys (issue 14), and an unknown kid in a flood (issue 24), are then
+   * decided without a promise.
    */
   resolveNow(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] | undefined {
     const now = Date.now()
@@ -215,7 +217,11 @@ export class IssuerKeys {
     const { maxAgeMs } = this.options
     if (age >= maxAgeMs) return undefined
     const found = this.match(kid, alg)
-    if (found.length === 0) return undefined
+    if (found.length === 0) {
+      // An unknown kid while refetches back off is refused as `resolve()` would, without its
+      // promises (issue 24: a flood of them); short of the background refresh, which it decides.
+      return age < maxAgeMs * 0.8 && this.refusedBackedOff(now) ? NO_KEYS : undefined
+    }
     if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
     return found
   }
@@ -268,21 +274,9 @@ export class IssuerKeys {
     beforeFetch: () => void,
   ): Promise<readonly PreparedKey[]> {
     const { cooldownMs, minCooldownMs } = this.options
-    const quiet = now - this.unknownKidSeenAt >= cooldownMs
-    if (
-      !quiet &&
-      this.unknownKidFetch === undefined &&
-      this.pending === undefined &&
-      this.lastAttemptAt + this.unknownKidIntervalMs - now > minCooldownMs
-    ) {
-      // Backed off, and no fetch to wait for: refused before `beforeFetch` (issue 24: a flood
-      // of unknown kids is refused without reading each token's payload). Whoever the token
-      // claims as issuer, the unknown kid counts as seen: telling would mean that read.
-      this.unknownKidSeenAt = now
-      return NO_KEYS
-    }
+    if (this.refusedBackedOff(now)) return NO_KEYS
     beforeFetch()
-    if (quiet) this.unknownKidIntervalMs = minCooldownMs
+    if (now - this.unknownKidSeenAt >= cooldownMs) this.unknownKidIntervalMs = minCooldownMs
     this.unknownKidSeenAt = now
     let fetch = this.unknownKidFetch
     if (fetch === undefined) {
@@ -299,6 +293,26 @@ export class IssuerKeys {
     if (this.requestedKids.size < MAX_REQUESTED_KIDS) this.requestedKids.add(kid)
     await fetch
     return this.match(kid, alg)
+  }
+
+  /**
+   * Whether an unknown kid is refused at once: refetches back off (the next is more than
+   * `minCooldownMs` away, and no quiet cooldown reset the interval) and no fetch is under way or
+   * waiting for its slot. Then the kid counts as seen, whoever the token claims as issuer:
+   * telling would mean reading its payload, which the refusal does not need (issue 24).
+   */
+  private refusedBackedOff(now: number): boolean {
+    const { cooldownMs, minCooldownMs } = this.options
+    if (
+      now - this.unknownKidSeenAt >= cooldownMs ||
+      this.unknownKidFetch !== undefined ||
+      this.pending !== undefined ||
+      this.lastAttemptAt + this.unknownKidIntervalMs - now <= minCooldownMs
+    ) {
+      return false
+    }
+    this.unknownKidSeenAt = now
+    return true
   }
 
   private async fetchForUnknownKids(waitMs: number): Promise<void> {
