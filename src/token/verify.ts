@@ -257,7 +257,7 @@ export function createVerifier(context: VerifierContext): Verifier {
    * `detail`), is no JSON object (`malformed`) or names this one (`unknown_kid`) is settled from it
    * the first time someone reads `reason` or `detail` (an event listener, a log line), so every
    * reader sees what it saw before, and a flood of unknown kids is refused without parsing each
-   * payload (issue 24: a third of such a refusal's cost).
+   * payload (issue 24: a quarter of such a refusal's instructions, in process).
    */
   function unknownKid(prepared: ReturnType<typeof prepare>): InvalidTokenError {
     const refusal = invalid('unknown_kid')
