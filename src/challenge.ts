@@ -78,17 +78,33 @@ export function createChallenger(settings: ChallengeSettings): Challenger {
   }
 
   // Built once per kind of refusal, not per refused request (issue 14: a forged-token flood).
-  const built = new Map<string, string | undefined>()
+  // Found by challenge code, then by a key that is the message itself whenever the scheme cannot
+  // change the challenge (no DPoP, or DPoP required) and no scope is named: no key string is
+  // built per refusal (issue 24).
+  const built = new Map<Challenge, Map<string, string | undefined>>()
+  let remembered = 0
+  const schemeMatters = dpop?.mode === 'allowed'
   return (error, scheme) => {
     const scope = error instanceof InsufficientScopeError ? error.requiredScope : undefined
-    const kind = `${error.challenge}\n${scheme}\n${error.message}\n${scope}`
-    let value = built.get(kind)
-    if (value === undefined && !built.has(kind)) {
+    const key =
+      scope === undefined && !schemeMatters
+        ? error.message
+        : `${scheme}\n${error.message}\n${scope}`
+    let byKey = built.get(error.challenge)
+    let value = byKey?.get(key)
+    if (value === undefined && byKey?.has(key) !== true) {
       value =
         resourceMetadataUrl === undefined && dpop === undefined
           ? withChallenge(error, realm).headers['WWW-Authenticate']
           : render(error, scheme)
-      if (built.size < REMEMBERED_CHALLENGES) built.set(kind, value)
+      if (remembered < REMEMBERED_CHALLENGES) {
+        if (byKey === undefined) {
+          byKey = new Map()
+          built.set(error.challenge, byKey)
+        }
+        byKey.set(key, value)
+        remembered++
+      }
     }
     if (value !== undefined) error.headers['WWW-Authenticate'] = value
     return error

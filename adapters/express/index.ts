@@ -41,8 +41,12 @@ function requestOf(req: Request): RequestLike {
   return { headers, rawHeaders, method, url, body, secure }
 }
 
+// Node's own calls, not `res.status().set()`: Express's helpers re-validate the status and look
+// up a charset for Content-Type on every refusal, and these answers carry theirs already.
 function send(res: Response, { status, headers, body }: ErrorResponse): void {
-  res.status(status).set(headers).end(body)
+  res.statusCode = status
+  for (const name in headers) res.setHeader(name, headers[name] as string)
+  res.end(body)
 }
 
 /**

@@ -41,9 +41,19 @@ function requestOf(ctx: Context): RequestLike {
 
 const RESOLVED = Promise.resolve()
 
+/**
+ * `ctx.set(headers)` without Koa's per-field indirection (a delegate, `arguments`, a recursive call
+ * per field): the same `setHeader` calls, skipped once the response has gone, as Koa skips them.
+ */
+function setHeaders(ctx: Context, headers: Readonly<Record<string, string>>): void {
+  const res = ctx.res
+  if (res.headersSent) return
+  for (const name in headers) res.setHeader(name, headers[name] as string)
+}
+
 function send(ctx: Context, { status, headers, body }: ErrorResponse): void {
   ctx.status = status
-  ctx.set(headers)
+  setHeaders(ctx, headers)
   ctx.body = body
 }
 
@@ -78,7 +88,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   }
   const admit = (ctx: Context, result: CheckResult, next: () => Promise<unknown>) => {
     if (result.auth !== undefined) ctx.state.auth = result.auth
-    ctx.set(result.headers)
+    setHeaders(ctx, result.headers)
     return next()
   }
 

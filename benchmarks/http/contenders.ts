@@ -83,6 +83,12 @@ export const contenders: readonly HttpContender[] = [
     modes: ALL,
   },
   {
+    name: `fastify + ${FLOOR}`,
+    framework: 'fastify',
+    file: './servers/fastify-floor.ts',
+    modes: JUDGED,
+  },
+  {
     name: 'fastify + @fastify/jwt + get-jwks',
     framework: 'fastify',
     file: './servers/fastify-jwt.ts',
@@ -102,5 +108,6 @@ export const contenders: readonly HttpContender[] = [
     tollgate: 'memory',
     modes: ALL,
   },
+  { name: `hono + ${FLOOR}`, framework: 'hono', file: './servers/hono-floor.ts', modes: JUDGED },
   { name: 'hono + jwk (hono/jwk)', framework: 'hono', file: './servers/hono-jwk.ts', modes: ALL },
 ]

@@ -14,11 +14,13 @@ export interface ServerConfig {
   limiter: 'off' | 'memory' | 'redis'
 }
 
-export type ToServer = { id: number; type: 'cpu' }
+/** `gc`: a full collection now (servers started with `--expose-gc`), answered when done. */
+export type ToServer = { id: number; type: 'cpu' } | { id: number; type: 'gc' }
 export type FromServer =
   | { type: 'ready'; port: number }
   | { type: 'fatal'; message: string }
   | { id: number; type: 'cpu'; user: number; system: number; rss: number }
+  | { id: number; type: 'gc' }
 
 export interface LoadJob {
   id: number

@@ -25,10 +25,19 @@ export async function startChild<In extends object, Out extends { type: string }
   env?: Record<string, string>
   /** Extra Node flags (`--cpu-prof`, `--trace-gc`…), for profiling runs. */
   nodeArgs?: readonly string[]
+  /** A command the process runs under (`valgrind --tool=callgrind …`), for instruction counts. */
+  wrapper?: readonly string[]
   readyTimeoutMs?: number
 }): Promise<{ child: Child<In, Out>; ready: Out }> {
   const script = fileURLToPath(new URL(options.file, import.meta.url))
-  const node = [process.execPath, ...(options.nodeArgs ?? []), '--import', tsx, script]
+  const node = [
+    ...(options.wrapper ?? []),
+    process.execPath,
+    ...(options.nodeArgs ?? []),
+    '--import',
+    tsx,
+    script,
+  ]
   const [command, ...args] =
     options.cpu === undefined ? node : ['taskset', '-c', String(options.cpu), ...node]
   const proc = spawn(command!, args, {

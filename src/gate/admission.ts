@@ -8,10 +8,10 @@
  */
 import { performance } from 'node:perf_hooks'
 
-import { isB64Token, readBearerCredentials, readCredentials } from '../bearer.js'
+import { readBearerCredentials, readCredentials } from '../bearer.js'
 import type { CredentialScheme } from '../challenge.js'
 import type { DpopStep } from '../dpop/dpop.js'
-import { InvalidRequestError, InvalidTokenError, TokenMissingError } from '../errors.js'
+import { TokenMissingError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { TenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant, TenantResolver } from '../limits/tenant.js'
@@ -56,19 +56,6 @@ export interface AdmissionPipeline {
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
 const PASS: CheckResult = Object.freeze({ auth: undefined, headers: NO_HEADERS })
-
-/**
- * A JWS is always a b64token, so the charset is checked only for refused tokens: credentials
- * that are not one token at all (spaces, quotes, commas) are a malformed request, not a bad token.
- * Only tokens refused before they could be split need it: canonical segments are b64tokens.
- */
-function unverified(error: unknown, token: string): unknown {
-  return error instanceof InvalidTokenError &&
-    (error.reason === 'malformed' || error.reason === 'too_large') &&
-    !isB64Token(token)
-    ? new InvalidRequestError({ reason: 'malformed_credentials' })
-    : error
-}
 
 /**
  * Builds a gate's admission pipeline. Every step and setting is taken once, here: the functions
@@ -203,7 +190,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       if (emit !== undefined) reportAccepted(request, auth, startedAt)
       return { auth, headers }
     } catch (error) {
-      return refuse(issuer === undefined ? unverified(error, token) : error, request, {
+      return refuse(error, request, {
         issuer,
         tenant: tenant?.id,
         plan: tenant?.plan,
@@ -254,7 +241,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     try {
       verdict = verifier.verifyNow(token)
     } catch (error) {
-      return refuse(unverified(error, token), request, {
+      return refuse(error, request, {
         ...BEFORE_VERIFICATION,
         startedAt,
         scheme,

@@ -100,6 +100,7 @@ const WHAT_FAILED: Readonly<Record<JWKSFailureReason, string>> = {
 }
 
 const NO_KEYS: readonly PreparedKey[] = Object.freeze([])
+const NOTHING = (): void => undefined
 /** Tokens without `kid` may be tried against this many keys at most. */
 const MAX_KEYLESS_CANDIDATES = 4
 const MAX_REQUESTED_KIDS = 64
@@ -172,18 +173,30 @@ export class IssuerKeys {
    * Keys that may verify a token with this `kid` and `alg`; empty when none match even after the
    * refetch the cooldown allows.
    *
+   * @param beforeFetch Called before the key set is fetched or a fetch awaited for this lookup,
+   * and not when the answer is known without one; what it throws rejects the lookup (the
+   * verifier refuses another issuer's token there, which must never make the gate fetch).
+   *
    * @throws ServiceUnavailableError `ERR_JWKS_UNAVAILABLE` when no usable keys can be had.
    */
-  async resolve(kid: string | undefined, alg: JWSAlgorithm): Promise<readonly PreparedKey[]> {
+  async resolve(
+    kid: string | undefined,
+    alg: JWSAlgorithm,
+    beforeFetch: () => void = NOTHING,
+  ): Promise<readonly PreparedKey[]> {
     const now = Date.now()
     const age = now - this.fetchedAt
     const { maxAgeMs } = this.options
     if (age < maxAgeMs) {
-      if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
+      if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) {
+        beforeFetch()
+        void this.refresh()
+      }
       const found = this.match(kid, alg)
       if (found.length > 0) return found
-      return this.refetchForUnknownKid(kid, alg, now)
+      return this.refetchForUnknownKid(kid, alg, now, beforeFetch)
     }
+    beforeFetch()
     if (this.pending !== undefined || this.mayAttempt(now)) await this.refresh()
     if (Date.now() - this.fetchedAt < maxAgeMs + this.options.staleIfErrorMs) {
       return this.match(kid, alg)
@@ -193,8 +206,10 @@ export class IssuerKeys {
 
   /**
    * `resolve()` without waiting, when it would not have to: the matching keys while the key set
-   * is fresh and has some, else `undefined` (then `resolve()` decides: refetch, stale keys, 503).
-   * A cache miss with known keys is then verified without a promise (issue 14).
+   * is fresh and has some; none for an unknown kid while refetches back off (no fetch is made or
+   * awaited for it); else `undefined` (then `resolve()` decides: refetch, stale keys, 503). A
+   * cache miss with known keys (issue 14), and an unknown kid in a flood (issue 24), are then
+   * decided without a promise.
    */
   resolveNow(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] | undefined {
     const now = Date.now()
@@ -202,7 +217,11 @@ export class IssuerKeys {
     const { maxAgeMs } = this.options
     if (age >= maxAgeMs) return undefined
     const found = this.match(kid, alg)
-    if (found.length === 0) return undefined
+    if (found.length === 0) {
+      // An unknown kid while refetches back off is refused as `resolve()` would, without its
+      // promises (issue 24: a flood of them); short of the background refresh, which it decides.
+      return age < maxAgeMs * 0.8 && this.refusedBackedOff(now) ? NO_KEYS : undefined
+    }
     if (age >= maxAgeMs * 0.8 && this.mayAttempt(now)) void this.refresh()
     return found
   }
@@ -252,8 +271,11 @@ export class IssuerKeys {
     kid: string | undefined,
     alg: JWSAlgorithm,
     now: number,
+    beforeFetch: () => void,
   ): Promise<readonly PreparedKey[]> {
     const { cooldownMs, minCooldownMs } = this.options
+    if (this.refusedBackedOff(now)) return NO_KEYS
+    beforeFetch()
     if (now - this.unknownKidSeenAt >= cooldownMs) this.unknownKidIntervalMs = minCooldownMs
     this.unknownKidSeenAt = now
     let fetch = this.unknownKidFetch
@@ -271,6 +293,26 @@ export class IssuerKeys {
     if (this.requestedKids.size < MAX_REQUESTED_KIDS) this.requestedKids.add(kid)
     await fetch
     return this.match(kid, alg)
+  }
+
+  /**
+   * Whether an unknown kid is refused at once: refetches back off (the next is more than
+   * `minCooldownMs` away, and no quiet cooldown reset the interval) and no fetch is under way or
+   * waiting for its slot. Then the kid counts as seen, whoever the token claims as issuer:
+   * telling would mean reading its payload, which the refusal does not need (issue 24).
+   */
+  private refusedBackedOff(now: number): boolean {
+    const { cooldownMs, minCooldownMs } = this.options
+    if (
+      now - this.unknownKidSeenAt >= cooldownMs ||
+      this.unknownKidFetch !== undefined ||
+      this.pending !== undefined ||
+      this.lastAttemptAt + this.unknownKidIntervalMs - now <= minCooldownMs
+    ) {
+      return false
+    }
+    this.unknownKidSeenAt = now
+    return true
   }
 
   private async fetchForUnknownKids(waitMs: number): Promise<void> {

@@ -8,7 +8,13 @@
  * @module
  */
 
-import { InvalidTokenError, type RefusalReason } from '../errors.js'
+import { isB64Token } from '../bearer.js'
+import {
+  InvalidRequestError,
+  InvalidTokenError,
+  type RefusalReason,
+  type TollgateError,
+} from '../errors.js'
 import type { Admission, CheckResult, TokenClaims, TokenHeader } from '../types.js'
 import { type JWSAlgorithm, signatureMatches } from './algorithms.js'
 import { VerdictCache } from './cache.js'
@@ -102,6 +108,48 @@ export function createVerdictCaches(
 // kid) is the sender's text, and must not reach operators' logs as if it were a fact.
 const invalid = (reason: RefusalReason) => new InvalidTokenError({ reason })
 
+/**
+ * A JWS is always a b64token, so the charset is checked only for tokens refused before they could
+ * be split (canonical segments are b64tokens): credentials that are not one token at all
+ * (spaces, quotes, commas) are a malformed request (400), not a bad token.
+ */
+function unsplit(token: string, reason: 'malformed' | 'too_large'): TollgateError {
+  return isB64Token(token)
+    ? invalid(reason)
+    : new InvalidRequestError({ reason: 'malformed_credentials' })
+}
+
+/**
+ * `error`, whose `reason` and `detail` are those `settle` returns, worked out the first time either
+ * is read. Both stay own enumerable properties (loggers copy them), writable like every error
+ * field once settled.
+ */
+function settledWhenRead(
+  error: InvalidTokenError,
+  settle: () => Pick<InvalidTokenError, 'reason' | 'detail'>,
+) {
+  const fix = () => {
+    const settled = settle()
+    const fields = { enumerable: true, writable: true, configurable: true }
+    Object.defineProperty(error, 'reason', { ...fields, value: settled.reason })
+    Object.defineProperty(error, 'detail', { ...fields, value: settled.detail })
+  }
+  const field = (name: 'reason' | 'detail'): PropertyDescriptor => ({
+    enumerable: true,
+    configurable: true,
+    get: () => {
+      fix()
+      return error[name]
+    },
+    set: (value: unknown) => {
+      fix()
+      ;(error as { [key in typeof name]: unknown })[name] = value
+    },
+  })
+  Object.defineProperties(error, { reason: field('reason'), detail: field('detail') })
+  return error
+}
+
 /** How much of an unverified `iss` operators see. */
 const MAX_SHOWN_ISS = 200
 // Controls (C0, C1), format characters (direction marks, zero-width), lone surrogates (a cut
@@ -170,10 +218,10 @@ export function createVerifier(context: VerifierContext): Verifier {
    * issuers the payload and its issuer (with one, {@link claimedIssuer} reads them later).
    */
   function prepare(token: string, now: number) {
-    if (token.length > maxTokenBytes) throw invalid('too_large')
+    if (token.length > maxTokenBytes) throw unsplit(token, 'too_large')
     if (forgeries?.get(token, now) !== undefined) throw invalid('signature')
     const split = splitCompactJWS(token)
-    if (split === undefined) throw invalid('malformed')
+    if (split === undefined) throw unsplit(token, 'malformed')
     const header = split.header
     const alg = header.alg
     // RFC 8725 §3.1: the allow-list decides, the token does not. `none` and HS* are never listed.
@@ -194,12 +242,34 @@ export function createVerifier(context: VerifierContext): Verifier {
   }
 
   /**
-   * The claimed issuer, read before the key set is refetched or a kid reported unknown: a token
-   * of another issuer is refused for what it is, and never makes the gate refetch its keys.
+   * The claimed issuer, read before the key set is fetched or a fetch awaited: a token of another
+   * issuer is refused for what it is, and never makes the gate fetch its keys.
    */
   function claimedIssuer(prepared: ReturnType<typeof prepare>) {
     prepared.claimed ??= readPayload(prepared.split)
     return prepared.claimed
+  }
+
+  /**
+   * A kid no key holds. When a fetch was considered, the payload was read first and named this
+   * issuer: `unknown_kid`. When the refetch was backed off, nothing the refusal needed was in the
+   * payload, and it was not read: whether it names another issuer (`unknown_issuer`, with its
+   * `detail`), is no JSON object (`malformed`) or names this one (`unknown_kid`) is settled from it
+   * the first time someone reads `reason` or `detail` (an event listener, a log line), so every
+   * reader sees what it saw before, and a flood of unknown kids is refused without parsing each
+   * payload (issue 24: a quarter of such a refusal's instructions, in process).
+   */
+  function unknownKid(prepared: ReturnType<typeof prepare>): InvalidTokenError {
+    const refusal = invalid('unknown_kid')
+    if (prepared.claimed !== undefined) return refusal
+    return settledWhenRead(refusal, () => {
+      try {
+        claimedIssuer(prepared)
+        return { reason: 'unknown_kid', detail: undefined }
+      } catch (error) {
+        return error as InvalidTokenError
+      }
+    })
   }
 
   /** The signature against the candidate keys, then the claims; caches the outcome. */
@@ -210,10 +280,7 @@ export function createVerifier(context: VerifierContext): Verifier {
     now: number,
   ): Verdict {
     const { split, alg } = prepared
-    if (candidates.length === 0) {
-      claimedIssuer(prepared)
-      throw invalid('unknown_kid')
-    }
+    if (candidates.length === 0) throw unknownKid(prepared)
     const key = findSigner(split, candidates, alg)
     if (key === undefined) {
       forgeries?.set(token, true, candidates, ALWAYS, now)
@@ -236,9 +303,8 @@ export function createVerifier(context: VerifierContext): Verifier {
     const keys = prepared.issuer.keys
     const candidates = keys.resolveNow(prepared.kid, prepared.alg)
     if (candidates !== undefined) return conclude(token, prepared, candidates, now)
-    claimedIssuer(prepared)
     return keys
-      .resolve(prepared.kid, prepared.alg)
+      .resolve(prepared.kid, prepared.alg, () => claimedIssuer(prepared))
       .then((resolved) => conclude(token, prepared, resolved, now))
   }
 

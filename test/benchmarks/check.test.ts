@@ -190,12 +190,12 @@ describe('the committed baseline', () => {
     const cpu = new Map<string, number>()
     for (const line of section
       .split('\n')
-      .filter((l) => /^\| [a-z-]+ +\| (express|koa) /.test(l))) {
+      .filter((l) => /^\| [a-z-]+ +\| (express|koa|fastify|hono) /.test(l))) {
       const [, mode, contender, , , , , , cpuUs] = cells(line)
       cpu.set(`${contender} ${mode}`, number(cpuUs))
     }
     for (const [key, cpuUs] of cpu) {
-      const match = /^(express|koa) \+ tollgate ([a-z-]+)$/.exec(key)
+      const match = /^(express|koa|fastify|hono) \+ tollgate ([a-z-]+)$/.exec(key)
       const floor = match && cpu.get(`${match[1]} + floor (inline node:crypto + Map) ${match[2]}`)
       if (match && floor) {
         ratios[`http.${match[1]}-tollgate.${match[2]}.vs-floor-cpu`] = floor / cpuUs

@@ -125,6 +125,69 @@ describe('gate.check', () => {
       expect(issuer.fetchCount('acme')).toBe(1)
     })
 
+    it('refuses an unknown kid while the refetch is backed off without parsing the payload', async () => {
+      // Only Date is faked: the refetch after the first unknown kid waits its real 500 ms slot.
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+      const gate = acmeOnly()
+      await gate.ready()
+      await gate
+        .check(bearer(await issuer.mint({}, { header: { kid: 'unknown-1' } })))
+        .catch(() => undefined)
+      expect(issuer.fetchCount('acme')).toBe(2)
+      // Backed off now (the next refetch is 1 s after the last): refused without a fetch, and
+      // no payload is parsed for it, whoever it claims as issuer.
+      const ours = await issuer.mint({}, { header: { kid: 'unknown-2' } })
+      const stranger = await issuer.mint({}, { realm: 'beta', header: { kid: 'unknown-3' } })
+      const parse = vi.spyOn(JSON, 'parse')
+      const refusals = [
+        (await gate.check(bearer(ours)).catch((error: unknown) => error)) as TollgateError,
+        (await gate.check(bearer(stranger)).catch((error: unknown) => error)) as TollgateError,
+      ]
+      const payloads = parse.mock.calls.filter(([text]) => String(text).includes('"iss"'))
+      parse.mockRestore()
+      expect(payloads).toHaveLength(0)
+      expect(issuer.fetchCount('acme')).toBe(2)
+      // Each reason is the one reading the payload gives, when it is read.
+      expect(refusals.map((error) => [error.code, error.status, error.reason])).toEqual([
+        ['ERR_TOKEN_INVALID', 401, 'unknown_kid'],
+        ['ERR_TOKEN_INVALID', 401, 'unknown_issuer'],
+      ])
+      expect(refusals[1]?.detail).toEqual({
+        unverifiedIss: issuer.issuer('beta'),
+        expected: [issuer.issuer('acme')],
+      })
+      expect(JSON.parse(JSON.stringify(refusals[1]))).toMatchObject({ reason: 'unknown_issuer' })
+    })
+
+    it('reports the reason of a backed-off unknown kid to event listeners as before', async () => {
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+      const rejected: unknown[] = []
+      const gate = createGate({
+        ...base,
+        issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+        onEvent: (event) => {
+          if (event.type === 'rejected') rejected.push([event.reason, event.detail])
+        },
+      })
+      await gate.ready()
+      for (const [realm, kid] of [
+        ['acme', 'unknown-1'],
+        ['acme', 'unknown-2'],
+        ['beta', 'unknown-3'],
+      ] as const) {
+        await gate.check(bearer(await issuer.mint({}, { realm, header: { kid } }))).catch(() => 0)
+      }
+      expect(issuer.fetchCount('acme')).toBe(2)
+      expect(rejected).toEqual([
+        ['unknown_kid', undefined],
+        ['unknown_kid', undefined],
+        [
+          'unknown_issuer',
+          { unverifiedIss: issuer.issuer('beta'), expected: [issuer.issuer('acme')] },
+        ],
+      ])
+    })
+
     it('refuses a token its keys signed that claims another issuer', async () => {
       const gate = acmeOnly()
       // Keys at hand, so `iss` is judged after the signature, not before a fetch.

@@ -136,6 +136,45 @@ describe('IssuerKeys', () => {
       expect(fetchedAt).toHaveLength(2)
     })
 
+    it('asks beforeFetch before a refetch it makes or waits for, not for a kid refused while backed off', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      const asked: string[] = []
+      await settle(keys.resolve('random-a', 'RS256', () => asked.push('a')))
+      // The interval is now 1000 ms from the refetch at 1_000_500: refused at once, nothing asked.
+      expect(await keys.resolve('random-b', 'RS256', () => asked.push('b'))).toEqual([])
+      expect(asked).toEqual(['a'])
+      expect(fetchedAt).toHaveLength(2)
+    })
+
+    it('answers an unknown kid at once with no keys while refetches back off, and leaves the rest to resolve()', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      // The first unknown kid may be refetched for: resolve() decides.
+      expect(keys.resolveNow('random-a', 'RS256')).toBeUndefined()
+      await settle(keys.resolve('random-a', 'RS256'))
+      // The next refetch is 1000 ms after the last: refused now, no fetch.
+      expect(keys.resolveNow('random-b', 'RS256')).toEqual([])
+      expect(fetchedAt).toHaveLength(2)
+      // Once a refetch is due within minCooldownMs, resolve() decides again.
+      vi.advanceTimersByTime(600)
+      expect(keys.resolveNow('random-c', 'RS256')).toBeUndefined()
+    })
+
+    it('makes no fetch when beforeFetch throws, and rejects with what it threw', async () => {
+      vi.useFakeTimers({ now: 1_000_000 })
+      const { keys, fetchedAt } = inMemoryKeys()
+      await settle(keys.resolve(kidOf('RS256'), 'RS256'))
+      const refused = new Error('another issuer')
+      const lookup = keys.resolve('random', 'RS256', () => {
+        throw refused
+      })
+      await expect(settle(lookup)).rejects.toBe(refused)
+      expect(fetchedAt).toHaveLength(1)
+    })
+
     it('resets the back-off once a refetch finds the kid it was made for', async () => {
       vi.useFakeTimers({ now: 1_000_000 })
       const { keys, fetchedAt } = inMemoryKeys()

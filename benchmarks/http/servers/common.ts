@@ -35,6 +35,10 @@ export async function serve(start: () => Promise<Server> | Server): Promise<void
       server.listen(0, '127.0.0.1', () => resolve())
     })
     process.on('message', (message: ToServer) => {
+      if (message.type === 'gc') {
+        ;(globalThis as { gc?: () => void }).gc?.()
+        return void send({ id: message.id, type: 'gc' })
+      }
       if (message.type !== 'cpu') return
       const { user, system } = process.cpuUsage()
       send({ id: message.id, type: 'cpu', user, system, rss: process.memoryUsage.rss() })

@@ -1,19 +1,25 @@
 /** Koa + the floor middleware (`floor.ts`): what any caching bearer middleware must cost on Koa. */
 import type { Middleware } from 'koa'
 import { config, serve } from './common.ts'
-import { floorVerifier } from './floor.ts'
+import { BARE_FLOOR, FLOOR_REFUSAL, floorVerifier } from './floor.ts'
 import { koaServer } from './koa-app.ts'
 
 await serve(async () => {
   const check = await floorVerifier(config())
   const floor: Middleware = (ctx, next) => {
-    const claims = check(ctx.headers.authorization)
-    if (claims === undefined) {
+    const admitted = check(ctx.headers.authorization)
+    if (admitted === undefined) {
       ctx.status = 401
-      ctx.body = { ok: false }
+      if (BARE_FLOOR) {
+        ctx.body = { ok: false }
+      } else {
+        ctx.set(FLOOR_REFUSAL.headers)
+        ctx.body = FLOOR_REFUSAL.body
+      }
       return
     }
-    ctx.state.user = claims
+    if (admitted.headers !== undefined) ctx.set(admitted.headers)
+    ctx.state.user = admitted.claims
     return next()
   }
   return koaServer(floor, (ctx) => (ctx.state.user as { sub?: string } | undefined)?.sub)

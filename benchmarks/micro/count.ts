@@ -1,0 +1,160 @@
+/**
+ * Instructions per call in process (issue 24, fifth pass), for quick A/B of builds on a busy
+ * machine: one build's Koa middleware (a fresh context per request, no socket) or the floor's,
+ * on one kind of token, counted by callgrind while `--calls` calls run after `--warmup` uncounted
+ * ones. Run it through valgrind; it switches the counting on and off itself:
+ *
+ *   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/c.%p \
+ *     node --import tsx micro/count.ts ../dist --case=unknown-kid
+ *
+ * Cases: `hit` (one cached token, memory limiter), `forged` (the pool's tokens with swapped
+ * signatures), `unknown-kid` (1,000 unknown kids, refetch backed off). `floor` as the build
+ * runs the floor middleware (http/servers/floor.ts) with the same response the Koa floor server
+ * sends. Prints `instructions/call` read from the dump.
+ */
+import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { IncomingMessage, ServerResponse } from 'node:http'
+import { Socket } from 'node:net'
+import { dirname, join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import Koa from 'koa'
+import { AUDIENCE, accessClaims } from '../fixtures.ts'
+import { FLOOR_REFUSAL, floorVerifier } from '../http/servers/floor.ts'
+import { startIssuer } from '../issuer.ts'
+import { type CoreModule, type GateOptions, gateOptions } from '../tollgate.ts'
+
+const dist = process.argv[2] ?? '../dist'
+const arg = (name: string, fallback: string) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
+const kind = arg('case', 'unknown-kid')
+const warmup = Number(arg('warmup', '20000'))
+const calls = Number(arg('calls', '2000'))
+const rounds = Number(arg('rounds', '3'))
+
+const issuer = await startIssuer()
+// Never-valid tokens are built, not signed (signing thousands under valgrind takes minutes): a
+// Keycloak-shaped header and payload of this issuer and 256 random bytes as the RS256 signature,
+// the shape of the HTTP suite's forgeries (known kid) and unknown kids.
+const valid = issuer.mint({ tenant: 't0' }, 'RS256')
+const knownKid = (
+  JSON.parse(Buffer.from(valid.split('.')[0]!, 'base64url').toString()) as {
+    kid: string
+  }
+).kid
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+const unsigned = (kid: string, i: number) =>
+  `${b64({ alg: 'RS256', typ: 'JWT', kid })}.${b64(accessClaims(issuer.issuer, { tenant: `t${i % 100}` }))}.${randomBytes(256).toString('base64url')}`
+let tokens: string[]
+if (kind === 'hit') tokens = [valid]
+else if (kind === 'forged') tokens = Array.from({ length: 2000 }, (_, i) => unsigned(knownKid, i))
+else if (kind === 'unknown-kid')
+  tokens = Array.from({ length: 1000 }, (_, i) => unsigned(`unknown-${i}`, i))
+else throw new Error(`unknown case ${kind}`)
+const authorizations = tokens.map((token) => `Bearer ${token}`)
+
+const app = new Koa()
+function contextFor(authorization: string) {
+  const req = new IncomingMessage(new Socket())
+  req.method = 'GET'
+  req.url = '/hello'
+  req.headers = { authorization }
+  req.rawHeaders = ['authorization', authorization]
+  return app.createContext(req, new ServerResponse(req))
+}
+type Ctx = ReturnType<typeof contextFor>
+const next = () => Promise.resolve()
+
+let call: (ctx: Ctx) => unknown
+if (dist === 'floor') {
+  const check = await floorVerifier({
+    authUrl: issuer.url,
+    issuer: issuer.issuer,
+    jwksUri: issuer.jwksUri,
+    audience: AUDIENCE,
+    cacheEntries: 1000,
+    limiter: 'memory',
+  })
+  call = (ctx) => {
+    const admitted = check(ctx.headers.authorization)
+    if (admitted === undefined) {
+      ctx.status = 401
+      ctx.set(FLOOR_REFUSAL.headers)
+      ctx.body = FLOOR_REFUSAL.body
+      return
+    }
+    if (admitted.headers !== undefined) ctx.set(admitted.headers)
+    ctx.state.user = admitted.claims
+    return next()
+  }
+} else {
+  const root = resolve(dist)
+  const core = (await import(pathToFileURL(join(root, 'src/index.js')).href)) as CoreModule
+  const { tollgate } = (await import(pathToFileURL(join(root, 'adapters/koa/index.js')).href)) as {
+    tollgate: (options: GateOptions) => (ctx: Ctx, next: () => Promise<void>) => unknown
+  }
+  // A short first refetch interval: the warm-up reaches the backed-off state (one refetch per
+  // cooldown) in a moment, as the HTTP runs do in their warm-up.
+  const middleware = tollgate({
+    ...gateOptions(core, { authUrl: issuer.url, cacheEntries: 1000, limiter: 'memory' }),
+    jwks: { cooldownMs: 30_000, minCooldownMs: 1 },
+  } as GateOptions)
+  await (middleware as unknown as { gate: { ready(): Promise<unknown> } }).gate.ready()
+  call = (ctx) => middleware(ctx, next)
+}
+
+const startedAt = Date.now()
+let n = 0
+const statuses: Record<number, number> = {}
+async function run(count: number) {
+  for (let i = 0; i < count; i++) {
+    const ctx = contextFor(authorizations[n++ % authorizations.length]!)
+    await call(ctx)
+    statuses[ctx.status] = (statuses[ctx.status] ?? 0) + 1
+  }
+}
+
+const out = process.argv.find((a) => a.startsWith('--callgrind-out='))?.slice(16)
+const control = (...command: string[]) =>
+  execFileSync('callgrind_control', [...command, String(process.pid)], { stdio: 'ignore' })
+await run(warmup)
+// Unknown kids: the refetch interval doubles from 1 ms up to the 30 s cooldown, so after ~60 s
+// of warm-up a counted round of a few seconds sees at most one refetch (and is then left out).
+const warmUntil = startedAt + (kind === 'unknown-kid' ? 70_000 : 0)
+while (Date.now() < warmUntil) await run(500)
+if (process.argv.includes('--no-count')) {
+  // For `node --cpu-prof`: the same calls, no valgrind.
+  await run(calls * rounds)
+  await issuer.close()
+  process.exit(0)
+}
+// Rounds, each its own dump: a JWKS refetch (one per cooldown in the unknown-kid case) lands in
+// some only, and the round with the fewest instructions is the figure.
+const dir = out === undefined ? process.cwd() : dirname(out)
+const perCall: string[] = []
+let best = Number.POSITIVE_INFINITY
+for (let r = 0; r < rounds; r++) {
+  const fetched = issuer.fetchCount()
+  control('-z')
+  control('-i', 'on')
+  await run(calls)
+  control('-d')
+  control('-i', 'off')
+  // The newest dump of this process: callgrind names them `<out-file>.<n>`.
+  const mine = readdirSync(dir)
+    .filter((f) => f.includes(`.${process.pid}.`) && /\.\d+$/.test(f))
+    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+  const text = readFileSync(join(dir, mine.at(-1)!), 'utf8')
+  const each = Number(/^totals:\s*(\d+)/m.exec(text)?.[1]) / calls
+  const refetches = issuer.fetchCount() - fetched
+  perCall.push(
+    `${Math.round(each).toLocaleString('en-US')}${refetches ? ` (${refetches} JWKS fetch)` : ''}`,
+  )
+  if (refetches === 0) best = Math.min(best, each)
+}
+console.log(
+  `${dist} ${kind}: ${Math.round(best).toLocaleString('en-US')} instructions/call [${perCall.join(', ')}], statuses ${JSON.stringify(statuses)}`,
+)
+await issuer.close()
+process.exit(0)
