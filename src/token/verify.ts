@@ -124,6 +124,9 @@ function unsplit(token: string, reason: 'malformed' | 'too_large'): TollgateErro
  * is read. Both stay own enumerable properties (loggers copy them), writable like every error
  * field once settled.
  */
+const INSPECT = Symbol.for('nodejs.util.inspect.custom')
+type Inspect = (value: unknown, options: object) => string
+
 function settledWhenRead(
   error: InvalidTokenError,
   settle: () => Pick<InvalidTokenError, 'reason' | 'detail'>,
@@ -146,7 +149,20 @@ function settledWhenRead(
       ;(error as { [key in typeof name]: unknown })[name] = value
     },
   })
-  Object.defineProperties(error, { reason: field('reason'), detail: field('detail') })
+  Object.defineProperties(error, {
+    reason: field('reason'),
+    detail: field('detail'),
+    // `console.log(error)` and `util.inspect` show the settled fields, not `[Getter/Setter]`. By
+    // its registered name, so that no runtime needs node:util for it.
+    [INSPECT]: {
+      configurable: true,
+      value(this: InvalidTokenError, _depth: number, options: object, inspect: Inspect) {
+        fix()
+        delete (this as { [INSPECT]?: unknown })[INSPECT]
+        return inspect(this, options)
+      },
+    },
+  })
   return error
 }
 

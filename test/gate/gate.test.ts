@@ -1,3 +1,4 @@
+import { inspect } from 'node:util'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { TollgateError } from '../../src/errors.js'
@@ -186,6 +187,30 @@ describe('gate.check', () => {
           { unverifiedIss: issuer.issuer('beta'), expected: [issuer.issuer('acme')] },
         ],
       ])
+    })
+
+    it('shows the settled reason of a backed-off unknown kid to console.log, never a getter', async () => {
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+      const gate = createGate({
+        ...base,
+        issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+      })
+      await gate.ready()
+      const refusals: unknown[] = []
+      for (const [realm, kid] of [
+        ['acme', 'unknown-1'],
+        ['beta', 'unknown-2'],
+      ] as const) {
+        refusals.push(
+          await gate
+            .check(bearer(await issuer.mint({}, { realm, header: { kid } })))
+            .catch((e) => e),
+        )
+      }
+      const shown = refusals.map((refusal) => inspect(refusal))
+      for (const text of shown) expect(text).not.toContain('Getter')
+      expect(shown[1]).toContain("reason: 'unknown_issuer'")
+      expect(JSON.parse(JSON.stringify(refusals[1]))).toMatchObject({ reason: 'unknown_issuer' })
     })
 
     it('refuses a token its keys signed that claims another issuer', async () => {
