@@ -298,8 +298,9 @@ export class IssuerKeys {
   /**
    * Whether an unknown kid is refused at once: refetches back off (the next is more than
    * `minCooldownMs` away, and no quiet cooldown reset the interval) and no fetch is under way or
-   * waiting for its slot. Then the kid counts as seen, whoever the token claims as issuer:
-   * telling would mean reading its payload, which the refusal does not need (issue 24).
+   * waiting for its slot. Then the kid counts as seen, whoever the token claims as issuer (the
+   * key set decides before the verifier reads the payload); a token can claim any issuer, so
+   * this gives a flood nothing it could not have by naming this one.
    */
   private refusedBackedOff(now: number): boolean {
     const { cooldownMs, minCooldownMs } = this.options

