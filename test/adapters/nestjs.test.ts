@@ -48,7 +48,7 @@ import {
   TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
 import { createDpopKey, createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
-import { APPS, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { APPS, describeAuth, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
 import { extractSamples } from '../helpers/doc-samples.js'
 import { startRedisServer } from '../helpers/redis.js'
 
@@ -66,20 +66,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await issuer.close()
 })
-
-/** What the routes answer, as test/helpers/apps.ts's routes do: never the token. */
-function describeAuth(auth: Admission | undefined) {
-  if (auth === undefined) return { authenticated: false }
-  return {
-    authenticated: true,
-    subject: auth.subject,
-    issuer: auth.issuer,
-    clientId: auth.clientId,
-    tenant: auth.tenant,
-    plan: auth.plan,
-    scopes: auth.scopes,
-  }
-}
 
 // The routes of test/helpers/apps.ts, so that the answers can be compared with tollgate/express.
 @Controller()

@@ -39,7 +39,7 @@ export type AppFactory = (options: GateOptions) => ProtectedServer
 export const TWO_SCOPES_PATH = '/two-scopes'
 
 /** What every protected route answers: enough of `auth` to assert on, never the token. */
-function describeAuth(auth: Admission | undefined) {
+export function describeAuth(auth: Admission | undefined) {
   if (auth === undefined) return { authenticated: false }
   return {
     authenticated: true,

@@ -39,6 +39,7 @@ import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission } from '../../src/types.js'
 import {
   type AppFactory,
+  describeAuth,
   LOGOUT_PATH,
   type ProtectedServer,
   PUSH_PATH,
@@ -46,20 +47,6 @@ import {
 } from './apps.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
-
-/** What every protected route answers, as in `apps.ts`. */
-function describeAuth(auth: Admission | undefined) {
-  if (auth === undefined) return { authenticated: false }
-  return {
-    authenticated: true,
-    subject: auth.subject,
-    issuer: auth.issuer,
-    clientId: auth.clientId,
-    tenant: auth.tenant,
-    plan: auth.plan,
-    scopes: auth.scopes,
-  }
-}
 
 @Controller()
 class ContractController {
