@@ -40,6 +40,8 @@ export const settings = {
   realisticRequests: num('BENCH_REALISTIC_REQUESTS', quick ? 400_000 : 1_000_000),
   /** Distinct unknown kids rotated in the `unknown-kid` mode. */
   unknownKids: num('BENCH_UNKNOWN_KIDS', 1000),
+  /** Distinct forgeries the forged-repeated mode rotates: fewer than any forged-token memo holds. */
+  repeatedForgeries: num('BENCH_REPEATED_FORGERIES', 100),
   /**
    * tollgate's verified-token cache in the HTTP servers, its default: smaller than the pool, so
    * the pool mode always misses (the repeated mode always hits), and large enough for the

@@ -67,9 +67,14 @@ function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
   for (const framework of Object.keys(FRAMEWORKS) as Framework[]) {
     const rows = suite.rows.filter((r) => r.framework === framework)
     if (rows.length === 0) continue
-    const ordered = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid'].flatMap((mode) =>
-      rows.filter((r) => r.mode === mode),
-    )
+    const ordered = [
+      'repeated',
+      'realistic',
+      'pool',
+      'forged',
+      'forged-repeated',
+      'unknown-kid',
+    ].flatMap((mode) => rows.filter((r) => r.mode === mode))
     out.push(
       `**HTTP, ${FRAMEWORKS[framework]}**\n\n${table(
         [

@@ -62,7 +62,13 @@ export interface HttpRow {
   jwksFetches?: { warmup: number; measured: number; spanSeconds: number }
 }
 
-export type HttpMode = 'repeated' | 'realistic' | 'pool' | 'forged' | 'unknown-kid'
+export type HttpMode =
+  | 'repeated'
+  | 'realistic'
+  | 'pool'
+  | 'forged'
+  | 'forged-repeated'
+  | 'unknown-kid'
 
 export interface MemoryRow {
   stage: string

@@ -6,7 +6,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
@@ -83,6 +83,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     if (metadata !== undefined) return void send(res, metadata)
     // A decision that needed no I/O goes on to `next()` at once, as any synchronous middleware.
     const decided = decide(request)
+    if (decided instanceof Refused) return void refuse(decided.error, res, next)
     if (!(decided instanceof Promise)) return void admit(req, res, decided, next)
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
     decided.then(

@@ -14,7 +14,7 @@ import type {
 import fastifyPlugin from 'fastify-plugin'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
@@ -113,6 +113,7 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return send(reply, metadata)
     const decided = decide(view)
+    if (decided instanceof Refused) return refuse(decided.error, reply, done)
     if (!(decided instanceof Promise)) return admit(request, reply, decided, done)
     // Two-argument then: a throw in a later hook can never come back here as a refusal.
     decided.then(

@@ -6,7 +6,7 @@
  */
 import { renderError } from '../../src/errors.js'
 import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
-import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
@@ -141,7 +141,10 @@ export function tollgate(options: GateOptions): FetchTollgate {
     if (metadata !== undefined) return { response: responseOfFetch(metadata) }
     let admitted: Admitted
     try {
-      const { auth, headers } = await decide(view)
+      const decided = decide(view)
+      if (decided instanceof Refused) return { response: refusal(decided.error) }
+      // A decision that needed no I/O is not awaited: no microtask on a cached token.
+      const { auth, headers } = decided instanceof Promise ? await decided : decided
       admitted = { auth, headers }
     } catch (error) {
       return { response: refusal(error) }

@@ -7,7 +7,7 @@ import type { Context, Handler, MiddlewareHandler, Next } from 'hono'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
-import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
@@ -48,10 +48,13 @@ const FORM = 'application/x-www-form-urlencoded'
  * The request as the gate sees it. A form body is parsed (Hono keeps it for the route's own
  * `parseBody()`) so that a token sent in it as well as in the header is refused (RFC 6750 §2.2).
  */
-async function requestOf(c: Context): Promise<RequestLike> {
+function requestOf(c: Context): RequestLike | Promise<RequestLike> {
   const type = c.req.header('content-type')
-  const form = type?.split(';', 1)[0]?.trim().toLowerCase() === FORM
-  return requestOfFetch(c.req.raw, form ? await c.req.parseBody() : undefined)
+  if (type === undefined || type.split(';', 1)[0]?.trim().toLowerCase() !== FORM) {
+    // No body to wait for: no promise (issue 24, the hit path).
+    return requestOfFetch(c.req.raw)
+  }
+  return c.req.parseBody().then((body) => requestOfFetch(c.req.raw, body))
 }
 
 function send(c: Context, { status, headers, body }: ErrorResponse): Response {
@@ -86,14 +89,22 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   }
 
   const tollgateMiddleware: MiddlewareHandler = async function tollgateMiddleware(c, next) {
-    const request = await requestOf(c)
+    const pending = requestOf(c)
+    const request = pending instanceof Promise ? await pending : pending
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return send(c, metadata)
     let result: CheckResult
-    try {
-      result = await decide(request)
-    } catch (error) {
-      return refuse(error, c)
+    // A decision that needed no I/O is not awaited: no microtask on a cached token.
+    const decided = decide(request)
+    if (decided instanceof Refused) return refuse(decided.error, c)
+    if (decided instanceof Promise) {
+      try {
+        result = await decided
+      } catch (error) {
+        return refuse(error, c)
+      }
+    } else {
+      result = decided
     }
     // Outside the try: a throw further down the chain is never taken for a refusal.
     await admit(c, result, next)

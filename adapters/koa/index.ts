@@ -6,7 +6,7 @@
 import type { Context, Middleware } from 'koa'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
@@ -101,6 +101,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
       return RESOLVED
     }
     const decided = decide(request)
+    if (decided instanceof Refused) return refused(decided.error, ctx)
     if (!(decided instanceof Promise)) return admit(ctx, decided, next)
     // Two-argument then: a throw further down the chain is never taken for a refusal.
     return decided.then(

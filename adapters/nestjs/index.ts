@@ -29,7 +29,7 @@ import type { Request, Response } from 'express'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { type Gate, openGate } from '../../src/gate/gate.js'
+import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import {
   type Guard,
   requireAnyScope,
@@ -248,7 +248,9 @@ export class TollgateGuard implements CanActivate {
     let result = this.#decided.get(request)
     if (result === undefined) {
       try {
-        result = await this.#decide(view)
+        const decided = this.#decide(view)
+        if (decided instanceof Refused) throw decided.error
+        result = await decided
       } catch (error) {
         throw this.#refusal(error)
       }

@@ -43,6 +43,12 @@ const requests = Number(arg('requests', '2000'))
 const rounds = Number(arg('rounds', '2'))
 const connections = Number(arg('connections', String(settings.connections)))
 const limiter = (process.env.BENCH_LIMITER as 'memory' | 'off' | undefined) ?? 'memory'
+/**
+ * `--cache-sim`: callgrind also simulates the caches and the branch predictor, and the figure is
+ * its estimate of cycles, not instructions: what a request costs when the kernel's and the
+ * framework's work between two requests leaves the caches cold, which counts of instructions miss.
+ */
+const cacheSim = process.argv.includes('--cache-sim')
 /** Extra Node flags for the servers (`--node-args=--single-threaded`). */
 const nodeArgs = list('node-args', '')
 /**
@@ -72,6 +78,8 @@ function tokensOf(mode: HttpMode): { tokens: string[]; schedule?: number[] } {
   if (mode === 'repeated') return { tokens: [pool[0]!] }
   if (mode === 'pool') return { tokens: pool }
   if (mode === 'forged') return { tokens: forge(pool) }
+  if (mode === 'forged-repeated')
+    return { tokens: forge(pool).slice(0, settings.repeatedForgeries) }
   if (mode === 'unknown-kid') return { tokens: unknownKid(issuer, settings.unknownKids) }
   const { schedule, generations } = realisticSchedule(settings.realisticRequests)
   const tokens: string[] = []
@@ -159,9 +167,19 @@ function lastDump(prefix: string): number {
     .filter((f) => f.startsWith(`${prefix}.`) && /\.\d+\.\d+$/.test(f))
     .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
   const text = readFileSync(join(outDir, dumps.at(-1)!), 'utf8')
-  const totals = /^totals:\s*(\d+)/m.exec(text) ?? /^summary:\s*(\d+)/m.exec(text)
+  const totals = /^(?:totals|summary):\s*([\d ]+)$/m.exec(text)
   if (totals === null) throw new Error(`no totals in ${dumps.at(-1)}`)
-  return Number(totals[1])
+  const counts = totals[1]!.trim().split(/\s+/).map(Number)
+  if (!cacheSim) return counts[0]!
+  // Callgrind's own estimate of cycles from its simulated caches and branch predictor:
+  // Ir + 10 × (L1 misses + mispredicted branches) + 100 × last-level misses.
+  const events = (/^events:\s*(.+)$/m.exec(text)?.[1] ?? '').trim().split(/\s+/)
+  const at = (name: string) => counts[events.indexOf(name)] ?? 0
+  return (
+    at('Ir') +
+    10 * (at('I1mr') + at('D1mr') + at('D1mw') + at('Bcm') + at('Bim')) +
+    100 * (at('ILmr') + at('DLmr') + at('DLmw'))
+  )
 }
 
 interface Row {
@@ -194,6 +212,7 @@ async function measure(framework: string, kind: string, dist: string | undefined
       'valgrind',
       '--tool=callgrind',
       '--instr-atstart=no',
+      ...(cacheSim ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
       `--callgrind-out-file=${join(outDir, `${prefix}.%p`)}`,
       `--log-file=${join(outDir, `${prefix}.%p.log`)}`,
     ],
@@ -225,7 +244,7 @@ async function measure(framework: string, kind: string, dist: string | undefined
     }
     rows.push(row)
     console.log(
-      `${framework} ${mode} ${label}: ${fmt(best(row))} instr/req [${roundsOf(row)}] ${JSON.stringify(row.statuses)}`,
+      `${framework} ${mode} ${label}: ${fmt(best(row))} ${cacheSim ? 'est. cycles' : 'instr'}/req [${roundsOf(row)}] ${JSON.stringify(row.statuses)}`,
     )
   }
   await child.stop()
@@ -296,5 +315,7 @@ writeFileSync(
   JSON.stringify({ warmup, requests, rounds, connections, limiter, dists, rows }, null, 2),
 )
 console.log(`\n${file}`)
-rmSync(outDir, { recursive: true, force: true })
+// `--keep-dumps`: leave callgrind's files for callgrind_annotate.
+if (process.argv.includes('--keep-dumps')) console.log(`callgrind dumps kept in ${outDir}`)
+else rmSync(outDir, { recursive: true, force: true })
 process.exit(0)

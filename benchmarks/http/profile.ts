@@ -6,7 +6,8 @@
  *     results/profiles/, summarized by http/profile-summary.ts
  *   tsx http/profile.ts --framework=koa --modes=repeated --dists=results/dist-old,../dist --rounds=6
  *     the same server built from each dist, plus the bare framework, measured in interleaved
- *     (ABBA) rounds: server CPU µs per request and req/s per round, medians and spread
+ *     (ABBA) rounds: server CPU µs per request and req/s per round, medians and spread;
+ *     `--floor` adds the framework's floor server (servers/<framework>-floor.ts) beside them
  *
  * Same issuer, tokens, pinning and load generator as the suite.
  */
@@ -25,10 +26,11 @@ const arg = (name: string, fallback: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
 const flag = (name: string) => process.argv.includes(`--${name}`)
 
-const framework = arg('framework', 'koa') as 'koa' | 'express'
+const framework = arg('framework', 'koa') as 'koa' | 'express' | 'fastify' | 'hono'
 const modes = arg('modes', 'pool,repeated').split(',') as HttpMode[]
 const seconds = Number(arg('seconds', '5'))
 const rounds = Number(arg('rounds', '4'))
+const warmup = Number(arg('warmup', '1'))
 const dists = arg('dists', '../dist')
   .split(',')
   .map((d) => resolve(d))
@@ -47,6 +49,7 @@ for (const mode of modes) {
   if (mode === 'repeated') tokens = [pool[0]]
   else if (mode === 'pool') tokens = pool
   else if (mode === 'forged') tokens = forge(pool)
+  else if (mode === 'forged-repeated') tokens = forge(pool).slice(0, settings.repeatedForgeries)
   else if (mode === 'unknown-kid') tokens = unknownKid(issuer, settings.unknownKids)
   else if (mode === 'realistic') {
     const { schedule, generations, renewalRate } = realisticSchedule(settings.realisticRequests)
@@ -110,7 +113,9 @@ const { child: load } = await startChild<LoadJob, FromLoad>({
   file: './load.ts',
   cpu: pinned ? 1 : undefined,
 })
-const serverFile = `./servers/${framework}-${flag('bare') ? 'bare' : 'tollgate'}.ts`
+// Profiled: tollgate's server, or with --bare / --floor (profiling only) the bare framework's or the floor's.
+const serverKind = flag('bare') ? 'bare' : profiling && flag('floor') ? 'floor' : 'tollgate'
+const serverFile = `./servers/${framework}-${serverKind}.ts`
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 try {
@@ -118,7 +123,7 @@ try {
     const out = join(resultsDir, 'profiles')
     mkdirSync(out, { recursive: true })
     for (const mode of modes) {
-      const name = `${framework}${flag('bare') ? '-bare' : ''}-${mode}-${dists[0]!.split('/').pop()}`
+      const name = `${framework}${serverKind === 'tollgate' ? '' : `-${serverKind}`}-${mode}-${dists[0]!.split('/').pop()}`
       const nodeArgs = [
         '--cpu-prof',
         // One file per thread (tsx's loader runs in a worker): the main thread's ends in `.0.N`.
@@ -147,6 +152,11 @@ try {
         ...(await startServer(`./servers/${framework}-bare.ts`, undefined)),
       },
     ]
+    if (flag('floor'))
+      contenders.push({
+        label: `${framework} floor`,
+        ...(await startServer(`./servers/${framework}-floor.ts`, undefined)),
+      })
     for (const dist of dists)
       contenders.push({ label: dist, ...(await startServer(serverFile, dist)) })
     for (const mode of modes) {
@@ -154,7 +164,7 @@ try {
         contenders.map((c) => [c.label, { cpu: [] as number[], rps: [] as number[] }]),
       )
       for (const c of contenders)
-        await run(load, c.port, mode === 'repeated' ? 'repeated' : mode, 1)
+        await run(load, c.port, mode === 'repeated' ? 'repeated' : mode, warmup)
       for (let r = 0; r < rounds; r++) {
         for (const c of r % 2 === 0 ? contenders : [...contenders].reverse()) {
           const before = await cpu(c.server)

@@ -41,7 +41,14 @@ import { type Child, newId, startChild, stopAll } from './spawn.ts'
 type Server = Child<ToServer, FromServer>
 type Load = Child<LoadJob, FromLoad>
 
-const MODES: readonly HttpMode[] = ['repeated', 'realistic', 'pool', 'forged', 'unknown-kid']
+const MODES: readonly HttpMode[] = [
+  'repeated',
+  'realistic',
+  'pool',
+  'forged',
+  'forged-repeated',
+  'unknown-kid',
+]
 /** Server CPU ÷ wall time under which a round is taken as disturbed by another process. */
 const BUSY_ENOUGH = 0.9
 
@@ -111,6 +118,7 @@ function writeTokens(issuer: BenchIssuer): TokenFiles {
     realistic: realisticTokens(issuer),
     pool,
     forged,
+    'forged-repeated': forged.slice(0, settings.repeatedForgeries),
     'unknown-kid': unknownKid(issuer, settings.unknownKids),
   }
   const files = {} as Record<HttpMode, string>
@@ -398,7 +406,7 @@ export async function runSuite(): Promise<SuiteResult<HttpRow>> {
       `${settings.connections} connections; per case ${settings.warmupSeconds} s warm-up discarded, then ${settings.measureSeconds} s measured in ${settings.rounds} interleaved rounds (ABBA); req/s and latency from each contender's best round, CPU per request its lowest; up to ${settings.extraRounds} extra rounds when the best round left the server under ${BUSY_ENOUGH * 100}% busy`,
       `pool: ${fmt(settings.httpPool)} distinct RS256 tokens over 100 tenants, rotated per request; tollgate's verified-token cache holds ${fmt(settings.tollgateCacheEntries)} entries`,
       `realistic: ${fmt(REALISTIC_CLIENTS)} clients picked at random per request, each reusing its RS256 token for 50–150 requests before renewing it (${(realisticRenewalRate * 100).toFixed(1)}% of requests bring a new token); each server continues the same seeded schedule from round to round; baseline: the bare framework's pool run`,
-      `forged: the pool with each signature swapped for the next token's (known kid, never valid); unknown-kid: ${fmt(settings.unknownKids)} distinct unknown kids`,
+      `forged: the pool with each signature swapped for the next token's (known kid, never valid); forged-repeated: the first ${fmt(settings.repeatedForgeries)} of those, rotated (a forger retrying the same tokens); unknown-kid: ${fmt(settings.unknownKids)} distinct unknown kids`,
       `issuer (JWKS, discovery): ${issuer.kind}; express-jwt hands jwks-rsa's SigningKeyNotFoundError (no status) to the error handler, hence its 500s on unknown kids`,
       'server busy = server CPU time ÷ wall time in the best round: near 100% the server was the bottleneck, as intended; well below, the load generator or a neighbour process was',
       '× bare (cpu) = bare server CPU µs/req ÷ contender server CPU µs/req: the same ratio measured by cost, steadier than req/s on a noisy machine',

@@ -15,7 +15,8 @@
  * hit-items (issue 24): the first build's hit with each part the floor leaves out turned off in
  * turn (the RateLimit headers, the limiter, the tenant), next to the floor's hit. unknown-kid: each
  * build's `gate.check` refusing a rotation of 1,000 unknown kids (refetch backed off), next to the
- * floor refusing them.
+ * floor refusing them. unknown-kid-koa: the same through each build's Koa middleware, a fresh
+ * context per request, next to the Koa floor server's middleware (its documented 401 included).
  */
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
@@ -23,7 +24,7 @@ import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import Koa from 'koa'
 import { AUDIENCE, bearer, forge, mintPool, unknownKid } from '../fixtures.ts'
-import { floorVerifier } from '../http/servers/floor.ts'
+import { FLOOR_REFUSAL, floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
 import { type CoreModule, type Gate, type GateOptions, gateOptions } from '../tollgate.ts'
 import { rawVerifier } from './crypto-limit.ts'
@@ -247,6 +248,41 @@ if (cases.includes('unknown-kid')) {
     ])
   }
   await measureCase('gate.check, unknown kid (refetch backed off)', contenders, 'floor unknown kid')
+}
+if (cases.includes('unknown-kid-koa')) {
+  // What the Koa servers of the HTTP unknown-kid mode run, without the socket: the floor's
+  // middleware as koa-floor.ts has it, and each build's Koa middleware.
+  const authorizations = unknownKid(issuer, 1000).map((token) => `Bearer ${token}`)
+  const check = await floorCheck(1000)
+  let f = 0
+  const contenders: Contender[] = [
+    [
+      'floor koa',
+      () => {
+        const ctx = koaContext({ authorization: authorizations[f++ % authorizations.length]! })
+        if (check(ctx.headers.authorization) === undefined) {
+          ctx.status = 401
+          ctx.set(FLOOR_REFUSAL.headers)
+          ctx.body = FLOOR_REFUSAL.body
+        }
+      },
+    ],
+  ]
+  for (const [dist, core] of cores) {
+    const middleware = (await adapterOf<KoaMiddleware>(dist, 'koa'))({
+      ...gateOptions(core, { authUrl: issuer.url, cacheEntries: 1000, limiter: 'memory' }),
+      jwks: { cooldownMs: 30_000, minCooldownMs: 1 },
+    })
+    const warmUntil = Date.now() + 1500
+    for (let w = 0; Date.now() < warmUntil; w++)
+      await middleware(koaContext({ authorization: authorizations[w % 1000]! }), done)
+    let i = 0
+    contenders.push([
+      `${dist} koa`,
+      () => middleware(koaContext({ authorization: authorizations[i++ % 1000]! }), done),
+    ])
+  }
+  await measureCase('Koa middleware, unknown kid (refetch backed off)', contenders, 'floor koa')
 }
 for (const gate of gates) await gate.close?.()
 await issuer.close()

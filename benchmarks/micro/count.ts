@@ -123,6 +123,80 @@ await run(warmup)
 // of warm-up a counted round of a few seconds sees at most one refetch (and is then left out).
 const warmUntil = startedAt + (kind === 'unknown-kid' ? 70_000 : 0)
 while (Date.now() < warmUntil) await run(500)
+if (process.argv.includes('--alloc')) {
+  // Bytes allocated per call on the V8 heap: run with a young generation large enough that no
+  // GC runs during a round (`--min-semi-space-size=256 --max-semi-space-size=256`), so the growth
+  // of the spaces' used size is what the calls allocated. A round in which a GC ran is left out.
+  const { getHeapSpaceStatistics } = await import('node:v8')
+  const { PerformanceObserver } = await import('node:perf_hooks')
+  let gcs = 0
+  new PerformanceObserver((list) => {
+    gcs += list.getEntries().length
+  }).observe({ entryTypes: ['gc'] })
+  const used = () => getHeapSpaceStatistics().reduce((sum, s) => sum + s.space_used_size, 0)
+  const perRound: string[] = []
+  let least = Number.POSITIVE_INFINITY
+  for (let r = 0; r < rounds; r++) {
+    ;(globalThis as { gc?: () => void }).gc?.()
+    // The observer hears of a GC a turn or two later.
+    for (let t = 0; t < 3; t++) await new Promise((done) => setTimeout(done, 5))
+    const gcsBefore = gcs
+    const before = used()
+    await run(calls)
+    const each = (used() - before) / calls
+    for (let t = 0; t < 3; t++) await new Promise((done) => setTimeout(done, 5))
+    const clean = gcs === gcsBefore
+    perRound.push(`${Math.round(each)}${clean ? '' : ' (GC)'}`)
+    if (clean) least = Math.min(least, each)
+  }
+  if (process.argv.includes('--alloc-sites')) {
+    // Where the bytes go: V8's sampling heap profiler, keeping what minor and major GCs collected.
+    const { Session } = await import('node:inspector/promises')
+    const session = new Session()
+    session.connect()
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 128,
+      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMajorGC: true,
+    })
+    await run(calls * 10)
+    const { profile } = (await session.post('HeapProfiler.stopSampling')) as {
+      profile: { head: SamplingNode }
+    }
+    interface SamplingNode {
+      callFrame: { functionName: string; url: string; lineNumber: number }
+      selfSize: number
+      children: SamplingNode[]
+    }
+    const bySite = new Map<string, number>()
+    const walk = (node: SamplingNode, stack: string[]) => {
+      const { functionName, url, lineNumber } = node.callFrame
+      const here = `${functionName || '(anon)'} ${url.split('/').slice(-2).join('/')}:${lineNumber + 1}`
+      const path = [...stack, here].slice(-3)
+      if (node.selfSize > 0) {
+        const key = path.join(' < ')
+        bySite.set(key, (bySite.get(key) ?? 0) + node.selfSize)
+      }
+      for (const child of node.children) walk(child, path)
+    }
+    walk(profile.head, [])
+    const total = [...bySite.values()].reduce((a, b) => a + b, 0)
+    console.log(`sampled ${Math.round(total / (calls * 10))} bytes/call; sites over 1%:`)
+    for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1])) {
+      if (bytes < total / 100) break
+      console.log(
+        `  ${Math.round(bytes / (calls * 10))
+          .toString()
+          .padStart(6)}  ${site.split(' < ').reverse().join(' < ')}`,
+      )
+    }
+  }
+  console.log(
+    `${dist} ${kind}: ${Math.round(least)} bytes/call [${perRound.join(', ')}], statuses ${JSON.stringify(statuses)}`,
+  )
+  await issuer.close()
+  process.exit(0)
+}
 if (process.argv.includes('--no-count')) {
   // For `node --cpu-prof`: the same calls, no valgrind.
   await run(calls * rounds)

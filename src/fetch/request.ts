@@ -42,22 +42,94 @@ function targetOf(url: string): string {
 }
 
 /**
+ * What a {@link HeadersLike} view of Fetch `Headers` keeps: the fields, and a copy once listed.
+ * Private, so that `console.log(request.headers)`, which shows a proxy's target, shows no internals.
+ */
+class FetchFields {
+  readonly #fields: Headers
+  readonly #url: string
+  #every: Record<string, string> | undefined
+
+  constructor(fields: Headers, url: string) {
+    this.#fields = fields
+    this.#url = url
+  }
+
+  static isView(value: object): value is FetchFields {
+    return #every in value
+  }
+
+  /** Every field, lower-cased and joined as Fetch has them, plus Host from the URL when absent. */
+  static every(view: FetchFields): Record<string, string> {
+    if (view.#every === undefined) {
+      const every: Record<string, string> = Object.create(null)
+      view.#fields.forEach((value, name) => {
+        every[name] = value
+      })
+      if (every['host'] === undefined) every['host'] = new URL(view.#url).host
+      view.#every = every
+    }
+    return view.#every
+  }
+
+  /** One field, read when asked for: lower-case names only, as in Node's `req.headers`. */
+  static field(view: FetchFields, name: string | symbol): string | undefined {
+    if (typeof name !== 'string' || name === '' || name !== name.toLowerCase()) return undefined
+    if (view.#every !== undefined) return view.#every[name]
+    let value: string | null
+    try {
+      value = view.#fields.get(name)
+    } catch {
+      return undefined // not a field name Fetch accepts: no such field
+    }
+    // Some hosts keep Host out of `Headers`; the URL has it (DPoP's `htu` check reads it).
+    if (value === null) return name === 'host' ? new URL(view.#url).host : undefined
+    return value
+  }
+}
+
+// `console.log(request.headers)` shows a proxy's target: let it show the fields.
+Object.defineProperty(FetchFields.prototype, Symbol.for('nodejs.util.inspect.custom'), {
+  // Called on the target or, by Node, on the proxy itself (whose spread lists the fields).
+  value(this: object) {
+    return FetchFields.isView(this) ? { ...FetchFields.every(this) } : { ...(this as object) }
+  },
+})
+
+/**
+ * The fields as a read-only record whose fields are read when asked for (issue 24): the gate
+ * reads one or two, and copying them all first made Hono on Node build the full `Headers` that
+ * @hono/node-server otherwise never builds, which cost its hit more than the gate itself.
+ * Listing the keys (`Object.keys`, spread, `JSON.stringify`) copies every field once.
+ */
+const FIELDS: ProxyHandler<FetchFields> = {
+  get: (view, name) => FetchFields.field(view, name),
+  has: (view, name) => FetchFields.field(view, name) !== undefined,
+  ownKeys: (view) => Object.keys(FetchFields.every(view)),
+  getOwnPropertyDescriptor(view, name) {
+    const value = FetchFields.field(view, name)
+    if (value === undefined) return undefined
+    return { value, writable: false, enumerable: true, configurable: true }
+  },
+  set: () => false,
+  defineProperty: () => false,
+  deleteProperty: () => false,
+  getPrototypeOf: () => null,
+  setPrototypeOf: () => false,
+}
+
+/**
  * The {@link RequestLike} of a Fetch `Request`. `body` is the body the application parsed before
  * the gate, if any (it is used only to refuse a token sent in the body as well, RFC 6750 §2.2):
  * the request's own body stream is never read.
  */
 export function requestOfFetch(request: Request, body?: unknown): RequestLike {
-  const headers: Record<string, string> = {}
-  // Fetch Headers iterate with lower-cased names, repeated fields already joined.
-  request.headers.forEach((value, name) => {
-    headers[name] = value
-  })
-  const authorization = headers['authorization']
   const url = request.url
-  // Some hosts keep Host out of `Headers`; the URL has it (DPoP's `htu` check reads it).
-  if (headers['host'] === undefined) headers['host'] = new URL(url).host
+  const headers = new Proxy(new FetchFields(request.headers, url), FIELDS) as unknown as HeadersLike
+  // Fetch Headers join repeated fields with ", " (lower-cased names); the raw list says "twice".
+  const authorization = headers['authorization'] as string | undefined
   return {
-    headers: headers as HeadersLike,
+    headers,
     // Two raw entries are how the core learns of a repeated field (Node keeps a raw list).
     rawHeaders:
       authorization !== undefined && joinsAuthorizationFields(authorization)

@@ -27,7 +27,7 @@ import { createReadiness, type ReadyReport } from './readiness.js'
 import { createRefusal } from './refusal.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
 
-export type { Decide } from './admission.js'
+export { type Decide, Refused } from './admission.js'
 export type { ReadyReport } from './readiness.js'
 
 /** A configured gate. Create one per service (and per set of options), at start-up. */
@@ -155,7 +155,7 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
   const limiter = limits && createTenantLimiter(limits, { emit })
   const revocation = createGateRevocation(normalized, issuers, emit)
   const revoked = revocation.step
-  const { refusal, refuse } = createRefusal(challenge, emit)
+  const refusal = createRefusal(challenge, emit)
   const { decide, check, authorize } = createAdmission({
     skip,
     credentialsRequired,
@@ -167,7 +167,6 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
     limiter,
     emit,
     refusal,
-    refuse,
   })
   const { ready, refresh } = createReadiness(issuers, revoked)
 

@@ -31,7 +31,7 @@ export const BEFORE_VERIFICATION: Omit<RefusalFacts, 'startedAt'> = Object.freez
 })
 
 /**
- * Adds the challenge to a tollgate error and reports it; returns the error to throw. Errors that
+ * Adds the challenge to a tollgate error and reports it; returns the error to answer with. Errors that
  * are not tollgate's pass through untouched.
  */
 export type Refusal = (
@@ -40,14 +40,8 @@ export type Refusal = (
   facts: RefusalFacts,
 ) => unknown
 
-/** {@link Refusal} as a rejected promise, for the steps that answer with one. */
-export type Refuse = (error: unknown, request: RequestLike, facts: RefusalFacts) => Promise<never>
-
 /** Builds a gate's refusal point from its challenge and its event listener. */
-export function createRefusal(
-  challenge: Challenger,
-  emit: Emit,
-): { readonly refusal: Refusal; readonly refuse: Refuse } {
+export function createRefusal(challenge: Challenger, emit: Emit): Refusal {
   /**
    * The one refusal point: adds this gate's challenge and reports why. Errors that are not
    * tollgate's (a throwing `skip` or tenant policy) pass through untouched, for the application.
@@ -70,9 +64,5 @@ export function createRefusal(
     return error
   }
 
-  function refuse(error: unknown, request: RequestLike, facts: RefusalFacts): Promise<never> {
-    return Promise.reject(refusal(error, request, facts))
-  }
-
-  return { refusal, refuse }
+  return refusal
 }

@@ -4,7 +4,7 @@
  * through `app.request()`, Hono's own way of serving a `Request`.
  */
 import { Hono } from 'hono'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import { tollgate } from '../../adapters/hono/index.js'
 import type { GateOptions } from '../../src/gate/options.js'
@@ -83,5 +83,27 @@ describe('tollgate/hono', () => {
       `Bearer realm="api", resource_metadata="https://api.example.test/.well-known/oauth-protected-resource/mcp"`,
     )
     await auth.gate.close()
+  })
+
+  it('admits a token without listing every request field (the hit reads what it needs)', async () => {
+    const auth = tollgate(options)
+    const app = new Hono()
+    app.use(auth)
+    app.get('/me', (c) => c.json({ sub: c.get('auth')?.subject }))
+    const token = await issuer.mint({ sub: 'u-1' })
+    const send = async () => {
+      const request = new Request('http://localhost/me', {
+        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+      })
+      // On Node, @hono/node-server builds a full Headers only when it is listed: a hit must not.
+      const forEach = vi.spyOn(request.headers, 'forEach')
+      const res = await app.request(request)
+      return { res, listed: forEach.mock.calls.length }
+    }
+    await send() // the miss, which fetches the keys
+    const { res, listed } = await send()
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ sub: 'u-1' })
+    expect(listed).toBe(0)
   })
 })

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest'
+import { inspect } from 'node:util'
+import { describe, expect, it, vi } from 'vitest'
 
 import { joinsAuthorizationFields, requestOfFetch } from '../../src/fetch/request.js'
 
@@ -55,5 +56,54 @@ describe('requestOfFetch', () => {
     headers.append('authorization', 'Bearer d.e.f')
     const view = requestOfFetch(new Request('http://api.example.test/', { headers }))
     expect(view.rawHeaders?.filter((entry) => entry === 'authorization')).toHaveLength(2)
+  })
+})
+
+describe('requestOfFetch headers', () => {
+  const request = () =>
+    new Request('https://api.example.test/v1', {
+      headers: { Authorization: 'Bearer a.b.c', 'X-Request-Id': 'r-1', Accept: 'text/plain' },
+    })
+
+  it('reads a field only when asked for, without listing the others', () => {
+    const fields = request().headers
+    const forEach = vi.spyOn(fields, 'forEach')
+    const view = requestOfFetch({
+      url: 'https://api.example.test/v1',
+      method: 'GET',
+      headers: fields,
+    } as Request)
+    expect(view.headers.authorization).toBe('Bearer a.b.c')
+    expect(view.headers['x-request-id']).toBe('r-1')
+    expect(view.headers['x-absent']).toBeUndefined()
+    expect(forEach).not.toHaveBeenCalled()
+  })
+
+  it('reads as a record of lower-cased fields: listed, spread, serialized, checked with in', () => {
+    const view = requestOfFetch(request())
+    const all = {
+      authorization: 'Bearer a.b.c',
+      'x-request-id': 'r-1',
+      accept: 'text/plain',
+      host: 'api.example.test',
+    }
+    expect({ ...view.headers }).toEqual(all)
+    expect(Object.keys(view.headers).sort()).toEqual(Object.keys(all).sort())
+    expect(JSON.parse(JSON.stringify(view.headers))).toEqual(all)
+    expect('accept' in view.headers).toBe(true)
+    expect('x-absent' in view.headers).toBe(false)
+    // Node's req.headers has lower-case names only; a name Fetch refuses is no field either.
+    expect(view.headers['Accept']).toBeUndefined()
+    expect(view.headers['not a name']).toBeUndefined()
+    expect(view.headers.constructor).toBeUndefined()
+    expect(inspect(view.headers)).toContain("'x-request-id': 'r-1'")
+  })
+
+  it('is read-only', () => {
+    const view = requestOfFetch(request())
+    expect(() => {
+      ;(view.headers as Record<string, string>).accept = 'x'
+    }).toThrow(TypeError)
+    expect(view.headers.accept).toBe('text/plain')
   })
 })

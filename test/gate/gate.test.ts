@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 
 import type { TollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
-import { createGate } from '../../src/gate/gate.js'
+import { createGate, openGate, Refused } from '../../src/gate/gate.js'
 import { requireScopes } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
@@ -558,5 +558,43 @@ describe('gate.authorize', () => {
         throw bug
       }, undefined),
     ).toThrow(bug)
+  })
+})
+
+describe('decide, the adapters’ step', () => {
+  it('answers a refusal known without I/O as a Refused, not a throw or a rejected promise', async () => {
+    const { gate, decide } = openGate(base)
+    await gate.ready()
+    const known = (await issuer.mint()).split('.')
+    const forged = `${known[0]}.${known[1]}.${Buffer.alloc(256, 7).toString('base64url')}`
+    for (const request of [{ headers: {} }, bearer('not-a-jwt'), bearer(forged)]) {
+      const decided = decide(request)
+      expect(decided).toBeInstanceOf(Refused)
+      const { error } = decided as Refused
+      // The gate's refusal point has run: the challenge is on the error.
+      expect((error as TollgateError).headers['WWW-Authenticate']).toMatch(/^Bearer realm=/)
+      // gate.check keeps its promise: the same refusal, rejected.
+      await expect(gate.check(request)).rejects.toMatchObject({
+        code: (error as TollgateError).code,
+        reason: (error as TollgateError).reason,
+      })
+    }
+  })
+
+  it('answers a cached token with its result, and keeps rejecting refusals decided after I/O', async () => {
+    const { gate, decide } = openGate(base)
+    const token = await issuer.mint()
+    // Keys not yet fetched: a promise, which rejects for a forgery of a known kid.
+    const parts = token.split('.')
+    const forged = decide(
+      bearer(`${parts[0]}.${parts[1]}.${Buffer.alloc(256, 9).toString('base64url')}`),
+    )
+    expect(forged).toBeInstanceOf(Promise)
+    await expect(forged).rejects.toMatchObject({ code: 'ERR_TOKEN_INVALID', reason: 'signature' })
+    await gate.check(bearer(token))
+    const hit = decide(bearer(token))
+    expect(hit).not.toBeInstanceOf(Promise)
+    expect(hit).not.toBeInstanceOf(Refused)
+    expect((hit as { auth: { token: string } }).auth.token).toBe(token)
   })
 })
