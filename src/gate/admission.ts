@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks'
 import { readBearerCredentials, readCredentials } from '../bearer.js'
 import type { CredentialScheme } from '../challenge.js'
 import type { DpopStep } from '../dpop/dpop.js'
-import { TokenMissingError } from '../errors.js'
+import { InvalidTokenError, TokenMissingError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { TenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant, TenantResolver } from '../limits/tenant.js'
@@ -249,13 +249,16 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     }
     if (cached !== undefined) return admitNow(request, cached, scheme, startedAt)
     // A miss with the issuer's keys at hand is verified and answered without awaits too.
-    let verdict: Verdict | Promise<Verdict>
+    let verdict: Verdict | InvalidTokenError | Promise<Verdict>
     try {
       verdict = verifier.verifyNow(token)
     } catch (error) {
       return new Refused(refusal(error, request, { ...BEFORE_VERIFICATION, startedAt, scheme }))
     }
     if (verdict instanceof Promise) return admit(request, token, scheme, verdict, startedAt)
+    if (verdict instanceof InvalidTokenError) {
+      return new Refused(refusal(verdict, request, { ...BEFORE_VERIFICATION, startedAt, scheme }))
+    }
     return admitNow(request, verdict, scheme, startedAt)
   }
 

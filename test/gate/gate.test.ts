@@ -567,7 +567,8 @@ describe('decide, the adapters’ step', () => {
     await gate.ready()
     const known = (await issuer.mint()).split('.')
     const forged = `${known[0]}.${known[1]}.${Buffer.alloc(256, 7).toString('base64url')}`
-    for (const request of [{ headers: {} }, bearer('not-a-jwt'), bearer(forged)]) {
+    // No credentials, no JWS, a forgery, the same forgery again (the forged-token memo's answer).
+    for (const request of [{ headers: {} }, bearer('not-a-jwt'), bearer(forged), bearer(forged)]) {
       const decided = decide(request)
       expect(decided).toBeInstanceOf(Refused)
       const { error } = decided as Refused
