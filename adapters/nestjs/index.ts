@@ -352,7 +352,11 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
         callbacks: checked['callbacks'],
       }
     })
-    const opened: OpenedGate = { ...openGate(options), decided: new WeakMap() }
+    // Its refusals reach the application as the `cause` of a TollgateRefusal: reasons are read.
+    const opened: OpenedGate = {
+      ...openGate(options, { refusalsReachApplication: true }),
+      decided: new WeakMap(),
+    }
     const endpoints = validateFor('TollgateModule.forRoot(options, moduleOptions):', () =>
       createEndpoints(opened.gate, given.callbacks),
     )

@@ -56,6 +56,11 @@ export interface AdmissionSteps {
   readonly emit: Emit
   /** The gate's refusal point (see `refusal.ts`). */
   readonly refusal: Refusal
+  /**
+   * Whether anyone reads the `reason` of a refusal the adapters answer: an event listener, or the
+   * application's error handler (`errorHandling: 'framework'`). `gate.check()` always reads it.
+   */
+  readonly reasonsRead: boolean
 }
 
 /** A gate's admission: {@link Decide}, and `check` and `authorize` as the {@link Gate} has them. */
@@ -84,6 +89,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     limiter,
     emit,
     refusal,
+    reasonsRead,
   } = steps
   // A cached token is answered without a promise chain when nothing on its way waits: a tenant
   // without a policy hook, a limiter in process memory (issue 14: on a cache hit through the Koa
@@ -213,7 +219,10 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
   }
 
   // Not async on purpose: a cached token, or a miss with the keys at hand, is decided without awaits.
-  function decide(request: RequestLike): CheckResult | Refused | Promise<CheckResult> {
+  function decideWith(
+    request: RequestLike,
+    reasonRead: boolean,
+  ): CheckResult | Refused | Promise<CheckResult> {
     const startedAt = emit === undefined ? 0 : performance.now()
     let token: string | undefined
     let scheme: CredentialScheme = 'Bearer'
@@ -251,7 +260,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     // A miss with the issuer's keys at hand is verified and answered without awaits too.
     let verdict: Verdict | InvalidTokenError | Promise<Verdict>
     try {
-      verdict = verifier.verifyNow(token)
+      verdict = verifier.verifyNow(token, reasonRead)
     } catch (error) {
       return new Refused(refusal(error, request, { ...BEFORE_VERIFICATION, startedAt, scheme }))
     }
@@ -262,8 +271,13 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     return admitNow(request, verdict, scheme, startedAt)
   }
 
+  function decide(request: RequestLike): CheckResult | Refused | Promise<CheckResult> {
+    return decideWith(request, reasonsRead)
+  }
+
   function check(request: RequestLike): Promise<CheckResult> {
-    const decided = decide(request)
+    // The caller gets the refusal itself, and may read its reason.
+    const decided = decideWith(request, true)
     if (decided instanceof Promise) return decided
     return decided instanceof Refused ? Promise.reject(decided.error) : Promise.resolve(decided)
   }

@@ -101,8 +101,15 @@ export function createGate(options: GateOptions): Gate {
   return openGate(options).gate
 }
 
-/** `createGate()` plus its {@link Decide} step, for the adapters (not exported by the package). */
-export function openGate(options: GateOptions): { readonly gate: Gate; readonly decide: Decide } {
+/**
+ * `createGate()` plus its {@link Decide} step, for the adapters (not exported by the package).
+ * `refusalsReachApplication`: the adapter hands the refusal error itself to the application even
+ * when it answers refusals (NestJS, as the `cause` of its exception), so its reason is read.
+ */
+export function openGate(
+  options: GateOptions,
+  adapter?: { readonly refusalsReachApplication?: boolean },
+): { readonly gate: Gate; readonly decide: Decide } {
   const normalized = normalizeOptions(options)
   const { realm, credentialsRequired, skip } = normalized
   const emit = createEmit(options.onEvent)
@@ -167,6 +174,12 @@ export function openGate(options: GateOptions): { readonly gate: Gate; readonly 
     limiter,
     emit,
     refusal,
+    // Nobody reads the reason of a refusal an adapter answers itself with no listener: a backed-off
+    // unknown kid is then refused without reading its payload (issue 24).
+    reasonsRead:
+      emit !== undefined ||
+      normalized.errorHandling === 'framework' ||
+      adapter?.refusalsReachApplication === true,
   })
   const { ready, refresh } = createReadiness(issuers, revoked)
 

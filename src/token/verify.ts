@@ -63,9 +63,11 @@ export interface Verifier {
    * `verify`, synchronously when the issuer's keys need no fetch: the verdict, or a promise of it
    * when they do. The refusals a flood repeats (a forged signature, remembered or not, and a kid
    * no key holds) are returned, not thrown (issue 24: a throw costs about 1 µs in a server);
-   * any other refusal known before the keys is thrown.
+   * any other refusal known before the keys is thrown. `reasonRead: false` (default true) says
+   * that nobody will read the refusal's `reason`: a kid no key holds is then refused without
+   * reading the payload when no fetch was considered.
    */
-  verifyNow(token: string): Verdict | InvalidTokenError | Promise<Verdict>
+  verifyNow(token: string, reasonRead?: boolean): Verdict | InvalidTokenError | Promise<Verdict>
 }
 
 /** Everything verification needs, built once by `createGate()`. */
@@ -223,12 +225,17 @@ export function createVerifier(context: VerifierContext): Verifier {
   /**
    * A kid no key holds. The payload is read first, when a fetch was considered or not: a token of
    * another issuer is refused as `unknown_issuer` (with what it claimed), a payload that is no JSON
-   * object as `malformed`. (Issue 24's fifth pass tried settling this reason lazily, when first
-   * read, to skip the read on a backed-off flood: fewer instructions, but the per-refusal getters
-   * and closures cost more over HTTP than the read, measured side by side; benchmarks/README.md.)
+   * object as `malformed`. Unless nobody can read the reason (`reasonRead` false: an adapter
+   * answering refusals itself, no event listener) and no fetch was considered: the read then
+   * changes nothing anyone sees, and is the largest part of refusing a flood of unknown kids
+   * (issue 24). (The fifth pass tried settling the reason lazily, when first read: the per-refusal
+   * getters and closures cost more over HTTP than the read; benchmarks/README.md.)
    */
-  function unknownKid(prepared: ReturnType<typeof prepare>): InvalidTokenError {
-    claimedIssuer(prepared)
+  function unknownKid(
+    prepared: ReturnType<typeof prepare>,
+    reasonRead: boolean,
+  ): InvalidTokenError {
+    if (reasonRead || prepared.claimed !== undefined) claimedIssuer(prepared)
     return invalid('unknown_kid')
   }
 
@@ -238,9 +245,10 @@ export function createVerifier(context: VerifierContext): Verifier {
     prepared: ReturnType<typeof prepare>,
     candidates: readonly PreparedKey[],
     now: number,
+    reasonRead: boolean,
   ): Verdict | InvalidTokenError {
     const { split, alg } = prepared
-    if (candidates.length === 0) return unknownKid(prepared)
+    if (candidates.length === 0) return unknownKid(prepared, reasonRead)
     const key = findSigner(split, candidates, alg)
     if (key === undefined) {
       forgeries?.set(token, true, candidates, ALWAYS, now)
@@ -257,17 +265,20 @@ export function createVerifier(context: VerifierContext): Verifier {
     return verdict
   }
 
-  function verifyNow(token: string): Verdict | InvalidTokenError | Promise<Verdict> {
+  function verifyNow(
+    token: string,
+    reasonRead = true,
+  ): Verdict | InvalidTokenError | Promise<Verdict> {
     const now = Date.now()
     // A remembered forgery is never longer than maxTokenBytes: the size check can come after.
     if (forgeries?.get(token, now) !== undefined) return invalid('signature')
     const prepared = prepare(token)
     const keys = prepared.issuer.keys
     const candidates = keys.resolveNow(prepared.kid, prepared.alg)
-    if (candidates !== undefined) return conclude(token, prepared, candidates, now)
+    if (candidates !== undefined) return conclude(token, prepared, candidates, now, reasonRead)
     return keys
       .resolve(prepared.kid, prepared.alg, () => claimedIssuer(prepared))
-      .then((resolved) => verdictOf(conclude(token, prepared, resolved, now)))
+      .then((resolved) => verdictOf(conclude(token, prepared, resolved, now, true)))
   }
 
   async function verifyToken(token: string): Promise<Verdict> {

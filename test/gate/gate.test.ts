@@ -207,6 +207,62 @@ describe('gate.check', () => {
       expect(JSON.parse(JSON.stringify(refusals[1]))).toMatchObject({ reason: 'unknown_issuer' })
     })
 
+    describe('where nobody reads the reason (an adapter answering, no listener)', () => {
+      /** Backs the unknown-kid refetch off, then decides a token of another issuer on the adapters' path. */
+      async function decideBackedOff(options: Partial<GateOptions>, adapter?: object) {
+        vi.useFakeTimers({ toFake: ['Date'], now: Date.now() })
+        const { gate, decide } = openGate(
+          { ...base, issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }), ...options },
+          adapter,
+        )
+        await gate.ready()
+        await gate
+          .check(bearer(await issuer.mint({}, { header: { kid: 'unknown-1' } })))
+          .catch(() => 0)
+        const stranger = await issuer.mint({}, { realm: 'beta', header: { kid: 'unknown-2' } })
+        const payload = Buffer.from(stranger.split('.')[1] as string, 'base64url').toString()
+        const parse = vi.spyOn(JSON, 'parse')
+        try {
+          const decided = decide(bearer(stranger))
+          const parsed = parse.mock.calls.some(([text]) => text === payload)
+          return { decided, parsed, stranger, gate }
+        } finally {
+          parse.mockRestore()
+        }
+      }
+
+      it('refuses a backed-off unknown kid without reading its payload: the same 401', async () => {
+        const { decided, parsed, stranger, gate } = await decideBackedOff({})
+        expect(parsed).toBe(false)
+        const error = (decided as Refused).error as TollgateError
+        expect([error.status, error.code, error.message]).toEqual([
+          401,
+          'ERR_TOKEN_INVALID',
+          'invalid token',
+        ])
+        expect(error.headers['WWW-Authenticate']).toBe(
+          'Bearer realm="api", error="invalid_token", error_description="invalid token"',
+        )
+        expect(issuer.fetchCount('acme')).toBe(2)
+        // gate.check hands the refusal to its caller: the payload is read, the reason is its own.
+        expect(await reasonOf(gate.check(bearer(stranger)))).toBe('unknown_issuer')
+      })
+
+      it.each([
+        ['an event listener', { onEvent: () => undefined }, undefined],
+        ["errorHandling: 'framework'", { errorHandling: 'framework' as const }, undefined],
+        [
+          'an adapter whose refusals reach the application (NestJS)',
+          {},
+          { refusalsReachApplication: true },
+        ],
+      ])('reads it with %s, for the reason it gives', async (_, options, adapter) => {
+        const { decided, parsed } = await decideBackedOff(options, adapter)
+        expect(parsed).toBe(true)
+        expect(((decided as Refused).error as TollgateError).reason).toBe('unknown_issuer')
+      })
+    })
+
     it('refuses a token its keys signed that claims another issuer', async () => {
       const gate = acmeOnly()
       // Keys at hand, so `iss` is judged after the signature, not before a fetch.
