@@ -131,9 +131,9 @@ export interface ErrorOptions {
    * Context for operators, never rendered: for example the token's `aud` on an audience mismatch.
    * Never a token, a signature or a secret.
    */
-  readonly detail?: Readonly<Record<string, unknown>>
+  readonly detail?: Readonly<Record<string, unknown>> | undefined
   /** The underlying failure, for operators. Never shown to clients. */
-  readonly cause?: unknown
+  readonly cause?: unknown | undefined
 }
 
 /** How the gate challenges for an error: `null` for a bare challenge, `undefined` for none. */
@@ -251,9 +251,11 @@ export class InvalidTokenError<
 > extends TollgateError<Code> {
   constructor(options: ErrorOptions & { readonly code?: Code } = {}) {
     const code = options.code ?? ('ERR_TOKEN_INVALID' as Code)
+    // Named, not spread: the refusal of a flood builds one per request (issue 24).
     super({
-      reason: 'malformed',
-      ...options,
+      reason: options.reason ?? 'malformed',
+      detail: options.detail,
+      cause: options.cause,
       code,
       status: 401,
       error: 'invalid_token',
