@@ -139,10 +139,10 @@ export function tollgate(options: GateOptions): FetchTollgate {
     const view = requestOfFetch(request, options?.body)
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return { response: responseOfFetch(metadata) }
+    const decided = decide(view)
+    if (decided instanceof Refused) return { response: refusal(decided.error) }
     let admitted: Admitted
     try {
-      const decided = decide(view)
-      if (decided instanceof Refused) return { response: refusal(decided.error) }
       // A decision that needed no I/O is not awaited: no microtask on a cached token.
       const { auth, headers } = decided instanceof Promise ? await decided : decided
       admitted = { auth, headers }

@@ -48,11 +48,18 @@ function targetOf(url: string): string {
 class FetchFields {
   readonly #fields: Headers
   readonly #url: string
+  /** Read once here: the gate reads it again, and a host may check the whole value per read. */
+  readonly #authorization: string | undefined
   #every: Record<string, string> | undefined
 
   constructor(fields: Headers, url: string) {
     this.#fields = fields
     this.#url = url
+    this.#authorization = fields.get('authorization') ?? undefined
+  }
+
+  static authorization(view: FetchFields): string | undefined {
+    return view.#authorization
   }
 
   static isView(value: object): value is FetchFields {
@@ -76,6 +83,7 @@ class FetchFields {
   static field(view: FetchFields, name: string | symbol): string | undefined {
     if (typeof name !== 'string' || name === '' || name !== name.toLowerCase()) return undefined
     if (view.#every !== undefined) return view.#every[name]
+    if (name === 'authorization') return view.#authorization
     let value: string | null
     try {
       value = view.#fields.get(name)
@@ -125,9 +133,10 @@ const FIELDS: ProxyHandler<FetchFields> = {
  */
 export function requestOfFetch(request: Request, body?: unknown): RequestLike {
   const url = request.url
-  const headers = new Proxy(new FetchFields(request.headers, url), FIELDS) as unknown as HeadersLike
+  const view = new FetchFields(request.headers, url)
+  const headers = new Proxy(view, FIELDS) as unknown as HeadersLike
   // Fetch Headers join repeated fields with ", " (lower-cased names); the raw list says "twice".
-  const authorization = headers['authorization'] as string | undefined
+  const authorization = FetchFields.authorization(view)
   return {
     headers,
     // Two raw entries are how the core learns of a repeated field (Node keeps a raw list).

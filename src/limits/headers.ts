@@ -47,11 +47,16 @@ export function createPlanHeaders(
     .map((window) => `"${window.name}";q=${window.points};w=${window.durationSeconds}`)
     .join(', ')
 
-  function fields(states: readonly WindowState[], mostRestrictive: WindowState) {
+  function fields(
+    states: readonly WindowState[],
+    mostRestrictive: WindowState,
+  ): Record<string, string> {
+    // The default, on every admitted request: one literal, no per-field growth (issue 24).
+    if (!legacy) return { 'RateLimit-Policy': policy, RateLimit: items(states) }
     const headers: Record<string, string> = {}
     if (draft) {
       headers['RateLimit-Policy'] = policy
-      headers['RateLimit'] = states.map(item).join(', ')
+      headers['RateLimit'] = items(states)
     }
     if (legacy) {
       headers['X-RateLimit-Limit'] = String(mostRestrictive.window.points)
@@ -69,6 +74,10 @@ export function createPlanHeaders(
     refused: (state) => fields([state], state),
     unknown: () => (draft ? { 'RateLimit-Policy': policy } : {}),
   }
+}
+
+function items(states: readonly WindowState[]): string {
+  return states.length === 1 ? item(states[0] as WindowState) : states.map(item).join(', ')
 }
 
 function item(state: WindowState): string {
