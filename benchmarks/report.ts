@@ -5,6 +5,7 @@
 import {
   FRAMEWORKS,
   type Framework,
+  HTTP_MODES,
   type HttpRow,
   type Machine,
   type MemoryRow,
@@ -67,14 +68,7 @@ function httpTables(suite: SuiteResult<HttpRow> | undefined): string[] {
   for (const framework of Object.keys(FRAMEWORKS) as Framework[]) {
     const rows = suite.rows.filter((r) => r.framework === framework)
     if (rows.length === 0) continue
-    const ordered = [
-      'repeated',
-      'realistic',
-      'pool',
-      'forged',
-      'forged-repeated',
-      'unknown-kid',
-    ].flatMap((mode) => rows.filter((r) => r.mode === mode))
+    const ordered = HTTP_MODES.flatMap((mode) => rows.filter((r) => r.mode === mode))
     out.push(
       `**HTTP, ${FRAMEWORKS[framework]}**\n\n${table(
         [

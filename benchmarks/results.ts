@@ -62,13 +62,16 @@ export interface HttpRow {
   jwksFetches?: { warmup: number; measured: number; spanSeconds: number }
 }
 
-export type HttpMode =
-  | 'repeated'
-  | 'realistic'
-  | 'pool'
-  | 'forged'
-  | 'forged-repeated'
-  | 'unknown-kid'
+/** Every HTTP mode, in the order the suite runs and reports them. */
+export const HTTP_MODES = [
+  'repeated',
+  'realistic',
+  'pool',
+  'forged',
+  'forged-repeated',
+  'unknown-kid',
+] as const
+export type HttpMode = (typeof HTTP_MODES)[number]
 
 export interface MemoryRow {
   stage: string

@@ -1,5 +1,5 @@
 /** The HTTP contenders, the token modes each one runs, and which need what to run at all. */
-import type { Framework, HttpMode } from '../results.ts'
+import { type Framework, HTTP_MODES, type HttpMode } from '../results.ts'
 
 export interface HttpContender {
   name: string
@@ -17,14 +17,7 @@ const VALID: readonly HttpMode[] = ['repeated', 'pool']
  * The floor middleware (`servers/floor.ts`) runs every mode a target is judged on, and with
  * tollgate the repeated forgeries (issue 24: what the forged-token memo is for), which the peers skip.
  */
-const JUDGED: readonly HttpMode[] = [
-  'repeated',
-  'realistic',
-  'pool',
-  'forged',
-  'forged-repeated',
-  'unknown-kid',
-]
+const JUDGED: readonly HttpMode[] = HTTP_MODES
 /** Contender names read `<framework> + floor (…)`: the targets quote its figure beside tollgate's. */
 export const FLOOR = 'floor (inline node:crypto + Map)'
 

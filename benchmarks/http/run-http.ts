@@ -17,6 +17,7 @@ import {
   busyShare,
   FRAMEWORKS,
   type Framework,
+  HTTP_MODES,
   type HttpMode,
   type HttpRow,
   newResult,
@@ -41,14 +42,7 @@ import { type Child, newId, startChild, stopAll } from './spawn.ts'
 type Server = Child<ToServer, FromServer>
 type Load = Child<LoadJob, FromLoad>
 
-const MODES: readonly HttpMode[] = [
-  'repeated',
-  'realistic',
-  'pool',
-  'forged',
-  'forged-repeated',
-  'unknown-kid',
-]
+const MODES: readonly HttpMode[] = HTTP_MODES
 /** Server CPU ÷ wall time under which a round is taken as disturbed by another process. */
 const BUSY_ENOUGH = 0.9
 
