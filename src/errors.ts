@@ -133,7 +133,7 @@ export interface ErrorOptions {
    */
   readonly detail?: Readonly<Record<string, unknown>> | undefined
   /** The underlying failure, for operators. Never shown to clients. */
-  readonly cause?: unknown | undefined
+  readonly cause?: unknown
 }
 
 /** How the gate challenges for an error: `null` for a bare challenge, `undefined` for none. */

@@ -93,18 +93,14 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     const request = pending instanceof Promise ? await pending : pending
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return send(c, metadata)
-    let result: CheckResult
-    // A decision that needed no I/O is not awaited: no microtask on a cached token.
     const decided = decide(request)
     if (decided instanceof Refused) return refuse(decided.error, c)
-    if (decided instanceof Promise) {
-      try {
-        result = await decided
-      } catch (error) {
-        return refuse(error, c)
-      }
-    } else {
-      result = decided
+    let result: CheckResult
+    try {
+      // A decision that needed no I/O is not awaited: no microtask on a cached token.
+      result = decided instanceof Promise ? await decided : decided
+    } catch (error) {
+      return refuse(error, c)
     }
     // Outside the try: a throw further down the chain is never taken for a refusal.
     await admit(c, result, next)

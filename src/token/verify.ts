@@ -283,8 +283,7 @@ export function createVerifier(context: VerifierContext): Verifier {
 
   async function verifyToken(token: string): Promise<Verdict> {
     const verdict = verifyNow(token)
-    if (verdict instanceof InvalidTokenError) throw verdict
-    return verdict
+    return verdict instanceof Promise ? verdict : verdictOf(verdict)
   }
 
   return {
