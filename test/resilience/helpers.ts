@@ -11,9 +11,9 @@ import type { GateOptions, JWKSOptions } from '../../src/gate/options.js'
 import type { TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 
-/** Small, fast settings: a 300 ms fetch timeout, 1 s cooldown, 60 s max age, 120 s stale bound. */
+/** Small, fast settings: a 1 s fetch timeout (a loaded CI machine must not turn a good fetch into a timeout), 1 s cooldown, 60 s max age, 120 s stale bound. */
 export const JWKS: JWKSOptions = {
-  timeoutMs: 300,
+  timeoutMs: 1000,
   cooldownMs: 1000,
   maxAgeMs: 60_000,
   staleIfErrorMs: 120_000,
