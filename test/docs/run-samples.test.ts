@@ -1,0 +1,92 @@
+/**
+ * The samples runner: every ```ts block of README.md and docs/ that is not marked `fragment` runs,
+ * as a user would run it (tsx, the package's public names), against the testing kit on loopback
+ * (test/docs/world.ts), and answers what its guide promises (test/docs/scenarios/). A block
+ * without a scenario fails here with its file and line. The count of samples run is written to
+ * `samples-results.json`, which CI's closing line reads (scripts/test-summary.ts).
+ */
+import { writeFileSync } from 'node:fs'
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { allSamples, extractSamples } from '../helpers/doc-samples.js'
+import { pairScenarios, scenarioContext } from './scenario.js'
+import { SCENARIOS } from './scenarios/index.js'
+import { type SampleWorld, startWorld } from './world.js'
+
+const samples = allSamples()
+const runnable = samples.filter(({ fragment }) => !fragment)
+const { pairs, missing, unused } = pairScenarios(runnable, SCENARIOS)
+/** `file:line` of each sample whose scenario passed. */
+const ran: string[] = []
+const failed: string[] = []
+
+/** Where CI reads the count (gitignored, like test-results.json). */
+export const SAMPLES_RESULTS = 'samples-results.json'
+
+describe('every sample of README.md and docs/', () => {
+  it('has a scenario that runs it, and every scenario has its sample', () => {
+    expect(missing).toEqual([])
+    expect(unused).toEqual([])
+  })
+
+  it('a block added to a guide without a scenario is reported by its file and line', () => {
+    const heading = 'Quick start: any other OpenID provider'
+    const added = extractSamples(
+      'README.md',
+      ['# tollgate', '', `## ${heading}`, '', '```ts', 'a', '```', '', '```ts', 'b', '```'].join(
+        '\n',
+      ),
+    )
+    const { missing: reported } = pairScenarios(added, SCENARIOS)
+    expect(reported).toEqual([
+      `README.md:10 (${heading}): no scenario in test/docs/scenarios/ runs this sample`,
+    ])
+    expect(
+      pairScenarios(extractSamples('docs/new.md', '## New\n\n  ```ts\n  x\n  ```\n'), SCENARIOS)
+        .missing,
+    ).toEqual(['docs/new.md:4 (New): no scenario in test/docs/scenarios/ runs this sample'])
+  })
+})
+
+let world: SampleWorld
+
+beforeAll(async () => {
+  world = await startWorld()
+}, 60_000)
+
+afterAll(async () => {
+  await world?.close()
+  writeFileSync(
+    SAMPLES_RESULTS,
+    `${JSON.stringify(
+      {
+        found: samples.length,
+        fragments: samples.length - runnable.length,
+        runnable: runnable.length,
+        run: ran.length,
+        failed,
+      },
+      null,
+      2,
+    )}\n`,
+  )
+}, 60_000)
+
+describe.concurrent('the samples, run against the testing kit', () => {
+  for (const { sample, scenario } of pairs) {
+    const where = `${sample.file}:${sample.line}`
+    it(`${where} (${sample.heading}): ${scenario.promises}`, async () => {
+      const context = scenarioContext(sample, world)
+      try {
+        await scenario.run(context)
+        ran.push(where)
+      } catch (error) {
+        failed.push(where)
+        throw error
+      } finally {
+        await context.cleanup()
+      }
+    }, 180_000)
+  }
+})
