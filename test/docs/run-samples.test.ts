@@ -3,16 +3,17 @@
  * as a user would run it (tsx, the package's public names), against the testing kit on loopback
  * (test/docs/world.ts), and answers what its guide promises (test/docs/scenarios/). A block
  * without a scenario fails here with its file and line. The count of samples run is written to
- * `samples-results.json`, which CI's closing line reads (scripts/test-summary.ts).
+ * `test-artifacts/samples.json`, which CI's closing line reads (scripts/test-summary.ts).
  */
-import { writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { allSamples, extractSamples } from '../helpers/doc-samples.js'
-import { pairScenarios, scenarioContext } from './scenario.js'
+import { pairScenarios, sampleEnvironment, scenarioContext } from './scenario.js'
 import { SCENARIOS } from './scenarios/index.js'
-import { type SampleWorld, startWorld } from './world.js'
+import { type SampleWorld, SUBSTITUTIONS, startWorld } from './world.js'
 
 const samples = allSamples()
 const runnable = samples.filter(({ fragment }) => !fragment)
@@ -21,8 +22,8 @@ const { pairs, missing, unused } = pairScenarios(runnable, SCENARIOS)
 const ran: string[] = []
 const failed: string[] = []
 
-/** Where CI reads the count (gitignored, like test-results.json). */
-export const SAMPLES_RESULTS = 'samples-results.json'
+/** Where CI's closing line reads the count (scripts/test-summary.ts; test-artifacts/ is git-ignored). */
+const SAMPLES_RESULTS = 'test-artifacts/samples.json'
 
 describe('every sample of README.md and docs/', () => {
   it('has a scenario that runs it, and every scenario has its sample', () => {
@@ -49,6 +50,33 @@ describe('every sample of README.md and docs/', () => {
   })
 })
 
+describe('docs/testing.md "How the samples run"', () => {
+  const guide = readFileSync('docs/testing.md', 'utf8')
+  const section = guide.slice(guide.indexOf('### How the samples run'))
+
+  it('prints the substitution table the runner applies, row for row', () => {
+    const printed = section.split('\n').filter((line) => /^\| `https:\/\//.test(line))
+    expect(printed).toEqual(
+      SUBSTITUTIONS.map((row) => {
+        const to =
+          row.to === 'office'
+            ? "the runner's office API stub"
+            : `the test issuer, under \`${row.prefix}\``
+        return `| \`${row.origin}\` | ${to} | ${row.answers} |`
+      }),
+    )
+  })
+
+  it('names every variable a sample program is given', () => {
+    const world = { kit: { url: 'x' }, hosts: {} } as unknown as SampleWorld
+    const names = [...Object.keys(sampleEnvironment(world)), 'PORT', 'REDIS_URL']
+    for (const name of names.filter((name) => name !== 'TOLLGATE_SAMPLE_HOSTS')) {
+      expect(section).toContain(`\`${name}\``)
+    }
+    expect(section).toContain('test/docs/fetch-hosts.ts')
+  })
+})
+
 let world: SampleWorld
 
 beforeAll(async () => {
@@ -57,6 +85,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await world?.close()
+  mkdirSync(dirname(SAMPLES_RESULTS), { recursive: true })
   writeFileSync(
     SAMPLES_RESULTS,
     `${JSON.stringify(

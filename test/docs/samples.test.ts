@@ -5,7 +5,12 @@
  */
 import { describe, expect, it } from 'vitest'
 
-import { allSamples, extractSamples, typeCheckSamples } from '../helpers/doc-samples.js'
+import {
+  allSamples,
+  companionsOf,
+  extractSamples,
+  typeCheckSamples,
+} from '../helpers/doc-samples.js'
 
 describe('the documentation samples', () => {
   const samples = allSamples()
@@ -64,12 +69,29 @@ describe('the documentation samples', () => {
     expect(found.map(({ code, line }) => [code, line])).toEqual([['const a = 1\n  + 1\n', 4]])
   })
 
+  it('import the sample above them by the file name they give it', () => {
+    const page = extractSamples(
+      'x.md',
+      [
+        '```ts',
+        'export class AppModule {}',
+        '```',
+        '```ts',
+        "import { AppModule } from './app.module.js' // the module above",
+        'void AppModule',
+        '```',
+      ].join('\n'),
+    )
+    const [above, below] = page
+    expect(companionsOf(below!, page)).toEqual({ 'app.module.ts': 'export class AppModule {}\n' })
+    expect(companionsOf(above!, page)).toEqual({})
+    expect(typeCheckSamples(page)).toEqual([])
+  }, 120_000)
+
   it('stand under the nearest heading, never a comment line of another block', () => {
     const found = extractSamples(
       'x.md',
-      ['## Keys', '', '```sh', '# One variable', 'X=1', '```', '', '```ts', 'a', '```'].join(
-        '\n',
-      ),
+      ['## Keys', '', '```sh', '# One variable', 'X=1', '```', '', '```ts', 'a', '```'].join('\n'),
     )
     expect(found.map(({ heading }) => heading)).toEqual(['Keys'])
   })

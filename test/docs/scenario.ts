@@ -11,9 +11,15 @@ import { fileURLToPath } from 'node:url'
 
 import { expect } from 'vitest'
 
-import { type DocSample, type RunningSample, startSample } from '../helpers/doc-samples.js'
+import {
+  allSamples,
+  companionsOf,
+  type DocSample,
+  type RunningSample,
+  startSample,
+} from '../helpers/doc-samples.js'
 import { freePort } from '../helpers/redis.js'
-import { SECRETS, type SampleWorld } from './world.js'
+import { type SampleWorld, SECRETS } from './world.js'
 
 /** What a sample's guide promises, and how to check it. */
 export interface Scenario {
@@ -90,7 +96,8 @@ export function pairScenarios(
     const index = seen.get(key) ?? 0
     seen.set(key, index + 1)
     const entry = table[sample.file]?.[sample.heading]
-    const list: readonly Scenario[] = entry === undefined ? [] : Array.isArray(entry) ? entry : [entry as Scenario]
+    const list: readonly Scenario[] =
+      entry === undefined ? [] : Array.isArray(entry) ? entry : [entry as Scenario]
     const scenario = list[index]
     if (scenario === undefined) {
       missing.push(
@@ -106,7 +113,9 @@ export function pairScenarios(
       const count = Array.isArray(entry) ? entry.length : 1
       const found = seen.get(`${file}\u0000${heading}`) ?? 0
       for (let index = found; index < count; index++) {
-        unused.push(`${file} "${heading}" #${index + 1}: a scenario whose sample is not in the guide`)
+        unused.push(
+          `${file} "${heading}" #${index + 1}: a scenario whose sample is not in the guide`,
+        )
       }
     }
   }
@@ -145,7 +154,8 @@ export function scenarioContext(
         env: { ...env, PORT: String(port), REDIS_URL: world.redisUrl(), ...options.env },
         imports: [FETCH_HOSTS],
         ...(options.host === undefined ? {} : { host: `${HOSTS}${options.host}` }),
-        ...(options.files === undefined ? {} : { files: options.files }),
+        // The samples it imports (`./app.module.js`: the module above it), and any others.
+        files: { ...companionsOf(sample, allSamples()), ...options.files },
         ...(options.runtime === undefined ? {} : { runtime: options.runtime }),
       })
       const url = `http://127.0.0.1:${port}`

@@ -198,7 +198,12 @@ async function startOffice(): Promise<OfficeApi> {
         .end('{"error":"unauthorized"}')
       return
     }
-    const caller = { aud: claims['aud'], azp: claims['azp'], sub: claims['sub'], scope: claims['scope'] }
+    const caller = {
+      aud: claims['aud'],
+      azp: claims['azp'],
+      sub: claims['sub'],
+      scope: claims['scope'],
+    }
     response
       .writeHead(200, { 'content-type': 'application/json' })
       .end(JSON.stringify({ namespaces: ['records'], caller }))
@@ -250,7 +255,10 @@ async function startDevProvider(): Promise<DevProvider> {
 }
 
 /** Starts `start` once, on first use, and remembers its promise. */
-function lazy<T>(start: () => Promise<T>): { get(): Promise<T>; started(): Promise<T> | undefined } {
+function lazy<T>(start: () => Promise<T>): {
+  get(): Promise<T>
+  started(): Promise<T> | undefined
+} {
   let running: Promise<T> | undefined
   return { get: () => (running ??= start()), started: () => running }
 }
@@ -308,7 +316,8 @@ export async function startWorld(): Promise<SampleWorld> {
     hosts,
     redisUrl() {
       database += 1
-      if (database >= DATABASES) throw new Error(`more than ${DATABASES - 1} Redis databases asked for`)
+      if (database >= DATABASES)
+        throw new Error(`more than ${DATABASES - 1} Redis databases asked for`)
       return `redis://127.0.0.1:${redis.port}/${database}`
     },
     devProvider: dev.get,

@@ -101,6 +101,27 @@ export function allSamples(): DocSample[] {
 }
 
 /**
+ * The files a sample imports from its own directory (`import { AppModule } from './app.module.js'`
+ * is `app.module.ts`): each is the sample printed before it on the same page ("the module
+ * above"), by file name. Empty for a sample that imports only packages.
+ */
+export function companionsOf(
+  sample: DocSample,
+  samples: readonly DocSample[],
+): Record<string, string> {
+  const names = [...sample.code.matchAll(/from '\.\/([\w.-]+)\.js'/g)].map((match) => match[1])
+  if (names.length === 0) return {}
+  const before = samples.filter((other) => other.file === sample.file && other.line < sample.line)
+  const above = before.at(-1)
+  if (above === undefined) {
+    throw new Error(
+      `${sample.file}:${sample.line} imports ${names.join(', ')} but no sample is above it`,
+    )
+  }
+  return Object.fromEntries(names.map((name) => [`${name}.ts`, above.code]))
+}
+
+/**
  * Type-checks the samples, each as its own ES module in a temporary directory (whose
  * `node_modules` is the project's), and returns one line per diagnostic:
  * `docs/gateway.md:42:7 TS2304 Cannot find name 'app'.`, pointing into the Markdown file.
@@ -121,11 +142,16 @@ export function typeCheckSamples(samples: readonly DocSample[]): string[] {
   try {
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
-    mkdirSync(join(dir, 'samples'))
     const byPath = new Map<string, DocSample>()
     samples.forEach((sample, index) => {
-      const path = join(dir, 'samples', `sample-${index}.ts`)
+      // A directory each, with the samples it imports beside it (companionsOf).
+      const sampleDir = join(dir, 'samples', String(index))
+      mkdirSync(sampleDir, { recursive: true })
+      const path = join(sampleDir, 'sample.ts')
       writeFileSync(path, sample.code)
+      for (const [name, code] of Object.entries(companionsOf(sample, samples))) {
+        writeFileSync(join(sampleDir, name), code)
+      }
       byPath.set(path, sample)
     })
     const program = ts.createProgram({
@@ -200,16 +226,17 @@ export interface StartSampleOptions {
   /** Further files written beside the sample, by name: samples it imports, as the guide names them. */
   readonly files?: Readonly<Record<string, string>> | undefined
   /**
-   * `'node'` (default): tsx. `'bun'`: Bun runs the TypeScript itself (`bun --preload …`), the
-   * `tollgate/*` names resolved through a tsconfig.json extending the project's.
+   * `'node'` (default): Node with tsx's loader (`node --import tsx`). `'bun'`: Bun runs the
+   * TypeScript itself (`bun --preload …`). Either way the `tollgate/*` names resolve through the
+   * directory's tsconfig.json, which extends the project's.
    */
   readonly runtime?: 'node' | 'bun' | undefined
 }
 
 /**
- * Runs a sample with tsx as its own ES module, as a user would run it with the package installed
- * (the `tollgate/*` names resolve through tsconfig.json's paths), in a temporary directory whose
- * `node_modules` is the project's.
+ * Runs a sample with tsx (`node --import tsx`) as its own ES module, as a user would run it with
+ * the package installed (the `tollgate/*` names resolve through tsconfig.json's paths), in a
+ * temporary directory whose `node_modules` is the project's.
  */
 export function startSample(sample: DocSample, options: StartSampleOptions = {}): RunningSample {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-doc-run-'))
@@ -233,26 +260,19 @@ export function startSample(sample: DocSample, options: StartSampleOptions = {})
     command = join(ROOT, 'node_modules/.bin/bun')
     args = [...imports.flatMap((module) => ['--preload', module]), program]
   } else {
-    command = join(ROOT, 'node_modules/.bin/tsx')
-    args = [
-      '--tsconfig',
-      tsconfig,
-      ...imports.flatMap((module) => ['--import', module]),
-      program,
-    ]
+    // `node --import tsx`: tsx's loader in the program's own process (the tsx command would start
+    // a second Node to run it); it reads the directory's tsconfig.json.
+    command = process.execPath
+    args = ['--import', 'tsx', ...imports.flatMap((module) => ['--import', module]), program]
   }
-  const child = spawn(
-    command,
-    args,
-    {
-      cwd: dir,
-      env: { ...process.env, ...options.env, SAMPLE_MODULE: path },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // A group of its own: tsx runs the program in a child node process, and a sample may fork
-      // (a Node cluster); signals go to the whole group, so nothing is left behind.
-      detached: true,
-    },
-  )
+  const child = spawn(command, args, {
+    cwd: dir,
+    env: { ...process.env, ...options.env, SAMPLE_MODULE: path },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // A group of its own: a sample may fork (a Node cluster) and Bun may start helpers; signals
+    // go to the whole group, so nothing is left behind.
+    detached: true,
+  })
   running.add(child)
   const signal = (name: NodeJS.Signals) => {
     try {

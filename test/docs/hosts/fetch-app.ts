@@ -14,7 +14,8 @@ const sample = (await import(pathToFileURL(process.env['SAMPLE_MODULE'] ?? '').h
   unknown
 >
 const name = process.env['SAMPLE_EXPORT']
-const exported = name === undefined ? (sample['default'] as { fetch?: unknown })?.fetch : sample[name]
+const exported =
+  name === undefined ? (sample['default'] as { fetch?: unknown })?.fetch : sample[name]
 if (typeof exported !== 'function') {
   throw new TypeError(`the sample exports no ${name ?? 'default app with fetch()'}`)
 }

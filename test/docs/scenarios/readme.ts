@@ -64,7 +64,10 @@ export const README: ScenarioTable = {
         })
         const admitted = await office.fetch('/', bearer(reader))
         expect(admitted.headers.get('ratelimit')).toMatch(/r=99/)
-        expect(await answer(admitted)).toEqual({ status: 200, body: { tenant: 'acme', user: 'bob' } })
+        expect(await answer(admitted)).toEqual({
+          status: 200,
+          body: { tenant: 'acme', user: 'bob' },
+        })
         const admin = await world.redis.client({ db: Number(redisUrl.split('/').pop()) })
         expect(await admin.keys('office:rl:*')).not.toEqual([])
 

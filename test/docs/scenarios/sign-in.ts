@@ -67,7 +67,11 @@ export const SIGN_IN: ScenarioTable = {
           },
         })
         const logout = (origin: string) =>
-          app.fetch('/auth/logout', { method: 'POST', redirect: 'manual', headers: { cookie, origin } })
+          app.fetch('/auth/logout', {
+            method: 'POST',
+            redirect: 'manual',
+            headers: { cookie, origin },
+          })
         expect((await logout('https://evil.example')).status).toBe(400)
         const out = await logout('https://office.example.com')
         expect(out.status).toBe(303)
@@ -108,7 +112,8 @@ export const SIGN_IN: ScenarioTable = {
           (other) => other.file === sample.file && other.line !== sample.line,
         )
         expect(others).toHaveLength(4)
-        for (const other of others) expect(optionsOf(other.code), `line ${other.line}`).toBe(options)
+        for (const other of others)
+          expect(optionsOf(other.code), `line ${other.line}`).toBe(options)
       },
     },
     'Fetch handlers (`tollgate/fetch`)': [

@@ -38,7 +38,8 @@ async function freshDatabase(world: SampleWorld): Promise<{ url: string; server:
 function storesSample(heading: string, index = 0): string {
   const found = allSamples().filter((s) => s.file === 'docs/stores.md' && s.heading === heading)
   const sample = found[index]
-  if (sample === undefined) throw new Error(`docs/stores.md has no sample #${index} under ${heading}`)
+  if (sample === undefined)
+    throw new Error(`docs/stores.md has no sample #${index} under ${heading}`)
   return sample.code
 }
 
@@ -52,7 +53,10 @@ export const STORES: ScenarioTable = {
         const gate = await start({ host: 'gate-module.ts', env: { DATABASE_URL: url } })
         const token = await world.kit.mint({ sub: 'alice', tenant: 'acme' }, { realm: 'sso' })
         const admitted = await answer(await gate.fetch(BILLING, bearer(token)))
-        expect(admitted, gate.output()).toEqual({ status: 200, body: { user: 'alice', tenant: 'acme' } })
+        expect(admitted, gate.output()).toEqual({
+          status: 200,
+          body: { user: 'alice', tenant: 'acme' },
+        })
         const pool = server.pool({ database: url.split('/').pop() ?? '' })
         // A late command still counts (the guide): the row is there, at once or a little later.
         const rows = await eventually(
@@ -78,7 +82,10 @@ export const STORES: ScenarioTable = {
         const token = await world.kit.mint({ sub: 'alice', tenant: 'acme' })
         const admitted = await gate.fetch(BILLING, bearer(token))
         expect(admitted.headers.get('ratelimit-policy')).toBe('"default";q=50;w=60')
-        expect(await answer(admitted)).toEqual({ status: 200, body: { user: 'alice', tenant: 'acme' } })
+        expect(await answer(admitted)).toEqual({
+          status: 200,
+          body: { user: 'alice', tenant: 'acme' },
+        })
         expect((await gate.fetch(BILLING, bearer(await world.kit.mint({})))).status).toBe(401)
       },
     },
@@ -117,7 +124,10 @@ export const STORES: ScenarioTable = {
             until: 'none',
             files: { 'counter-service.ts': storesSample('Over HTTP', 1) },
           })
-          const lines = (await program.finished()).trim().split('\n').map((line) => JSON.parse(line))
+          const lines = (await program.finished())
+            .trim()
+            .split('\n')
+            .map((line) => JSON.parse(line))
           expect(lines).toEqual([
             { count: 2, msBeforeReset: expect.any(Number) },
             { count: 5, msBeforeReset: expect.any(Number) },
@@ -133,7 +143,10 @@ export const STORES: ScenarioTable = {
           'the service: POST /increment and /claim-once with its secret 200 as the contract says; without the secret 401; a malformed body 400',
         async run({ start }) {
           const secret = 'counter-secret'
-          const service = await start({ host: 'counter-service.ts', env: { COUNTER_SECRET: secret } })
+          const service = await start({
+            host: 'counter-service.ts',
+            env: { COUNTER_SECRET: secret },
+          })
           const post = (path: string, body: unknown, key = secret) =>
             service.fetch(path, {
               method: 'POST',
@@ -142,7 +155,9 @@ export const STORES: ScenarioTable = {
             })
           const first = await answer(await post('/increment', { key: 'k', amount: 3, ttlMs: 1000 }))
           expect(first).toMatchObject({ status: 200, body: { count: 3 } })
-          const second = await answer(await post('/increment', { key: 'k', amount: 1, ttlMs: 1000 }))
+          const second = await answer(
+            await post('/increment', { key: 'k', amount: 1, ttlMs: 1000 }),
+          )
           expect(second).toMatchObject({ status: 200, body: { count: 4 } })
           expect(await answer(await post('/claim-once', { key: 'p', ttlMs: 1000 }))).toEqual({
             status: 200,
@@ -152,7 +167,9 @@ export const STORES: ScenarioTable = {
             status: 200,
             body: { claimed: false },
           })
-          expect((await post('/increment', { key: 'k', amount: 1, ttlMs: 1000 }, 'x')).status).toBe(401)
+          expect((await post('/increment', { key: 'k', amount: 1, ttlMs: 1000 }, 'x')).status).toBe(
+            401,
+          )
           expect((await post('/increment', { key: 'k', amount: 0, ttlMs: 1000 })).status).toBe(400)
         },
       },
@@ -178,7 +195,10 @@ export const STORES: ScenarioTable = {
 
           const key = await createDpopKey()
           const bound = await kit.mint({ sub: 'bob', tenant: 'acme' }, { realm: 'sso', dpop: key })
-          const headers = await key.headers(bound, { method: 'GET', url: `https://api.example.com${BILLING}` })
+          const headers = await key.headers(bound, {
+            method: 'GET',
+            url: `https://api.example.com${BILLING}`,
+          })
           expect((await gate.fetch(BILLING, { headers })).status).toBe(200)
           expect((await gate.fetch(BILLING, { headers })).status).toBe(401)
         },

@@ -14,7 +14,9 @@ const dir = dirname(process.env['SAMPLE_MODULE'] ?? '')
 const { createCounterService } = (await import(
   pathToFileURL(join(dir, 'counter-service.ts')).href
 )) as { createCounterService(secret: string): Server }
-const { httpSharedStore } = (await import(pathToFileURL(join(dir, 'http-shared-store.ts')).href)) as {
+const { httpSharedStore } = (await import(
+  pathToFileURL(join(dir, 'http-shared-store.ts')).href
+)) as {
   httpSharedStore(url: string, secret: string): SharedStore
 }
 
