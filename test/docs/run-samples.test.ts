@@ -6,11 +6,14 @@
  * `test-artifacts/samples.json`, which CI's closing line reads (scripts/test-summary.ts).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { allSamples, extractSamples } from '../helpers/doc-samples.js'
+import { allSamples, extractSamples, startSample } from '../helpers/doc-samples.js'
 import { pairScenarios, sampleEnvironment, scenarioContext } from './scenario.js'
 import { SCENARIOS } from './scenarios/index.js'
 import { type SampleWorld, SUBSTITUTIONS, startWorld } from './world.js'
@@ -66,6 +69,40 @@ describe('docs/testing.md "How the samples run"', () => {
       }),
     )
   })
+
+  it('sends a listed origin to loopback, path and query kept, and refuses any other address', async () => {
+    const seen: string[] = []
+    const server = createServer((request, response) => {
+      seen.push(request.url ?? '')
+      response.end('ok')
+    })
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/prefix`
+    const sample = extractSamples(
+      'docs/example.md',
+      [
+        '```ts',
+        "console.log(await (await fetch('https://provider.example/keys?x=1')).text())",
+        "await fetch('https://elsewhere.example/')",
+        '```',
+      ].join('\n'),
+    )[0]!
+    const program = startSample(sample, {
+      imports: [fileURLToPath(new URL('./fetch-hosts.ts', import.meta.url))],
+      env: { TOLLGATE_SAMPLE_HOSTS: JSON.stringify({ 'https://provider.example': base }) },
+    })
+    try {
+      expect(await program.exited).toBe(1)
+      expect(seen).toEqual(['/prefix/keys?x=1'])
+      expect(program.output()).toMatch(/^ok\n/)
+      expect(program.output()).toContain(
+        'samples runner: https://elsewhere.example/ is not in the substitution table',
+      )
+    } finally {
+      await program.stop()
+      server.close()
+    }
+  }, 60_000)
 
   it('names every variable a sample program is given', () => {
     const world = { kit: { url: 'x' }, hosts: {} } as unknown as SampleWorld

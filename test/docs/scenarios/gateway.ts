@@ -3,6 +3,7 @@ import { createDpopKey } from 'tollgate/testing'
 import { expect } from 'vitest'
 
 import { answer, bearer, eventually, type ScenarioTable } from '../scenario.js'
+import { databaseOf } from './operating.js'
 
 const BILLING = '/api/v1/billing/subscriptions'
 
@@ -37,18 +38,33 @@ export const GATEWAY: ScenarioTable = {
     'Tenants and rate limits': {
       promises:
         'acme on the free plan (two windows) and globex on pro 200 with their RateLimit-Policy; a POST costs 5 points; no tenant 401; a malformed tenant 401',
-      async run({ start, world: { kit } }) {
-        const gateway = await start()
+      async run({ start, world }) {
+        const { kit } = world
+        const redisUrl = world.redisUrl()
+        const gateway = await start({ env: { REDIS_URL: redisUrl } })
         const acme = await kit.mint({ tenant: 'acme' })
         const first = await gateway.fetch(BILLING, bearer(acme))
         expect(first.headers.get('ratelimit-policy')).toBe(
           '"free-1s";q=20;w=1, "free-60s";q=600;w=60',
         )
         expect(await answer(first)).toEqual({ status: 200, body: { tenant: 'acme', plan: 'free' } })
+        // Counted in Redis once the client is connected (until then, in memory: the guide's fallback).
+        const admin = await world.redis.client({ db: databaseOf(redisUrl) })
+        const key = 'tollgate:rl:{acme}:free:60'
+        const before = Number(
+          await eventually(
+            'a request counted in Redis',
+            async () => {
+              await gateway.fetch(BILLING, bearer(acme))
+              return admin.get(key)
+            },
+            (count) => count !== null,
+          ),
+        )
         const post = await gateway.fetch(BILLING, { method: 'POST', ...bearer(acme) })
         expect(post.status).toBe(200)
-        // The 60-second window: 600 − 1 (GET) − 5 (POST).
-        expect(post.headers.get('ratelimit')).toContain('"free-60s";r=594')
+        expect(Number(await admin.get(key))).toBe(before + 5)
+        expect(post.headers.get('ratelimit')).toContain(`"free-60s";r=${600 - before - 5}`)
 
         const globex = await kit.mint({ tenant: 'globex' })
         const pro = await gateway.fetch(BILLING, bearer(globex))
