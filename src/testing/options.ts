@@ -22,7 +22,23 @@ export interface TestClient {
  * `/oauth2/default` with keys at `v1/keys`, Auth0's `/` with keys at `.well-known/jwks.json`.
  * Its discovery document is at `{path}/.well-known/openid-configuration` (at
  * `/.well-known/openid-configuration` for `/`); `name` selects it wherever a realm is selected
- * (`mint({}, { realm: name })`, `fetchCount(name)`, `rotate({ realm: name })`…).
+ * (`mint({}, { realm: name })`, `fetchCount(name)`, `rotate({ realm: name })`…). With the
+ * provider's own `issuer`, its tokens carry that `iss` and a gate built by the provider's profile
+ * verifies them once its `jwks.fetch` sends the provider's host here (docs/testing.md, "Tokens
+ * shaped like Auth0, Entra, Okta and Cognito").
+ *
+ * @example
+ * ```ts
+ * const pool = 'https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbCdEf123'
+ * const issuer = await createTestIssuer({
+ *   issuers: [{ name: 'cognito', issuer: pool, jwksPath: '.well-known/jwks.json' }],
+ * })
+ * // A Cognito access token: the kit's Keycloak defaults it lacks left out with `undefined`.
+ * const token = await issuer.mint(
+ *   { aud: undefined, azp: undefined, typ: undefined, client_id: 'app-1', token_use: 'access' },
+ *   { realm: 'cognito', header: { typ: undefined } },
+ * )
+ * ```
  */
 export interface TestPathIssuer {
   /** Its name, distinct from the realms' (letters, digits, `-`, `_`, `.`, `~`). */

@@ -1,44 +1,16 @@
 /**
  * Every TypeScript sample of the README and the guides in docs/ compiles against the package's
  * public names, so that none can rot: a renamed option or export fails here with the Markdown
- * file and line of the sample.
+ * file and line of the sample. Running them is test/docs/run-samples.test.ts's.
  */
-import { setTimeout as sleep } from 'node:timers/promises'
-
-import { createTestIssuer } from 'tollgate/testing'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 
 import {
   allSamples,
-  type DocSample,
+  companionsOf,
   extractSamples,
-  type RunningSample,
-  startSample,
   typeCheckSamples,
 } from '../helpers/doc-samples.js'
-import { freePort, type RedisServer, startRedisServer } from '../helpers/redis.js'
-
-/** The README's sample under that heading. */
-function readmeSample(heading: string): DocSample {
-  const sample = allSamples().find((s) => s.file === 'README.md' && s.heading === heading)
-  if (!sample) throw new Error(`README.md has no sample under "${heading}"`)
-  return sample
-}
-
-/** Waits until the program answers HTTP on `url` (or fails when it ended first). */
-async function answering(program: RunningSample, url: string): Promise<void> {
-  for (;;) {
-    if (program.child.exitCode !== null) {
-      throw new Error(`the sample ended with ${program.child.exitCode}:\n${program.output()}`)
-    }
-    const answered = await fetch(url).then(
-      () => true,
-      () => false,
-    )
-    if (answered) return
-    await sleep(100)
-  }
-}
 
 describe('the documentation samples', () => {
   const samples = allSamples()
@@ -88,100 +60,39 @@ describe('the documentation samples', () => {
       ['b\n', true],
     ])
   })
-})
 
-describe('the samples marked to run', () => {
-  const runnable = allSamples().filter(({ run }) => run)
-
-  it('exist', () => {
-    expect(runnable.length).toBeGreaterThanOrEqual(2)
-  })
-
-  for (const sample of runnable) {
-    it(`${sample.file}:${sample.line} (${sample.heading}) runs to the end`, async () => {
-      const program = startSample(sample)
-      try {
-        const code = await program.exited
-        expect(code, program.output()).toBe(0)
-      } finally {
-        await program.stop()
-      }
-    }, 60_000)
-  }
-})
-
-describe('the README quick starts, run against the testing kit on loopback', () => {
-  let redis: RedisServer
-
-  beforeAll(async () => {
-    redis = await startRedisServer()
-  })
-  afterAll(async () => {
-    await redis?.stop()
-  })
-
-  it('the gateway admits a gateway token with billing:read and its tenant, and is ready', async () => {
-    const issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
-    const port = await freePort()
-    const program = startSample(readmeSample('Quick start: a gateway (Express, Keycloak)'), {
-      AUTH_URL: issuer.url,
-      PORT: String(port),
-    })
-    try {
-      const base = `http://127.0.0.1:${port}`
-      await answering(program, `${base}/ready`)
-      expect((await fetch(`${base}/ready`)).status).toBe(200)
-      const token = await issuer.mint({ sub: 'alice', scope: 'billing:read', tenant: 'acme' })
-      const admitted = await fetch(`${base}/api/v1/billing/subscriptions`, {
-        headers: { authorization: `Bearer ${token}` },
-      })
-      expect(admitted.status).toBe(200)
-      expect(await admitted.json()).toEqual({ tenant: 'acme', user: 'alice' })
-      const anonymous = await fetch(`${base}/api/v1/billing/subscriptions`)
-      expect(anonymous.status).toBe(401)
-    } finally {
-      await program.stop()
-      await issuer.close()
-    }
-  }, 60_000)
-
-  it('the product backend admits an office reader, counts in Redis, and refuses a gateway token', async () => {
-    const issuer = await createTestIssuer({ realms: ['acme'], audience: 'office' })
-    const port = await freePort()
-    const program = startSample(
-      readmeSample('Quick start: a product backend (Koa, limits in Redis)'),
-      {
-        AUTH_URL: issuer.url,
-        PORT: String(port),
-        REDIS_URL: `redis://127.0.0.1:${redis.port}`,
-      },
+  it('are found inside list items too, their indentation removed', () => {
+    const found = extractSamples(
+      'x.md',
+      ['- a step:', '', '  ```ts', '  const a = 1', '    + 1', '  ```', ''].join('\n'),
     )
-    const admin = await redis.client()
-    try {
-      const base = `http://127.0.0.1:${port}`
-      await answering(program, base)
-      const reader = await issuer.mint({
-        sub: 'bob',
-        tenant: 'acme',
-        resource_access: { office: { roles: ['reader'] } },
-      })
-      const admitted = await fetch(base, { headers: { authorization: `Bearer ${reader}` } })
-      expect(admitted.status).toBe(200)
-      expect(await admitted.json()).toEqual({ tenant: 'acme', user: 'bob' })
-      expect(admitted.headers.get('ratelimit')).toMatch(/r=99/)
-      expect(await admin.keys('office:rl:*')).not.toEqual([])
+    expect(found.map(({ code, line }) => [code, line])).toEqual([['const a = 1\n  + 1\n', 4]])
+  })
 
-      const noRole = await issuer.mint({ sub: 'carol', tenant: 'acme' })
-      expect((await fetch(base, { headers: { authorization: `Bearer ${noRole}` } })).status).toBe(
-        403,
-      )
-      const gatewayToken = await issuer.mint({ aud: 'gateway', tenant: 'acme' })
-      expect(
-        (await fetch(base, { headers: { authorization: `Bearer ${gatewayToken}` } })).status,
-      ).toBe(401)
-    } finally {
-      await program.stop()
-      await issuer.close()
-    }
-  }, 60_000)
+  it('import the sample above them by the file name they give it', () => {
+    const page = extractSamples(
+      'x.md',
+      [
+        '```ts',
+        'export class AppModule {}',
+        '```',
+        '```ts',
+        "import { AppModule } from './app.module.js' // the module above",
+        'void AppModule',
+        '```',
+      ].join('\n'),
+    )
+    const [above, below] = page
+    expect(companionsOf(below!, page)).toEqual({ 'app.module.ts': 'export class AppModule {}\n' })
+    expect(companionsOf(above!, page)).toEqual({})
+    expect(typeCheckSamples(page)).toEqual([])
+  }, 120_000)
+
+  it('stand under the nearest heading, never a comment line of another block', () => {
+    const found = extractSamples(
+      'x.md',
+      ['## Keys', '', '```sh', '# One variable', 'X=1', '```', '', '```ts', 'a', '```'].join('\n'),
+    )
+    expect(found.map(({ heading }) => heading)).toEqual(['Keys'])
+  })
 })

@@ -1,9 +1,10 @@
 /**
- * The documentation's code samples: every ```ts block of README.md and docs/**\/*.md, each
- * type-checked as a module of its own with the project's compiler options and the package's public
- * names (`tollgate/*`, mapped to the source as tsconfig.json maps them). A block whose info string
- * says `ts fragment` is shown as a fragment on purpose and is not compiled; `ts run` marks a
- * complete program that runs on loopback (tsx, as a user would run it).
+ * The documentation's code samples: every ```ts block of README.md and docs/**\/*.md (indented
+ * ones inside list items too), each type-checked as a module of its own with the project's
+ * compiler options and the package's public names (`tollgate/*`, mapped to the source as
+ * tsconfig.json maps them), and run by test/docs/run-samples.test.ts (tsx, as a user would run
+ * it). A block whose info string says `ts fragment` is shown as a fragment on purpose: it is
+ * neither compiled nor run.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import {
@@ -28,10 +29,8 @@ export interface DocSample {
   /** The 1-based line of the block's first code line in that file. */
   readonly line: number
   readonly code: string
-  /** Marked ```ts fragment: shown, not compiled. */
+  /** Marked ```ts fragment: shown, neither compiled nor run. */
   readonly fragment: boolean
-  /** Marked ```ts run: a complete program that runs against loopback servers. */
-  readonly run: boolean
   /** The nearest heading above the block, without its `#`s. */
   readonly heading: string
 }
@@ -56,7 +55,10 @@ export function documentationFiles(): string[] {
   return files
 }
 
-/** The ```ts blocks of one Markdown text (```typescript too; other languages are not samples). */
+/**
+ * The ```ts blocks of one Markdown text (```typescript too; other languages are not samples). A
+ * fence may be indented (a block inside a list item): its indentation is removed from the code.
+ */
 export function extractSamples(file: string, text: string): DocSample[] {
   const samples: DocSample[] = []
   const lines = text.split('\n')
@@ -64,18 +66,27 @@ export function extractSamples(file: string, text: string): DocSample[] {
   for (let i = 0; i < lines.length; i++) {
     const title = /^#+ (.*)$/.exec(lines[i] ?? '')
     if (title) heading = title[1] ?? ''
-    const open = /^```(ts|typescript)(?:\s+(.*))?$/.exec(lines[i] ?? '')
-    if (!open) continue
+    const fence = /^( *)```(\S*)(?:\s+(.*))?$/.exec(lines[i] ?? '')
+    if (!fence) continue
+    const indent = fence[1] ?? ''
     const start = i + 1
     let end = start
-    while (end < lines.length && lines[end] !== '```') end++
-    const words = (open[2] ?? '').split(/\s+/)
+    while (end < lines.length && lines[end] !== `${indent}\`\`\``) end++
+    // Any other block is skipped whole: a `# comment` in a shell block is not a heading.
+    const open = /^(ts|typescript)$/.test(fence[2] ?? '') ? fence : undefined
+    if (!open) {
+      i = end
+      continue
+    }
+    const words = (open[3] ?? '').split(/\s+/)
+    const code = lines
+      .slice(start, end)
+      .map((line) => (line.startsWith(indent) ? line.slice(indent.length) : line.trimStart()))
     samples.push({
       file,
       line: start + 1,
-      code: `${lines.slice(start, end).join('\n')}\n`,
+      code: `${code.join('\n')}\n`,
       fragment: words.includes('fragment'),
-      run: words.includes('run'),
       heading,
     })
     i = end
@@ -87,6 +98,27 @@ export function allSamples(): DocSample[] {
   return documentationFiles().flatMap((file) =>
     extractSamples(file, readFileSync(join(ROOT, file), 'utf8')),
   )
+}
+
+/**
+ * The files a sample imports from its own directory (`import { AppModule } from './app.module.js'`
+ * is `app.module.ts`): each is the sample printed before it on the same page ("the module
+ * above"), by file name. Empty for a sample that imports only packages.
+ */
+export function companionsOf(
+  sample: DocSample,
+  samples: readonly DocSample[],
+): Record<string, string> {
+  const names = [...sample.code.matchAll(/from '\.\/([\w.-]+)\.js'/g)].map((match) => match[1])
+  if (names.length === 0) return {}
+  const before = samples.filter((other) => other.file === sample.file && other.line < sample.line)
+  const above = before.at(-1)
+  if (above === undefined) {
+    throw new Error(
+      `${sample.file}:${sample.line} imports ${names.join(', ')} but no sample is above it`,
+    )
+  }
+  return Object.fromEntries(names.map((name) => [`${name}.ts`, above.code]))
 }
 
 /**
@@ -110,11 +142,16 @@ export function typeCheckSamples(samples: readonly DocSample[]): string[] {
   try {
     symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
-    mkdirSync(join(dir, 'samples'))
     const byPath = new Map<string, DocSample>()
     samples.forEach((sample, index) => {
-      const path = join(dir, 'samples', `sample-${index}.ts`)
+      // A directory each, with the samples it imports beside it (companionsOf).
+      const sampleDir = join(dir, 'samples', String(index))
+      mkdirSync(sampleDir, { recursive: true })
+      const path = join(sampleDir, 'sample.ts')
       writeFileSync(path, sample.code)
+      for (const [name, code] of Object.entries(companionsOf(sample, samples))) {
+        writeFileSync(join(sampleDir, name), code)
+      }
       byPath.set(path, sample)
     })
     const program = ts.createProgram({
@@ -150,32 +187,100 @@ export function typeCheckSamples(samples: readonly DocSample[]): string[] {
   }
 }
 
+const running = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of running) {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
+    } catch {}
+  }
+})
+
 /** A sample started as a program: its output so far, and a way to stop it. */
 export interface RunningSample {
   readonly child: ChildProcess
+  /** The temporary directory the sample runs in, as `sample.ts`. */
+  readonly dir: string
   /** Resolves with the exit code (`null` when a signal ended it) once the program ended. */
   readonly exited: Promise<number | null>
   output(): string
-  /** SIGTERM, then waits for the exit; removes the temporary directory. */
-  stop(): Promise<void>
+  /**
+   * SIGTERM, then SIGKILL when the program has not ended within `graceMs` (a sample may handle
+   * SIGTERM itself); waits for the exit and removes the temporary directory.
+   */
+  stop(graceMs?: number): Promise<void>
+}
+
+/** How {@link startSample} runs a sample. */
+export interface StartSampleOptions {
+  /** Added to the environment. */
+  readonly env?: Readonly<Record<string, string>> | undefined
+  /** Modules loaded before the program (`node --import`), absolute paths. */
+  readonly imports?: readonly string[] | undefined
+  /**
+   * A program to run instead of the sample, which imports it: the sample is still written as
+   * `sample.ts`, and `SAMPLE_MODULE` holds its absolute path. For samples that are modules (a
+   * Next.js route handler, a NestJS module), as their framework would load them.
+   */
+  readonly host?: string | undefined
+  /** Further files written beside the sample, by name: samples it imports, as the guide names them. */
+  readonly files?: Readonly<Record<string, string>> | undefined
+  /**
+   * `'node'` (default): Node with tsx's loader (`node --import tsx`). `'bun'`: Bun runs the
+   * TypeScript itself (`bun --preload …`). Either way the `tollgate/*` names resolve through the
+   * directory's tsconfig.json, which extends the project's.
+   */
+  readonly runtime?: 'node' | 'bun' | undefined
 }
 
 /**
- * Runs a sample with tsx as its own ES module, as a user would run it with the package installed
- * (the `tollgate/*` names resolve through tsconfig.json's paths), with `env` added to the
- * environment.
+ * Runs a sample with tsx (`node --import tsx`) as its own ES module, as a user would run it with
+ * the package installed (the `tollgate/*` names resolve through tsconfig.json's paths), in a
+ * temporary directory whose `node_modules` is the project's.
  */
-export function startSample(sample: DocSample, env: Record<string, string> = {}): RunningSample {
+export function startSample(sample: DocSample, options: StartSampleOptions = {}): RunningSample {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-doc-run-'))
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir')
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
   const path = join(dir, 'sample.ts')
   writeFileSync(path, sample.code)
-  const child = spawn(
-    join(ROOT, 'node_modules/.bin/tsx'),
-    ['--tsconfig', join(ROOT, 'tsconfig.json'), path],
-    { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+  for (const [name, text] of Object.entries(options.files ?? {})) {
+    writeFileSync(join(dir, name), text)
+  }
+  const program = options.host ?? path
+  const imports = options.imports ?? []
+  // The project's compiler options (paths, experimentalDecorators), for the sample's directory
+  // and for the project's files it runs with (a host program).
+  const tsconfig = join(dir, 'tsconfig.json')
+  const config = { extends: join(ROOT, 'tsconfig.json'), include: ['*.ts', join(ROOT, '**/*.ts')] }
+  writeFileSync(tsconfig, `${JSON.stringify(config)}\n`)
+  let command: string
+  let args: string[]
+  if (options.runtime === 'bun') {
+    command = join(ROOT, 'node_modules/.bin/bun')
+    args = [...imports.flatMap((module) => ['--preload', module]), program]
+  } else {
+    // `node --import tsx`: tsx's loader in the program's own process (the tsx command would start
+    // a second Node to run it); it reads the directory's tsconfig.json.
+    command = process.execPath
+    args = ['--import', 'tsx', ...imports.flatMap((module) => ['--import', module]), program]
+  }
+  const child = spawn(command, args, {
+    cwd: dir,
+    env: { ...process.env, ...options.env, SAMPLE_MODULE: path },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // A group of its own: a sample may fork (a Node cluster) and Bun may start helpers; signals
+    // go to the whole group, so nothing is left behind.
+    detached: true,
+  })
+  running.add(child)
+  const signal = (name: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, name)
+    } catch {
+      // The group is gone already.
+    }
+  }
   let output = ''
   child.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString()
@@ -184,15 +289,25 @@ export function startSample(sample: DocSample, env: Record<string, string> = {})
     output += chunk.toString()
   })
   const exited = new Promise<number | null>((resolveExit) => {
-    child.on('exit', (code) => resolveExit(code))
+    child.on('exit', (code) => {
+      running.delete(child)
+      resolveExit(code)
+    })
   })
   return {
     child,
+    dir,
     exited,
     output: () => output,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
-      await exited
+    async stop(graceMs = 5000) {
+      if (child.exitCode === null && child.signalCode === null) {
+        signal('SIGTERM')
+        const timer = setTimeout(() => signal('SIGKILL'), graceMs)
+        await exited
+        clearTimeout(timer)
+      }
+      // Whatever the program left in its group (a worker that outlived its primary).
+      signal('SIGKILL')
       rmSync(dir, { recursive: true, force: true })
     },
   }

@@ -4,7 +4,13 @@ import { join } from 'node:path'
 
 import { describe, expect, it } from 'vitest'
 
-import { main, summarize, type TestResults } from '../../scripts/test-summary.js'
+import {
+  main,
+  type SampleResults,
+  summarize,
+  summarizeSamples,
+  type TestResults,
+} from '../../scripts/test-summary.js'
 
 const FLOOR = { minimumTests: 100 }
 
@@ -93,6 +99,43 @@ describe('summarize', () => {
   })
 })
 
+describe('summarizeSamples', () => {
+  const FOUND = { runnable: 59, fragments: 1 }
+  const ran = (run: number, failed: string[] = []): SampleResults => ({ run, failed })
+
+  it('passes when every sample found ran, with the closing line', () => {
+    expect(summarizeSamples(ran(59), FOUND)).toEqual({
+      line: 'samples: 59 run, 0 failed, 1 fragment (60 found)',
+      problems: [],
+    })
+  })
+
+  it('fails when the runner ran fewer samples than the docs hold', () => {
+    const summary = summarizeSamples(ran(57), FOUND)
+    expect(summary.line).toBe('samples: 57 run, 0 failed, 1 fragment (60 found)')
+    expect(summary.problems).toEqual([
+      '57 sample(s) ran, fewer than the 59 README.md and docs/ hold: every sample runs (test/docs/run-samples.test.ts)',
+    ])
+  })
+
+  it('fails naming each sample that failed', () => {
+    const summary = summarizeSamples(ran(58, ['docs/providers/auth0.md:21']), FOUND)
+    expect(summary.line).toBe('samples: 58 run, 1 failed, 1 fragment (60 found)')
+    expect(summary.problems).toEqual([
+      '1 sample(s) failed: docs/providers/auth0.md:21',
+      '58 sample(s) ran, fewer than the 59 README.md and docs/ hold: every sample runs (test/docs/run-samples.test.ts)',
+    ])
+  })
+
+  it.each([
+    ['no run count', { failed: [] }],
+    ['a run count that is not an integer', { run: '59', failed: [] }],
+    ['failures that are not a list', { run: 59, failed: 'x' }],
+  ])('refuses results with %s', (_what, results) => {
+    expect(() => summarizeSamples(results as never, FOUND)).toThrow(TypeError)
+  })
+})
+
 describe('main', () => {
   const dir = mkdtempSync(join(tmpdir(), 'test-summary-'))
   const write = (name: string, value: unknown) => {
@@ -100,39 +143,71 @@ describe('main', () => {
     writeFileSync(file, JSON.stringify(value))
     return file
   }
-  const run = (...argv: string[]) => {
+  const found = async () => ({ runnable: 3, fragments: 0 })
+  const samples = write('samples.json', { found: 3, run: 3, failed: [] })
+  const run = async (...argv: string[]) => {
     const lines: string[] = []
-    const code = main(argv, (line) => lines.push(line))
+    const code = await main(argv, (line) => lines.push(line), found)
     return { code, lines }
   }
 
-  it('prints the closing line last and exits 0 for a clean run', () => {
+  it('prints the closing lines last and exits 0 for a clean run', async () => {
     const floor = write('floor.json', { note: 'why', minimumTests: 2 })
-    expect(run(write('clean.json', results(2)), floor)).toEqual({
+    expect(await run(write('clean.json', results(2)), floor, samples)).toEqual({
       code: 0,
-      lines: ['tests: 2 passed, 0 failed, 0 skipped'],
-    })
-  })
-
-  it('prints each problem before the closing line and exits 1', () => {
-    const floor = write('floor.json', { minimumTests: 5 })
-    const skipped = write('skipped.json', results(4, { numPendingTests: 1 }))
-    expect(run(skipped, floor)).toEqual({
-      code: 1,
       lines: [
-        'test-summary: 1 test(s) skipped: CI runs every test',
-        'test-summary: 4 test(s) ran, fewer than the 5 the suite holds (test/floor.json)',
-        'tests: 4 passed, 0 failed, 1 skipped',
+        'tests: 2 passed, 0 failed, 0 skipped',
+        'samples: 3 run, 0 failed, 0 fragments (3 found)',
       ],
     })
   })
 
-  it('exits 1 without a closing line when there are no results (vitest never wrote them)', () => {
+  it('prints each problem before the closing lines and exits 1', async () => {
     const floor = write('floor.json', { minimumTests: 5 })
-    const { code, lines } = run(join(dir, 'absent.json'), floor)
+    const skipped = write('skipped.json', results(4, { numPendingTests: 1 }))
+    const fewer = write('fewer.json', { run: 2, failed: [] })
+    expect(await run(skipped, floor, fewer)).toEqual({
+      code: 1,
+      lines: [
+        'test-summary: 1 test(s) skipped: CI runs every test',
+        'test-summary: 4 test(s) ran, fewer than the 5 the suite holds (test/floor.json)',
+        'test-summary: 2 sample(s) ran, fewer than the 3 README.md and docs/ hold: every sample runs (test/docs/run-samples.test.ts)',
+        'tests: 4 passed, 0 failed, 1 skipped',
+        'samples: 2 run, 0 failed, 0 fragments (3 found)',
+      ],
+    })
+  })
+
+  it('exits 1 without a tests line when there are no results (vitest never wrote them)', async () => {
+    const floor = write('floor.json', { minimumTests: 5 })
+    const { code, lines } = await run(join(dir, 'absent.json'), floor, samples)
     expect(code).toBe(1)
-    expect(lines).toHaveLength(1)
+    expect(lines).toHaveLength(2)
     expect(lines[0]).toMatch(/^test-summary: cannot read the test results .*absent\.json/)
+    expect(lines[1]).toBe('samples: 3 run, 0 failed, 0 fragments (3 found)')
+  })
+
+  it('exits 1 when the samples runner left no results (it did not run)', async () => {
+    const floor = write('floor.json', { minimumTests: 2 })
+    const { code, lines } = await run(write('ok.json', results(2)), floor, join(dir, 'none.json'))
+    expect(code).toBe(1)
+    expect(lines[0]).toMatch(/^test-summary: cannot read the samples results .*none\.json/)
+    expect(lines.at(-1)).toBe('tests: 2 passed, 0 failed, 0 skipped')
+  })
+
+  it('counts the samples of README.md and docs/ itself, fragments apart', async () => {
+    const { allSamples } = await import('../helpers/doc-samples.js')
+    const all = allSamples()
+    const fragments = all.filter(({ fragment }) => fragment).length
+    const lines: string[] = []
+    const floor = write('floor.json', { minimumTests: 2 })
+    const everyOne = write('all.json', { run: all.length - fragments, failed: [] })
+    expect(await main([write('ok.json', results(2)), floor, everyOne], (l) => lines.push(l))).toBe(
+      0,
+    )
+    expect(lines.at(-1)).toBe(
+      `samples: ${all.length - fragments} run, 0 failed, ${fragments} fragment${fragments === 1 ? '' : 's'} (${all.length} found)`,
+    )
   })
 })
 

@@ -1,0 +1,151 @@
+/** The framework guides (docs/frameworks/, but NestJS and sign-in) and docs/product-backends.md. */
+import { expect } from 'vitest'
+
+import { answer, bearer, type Scenario, type ScenarioTable } from '../scenario.js'
+
+const BILLING = '/api/v1/billing/subscriptions'
+
+/** The office product's Koa backend (docs/frameworks/koa.md, docs/product-backends.md). */
+const officeKoa: Scenario = {
+  promises: 'an office token 200 with its subject; a gateway token and no token 401',
+  async run({ start, world: { kit } }) {
+    const office = await start()
+    const token = await kit.mint({ aud: 'office', sub: 'bob' })
+    expect(await answer(await office.fetch('/', bearer(token)))).toEqual({
+      status: 200,
+      body: { user: 'bob' },
+    })
+    const gatewayToken = await kit.mint({ aud: 'gateway', sub: 'bob' })
+    expect((await office.fetch('/', bearer(gatewayToken))).status).toBe(401)
+    expect((await office.fetch('/')).status).toBe(401)
+  },
+}
+
+export const FRAMEWORKS: ScenarioTable = {
+  'docs/frameworks/express.md': {
+    'Express (`tollgate/express`)': {
+      promises:
+        'billing:read of tenant acme 200 with RateLimit fields; no tenant claim and no token 401; no scope 403',
+      async run({ start, world: { kit } }) {
+        const gateway = await start()
+        const token = await kit.mint({ sub: 'alice', scope: 'billing:read', tenant: 'acme' })
+        const admitted = await gateway.fetch(BILLING, bearer(token))
+        expect(admitted.headers.get('ratelimit')).toMatch(/r=19/)
+        expect(await answer(admitted)).toEqual({
+          status: 200,
+          body: { tenant: 'acme', user: 'alice' },
+        })
+        const noTenant = await kit.mint({ scope: 'billing:read' })
+        expect((await gateway.fetch(BILLING, bearer(noTenant))).status).toBe(401)
+        expect((await gateway.fetch(BILLING)).status).toBe(401)
+        const unscoped = await kit.mint({ scope: 'openid', tenant: 'acme' })
+        expect((await gateway.fetch(BILLING, bearer(unscoped))).status).toBe(403)
+      },
+    },
+  },
+
+  'docs/frameworks/koa.md': { 'Koa (`tollgate/koa`)': officeKoa },
+
+  'docs/frameworks/fastify.md': {
+    'Fastify (`tollgate/fastify`)': {
+      promises: 'billing:read 200; no token 401 with the bare challenge; no scope 403',
+      async run({ start, world: { kit } }) {
+        const gateway = await start()
+        const token = await kit.mint({ sub: 'alice', scope: 'billing:read' })
+        expect(await answer(await gateway.fetch(BILLING, bearer(token)))).toEqual({
+          status: 200,
+          body: { user: 'alice' },
+        })
+        const anonymous = await gateway.fetch(BILLING)
+        expect(anonymous.status).toBe(401)
+        expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api"')
+        const unscoped = await kit.mint({ scope: 'openid' })
+        expect((await gateway.fetch(BILLING, bearer(unscoped))).status).toBe(403)
+      },
+    },
+  },
+
+  'docs/frameworks/hono.md': {
+    'Hono (`tollgate/hono`)': {
+      promises:
+        'served as its default export: billing:read 200; no token 401 under /api/*; no scope 403; a path outside /api/* is not gated (404)',
+      async run({ start, world: { kit } }) {
+        const gateway = await start({ host: 'fetch-app.ts' })
+        const token = await kit.mint({ sub: 'alice', scope: 'billing:read' })
+        expect(await answer(await gateway.fetch(BILLING, bearer(token)))).toEqual({
+          status: 200,
+          body: { user: 'alice' },
+        })
+        expect((await gateway.fetch(BILLING)).status).toBe(401)
+        const unscoped = await kit.mint({ scope: 'openid' })
+        expect((await gateway.fetch(BILLING, bearer(unscoped))).status).toBe(403)
+        expect((await gateway.fetch('/health')).status).toBe(404)
+      },
+    },
+  },
+
+  'docs/frameworks/fetch.md': {
+    'Fetch handlers (`tollgate/fetch`): Next.js route handlers and other `Request` → `Response` code':
+      {
+        promises:
+          'as a Next.js route handler: GET /api/invoices/42 with billing:read 200 naming the invoice; no token 401; no scope 403',
+        async run({ start, world: { kit } }) {
+          const app = await start({ host: 'next-route.ts' })
+          const token = await kit.mint({ sub: 'alice', scope: 'billing:read' })
+          expect(await answer(await app.fetch('/api/invoices/42', bearer(token)))).toEqual({
+            status: 200,
+            body: { invoice: '42', user: 'alice' },
+          })
+          expect((await app.fetch('/api/invoices/42')).status).toBe(401)
+          const unscoped = await kit.mint({ scope: 'openid' })
+          expect((await app.fetch('/api/invoices/42', bearer(unscoped))).status).toBe(403)
+        },
+      },
+  },
+
+  'docs/product-backends.md': {
+    'A product backend (Koa)': officeKoa,
+    'Protected Resource Metadata (RFC 9728) and MCP servers': {
+      promises:
+        'POST /mcp without a token 401 naming the metadata; the metadata 200 without a token; a token for the resource with mcp:tools 200; no scope 403; a token for another resource 401',
+      async run({ start, world: { kit } }) {
+        const mcp = await start()
+        const resource = 'https://mcp.example.com/mcp'
+        const call = (token?: string) =>
+          mcp.fetch('/mcp', {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+            },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+          })
+        const anonymous = await call()
+        expect(anonymous.status).toBe(401)
+        expect(anonymous.headers.get('www-authenticate')).toBe(
+          'Bearer realm="api", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"',
+        )
+        const metadata = await mcp.fetch('/.well-known/oauth-protected-resource/mcp')
+        expect(metadata.headers.get('cache-control')).toBe('public, max-age=3600')
+        expect(await answer(metadata)).toEqual({
+          status: 200,
+          body: {
+            resource,
+            authorization_servers: ['https://sso.example.com/realms/acme'],
+            scopes_supported: ['mcp:tools'],
+            bearer_methods_supported: ['header'],
+          },
+        })
+        const token = await kit.mint({ aud: resource, scope: 'mcp:tools' }, { realm: 'sso' })
+        expect(await answer(await call(token))).toEqual({
+          status: 200,
+          body: { jsonrpc: '2.0', id: 7, result: {} },
+        })
+        const unscoped = await kit.mint({ aud: resource, scope: 'openid' }, { realm: 'sso' })
+        expect((await call(unscoped)).status).toBe(403)
+        const other = await kit.mint({ aud: 'https://other.example.com/mcp' }, { realm: 'sso' })
+        expect((await call(other)).status).toBe(401)
+      },
+    },
+  },
+}

@@ -1,0 +1,25 @@
+/** Every scenario of the samples runner, by Markdown file and heading (test/docs/scenario.ts). */
+import type { ScenarioTable } from '../scenario.js'
+import { CLIENTS } from './clients.js'
+import { FRAMEWORKS } from './frameworks.js'
+import { GATEWAY } from './gateway.js'
+import { NESTJS } from './nestjs.js'
+import { OPERATING } from './operating.js'
+import { PROVIDERS } from './providers.js'
+import { README } from './readme.js'
+import { RUNTIMES } from './runtimes.js'
+import { SIGN_IN } from './sign-in.js'
+import { STORES } from './stores.js'
+
+export const SCENARIOS: ScenarioTable = {
+  ...README,
+  ...PROVIDERS,
+  ...FRAMEWORKS,
+  ...GATEWAY,
+  ...CLIENTS,
+  ...SIGN_IN,
+  ...OPERATING,
+  ...STORES,
+  ...RUNTIMES,
+  ...NESTJS,
+}
