@@ -28,9 +28,6 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    // oidc-provider prints this once per process on Node 20, which tollgate supports: once per
-    // test file that loads it. Only that line is dropped.
-    onConsoleLog: (log) => !log.includes('oidc-provider WARNING: Unsupported runtime'),
     // Every run writes the JSON results, locally as in CI: scripts/test-summary.ts reads them for
     // .ci/run's closing line and its rules (no skips, no todos, no fewer tests than test/floor.json).
     reporters: ['default', 'json'],

@@ -157,10 +157,14 @@ export function serveEndpoints(
  * The callbacks as POST routes of the Fastify instance, outside Nest's router (no guard, no
  * interceptor: the provider sends no bearer token), as tollgate/fastify mounts them. In a context
  * of their own, where a body of a type no parser takes (`application/jwt`, or none) is left unread
- * for the core to read, instead of Fastify's 415, as Express leaves it.
+ * for the core to read, instead of Fastify's 415, as Express leaves it. `platform` is the Fastify
+ * instance (`httpAdapter.getInstance()` on the Fastify platform).
  */
-export function registerFastifyCallbacks(instance: FastifyInstance, endpoints: Endpoints): void {
+export function registerFastifyCallbacks(platform: object, endpoints: Endpoints): void {
   if (endpoints.callbacks.size === 0) return
+  // `object`, not Fastify's type, in the signature: the declarations of tollgate/nestjs must not
+  // need `fastify`, which an application on the Express platform does not install.
+  const instance = platform as FastifyInstance
   instance.register((context, _options, done) => {
     context.addContentTypeParser('*', (_request, _payload, parsed) => parsed(null))
     for (const [url, handle] of endpoints.callbacks) {

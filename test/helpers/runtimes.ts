@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import { READY_PATH, type RuntimeAppConfig } from '../runtimes/app.js'
+import type { HonoRuntimeConfig } from '../runtimes/hono-app.js'
 import { freePort } from './redis.js'
 
 export type RuntimeName = 'bun' | 'deno' | 'workerd' | 'workerd 2024-09-23'
@@ -73,10 +74,14 @@ export function runtimeBinary(name: RuntimeName, root = ROOT): string {
   return binary
 }
 
-/** The runtime app's entry points and the samples of docs/runtimes.md, by runtime family. */
+/**
+ * The runtime app's entry points, the samples of docs/runtimes.md and the Hono runtime app's
+ * entry points, by runtime family.
+ */
 const ENTRIES = {
   app: { bun: 'bun-server', deno: 'deno-server', workerd: 'workerd-worker' },
   sample: { bun: 'samples/bun', deno: 'samples/deno', workerd: 'samples/worker' },
+  hono: { bun: 'hono-bun-server', deno: 'hono-deno-server', workerd: 'hono-workerd-worker' },
 } as const
 
 /** The samples of docs/runtimes.md, as files under test/runtimes/samples/. */
@@ -87,12 +92,16 @@ export const SAMPLE_FILES = {
 } as const
 
 /**
- * Bundles the runtime app's entry points and the samples into `directory` (ESM, `node:` built-ins
- * left to the runtime, Workers export conditions first, `tollgate/fetch` from the sources), so no
- * runtime resolves or fetches a package.
+ * Bundles the runtime apps' entry points and the samples into `directory` (ESM, `node:` built-ins
+ * left to the runtime, Workers export conditions first, `tollgate/fetch` from the sources, Hono
+ * from node_modules), so no runtime resolves or fetches a package.
  */
 export async function bundleRuntimeApps(directory: string): Promise<void> {
-  const entries = [...Object.values(ENTRIES.app), ...Object.values(ENTRIES.sample)]
+  const entries = [
+    ...Object.values(ENTRIES.app),
+    ...Object.values(ENTRIES.sample),
+    ...Object.values(ENTRIES.hono),
+  ]
   await build({
     entryPoints: entries.map((entry) => ({
       in: join(ROOT, 'test', 'runtimes', `${entry}.ts`),
@@ -149,7 +158,7 @@ const worker :Workerd.Worker = (
 function command(
   name: RuntimeName,
   directory: string,
-  entry: 'app' | 'sample',
+  entry: keyof typeof ENTRIES,
   port: number,
   vars: Readonly<Record<string, string>>,
 ): string[] {
@@ -187,7 +196,7 @@ function command(
 async function launch(
   name: RuntimeName,
   directory: string,
-  entry: 'app' | 'sample',
+  entry: keyof typeof ENTRIES,
   variables: Readonly<Record<string, string>>,
 ): Promise<RuntimeServer> {
   const binary = runtimeBinary(name)
@@ -250,6 +259,15 @@ export function startRuntime(
   config: RuntimeAppConfig,
 ): Promise<RuntimeServer> {
   return launch(name, directory, 'app', { TOLLGATE_RUNTIME_CONFIG: JSON.stringify(config) })
+}
+
+/** Starts `name` serving the Hono runtime app (test/runtimes/hono-app.ts) with `config`. */
+export function startHonoRuntime(
+  name: RuntimeName,
+  directory: string,
+  config: HonoRuntimeConfig,
+): Promise<RuntimeServer> {
+  return launch(name, directory, 'hono', { TOLLGATE_RUNTIME_CONFIG: JSON.stringify(config) })
 }
 
 /** Starts the sample of docs/runtimes.md for `name`, its issuer at `keycloakUrl`. */
@@ -320,4 +338,44 @@ export async function exchange(
     ([name, value]) => name === 'transfer-encoding' && /chunked/i.test(value),
   )
   return { status: Number(statusLine.slice(9, 12)), headers, body: chunked ? dechunk(rest) : rest }
+}
+
+// Fields a host sets on its own (transport, its name, the time): everything else must match.
+const HOST_FIELDS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+  'server',
+])
+
+/**
+ * An answer as two hosts can be compared: the host's own fields dropped and names sorted, the
+ * body as text. The seconds of `Retry-After` and of RateLimit's `t=` count from each server's own
+ * state, so they must be whole seconds and are then compared as `<s>`.
+ *
+ * @throws Error when `Retry-After` or RateLimit's `t=` is not a whole number of seconds.
+ */
+export function comparableAnswer(answer: RawAnswer) {
+  const headers = answer.headers
+    .filter(([name]) => !HOST_FIELDS.has(name))
+    .map(([name, value]): [string, string] => {
+      if (name === 'retry-after') {
+        if (!/^[1-9]\d*$/.test(value)) throw new Error(`Retry-After: ${value}`)
+        return [name, '<s>']
+      }
+      if (name === 'ratelimit') {
+        if (!/;t=\d+$/.test(value)) throw new Error(`RateLimit: ${value}`)
+        return [name, value.replace(/;t=\d+$/, ';t=<s>')]
+      }
+      return [name, value]
+    })
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return { status: answer.status, headers, body: answer.body.toString('latin1') }
+}
+
+/** The value of field `name` (lower case) in a raw answer, the first when repeated. */
+export function answerField(answer: RawAnswer, name: string): string | undefined {
+  return answer.headers.find(([field]) => field === name)?.[1]
 }
