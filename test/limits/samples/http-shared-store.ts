@@ -21,7 +21,7 @@ export function httpSharedStore(url: string, secret: string, timeoutMs = 1000): 
       method: 'POST',
       headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
-      redirect: 'error',
+      redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
     })
     if (!response.ok) throw new Error(`counter service answered ${response.status}`)
