@@ -268,7 +268,7 @@ describe('the HTTP SharedStore client of docs/stores.md', () => {
         storeTimeoutMs: 50,
         // Keep calling the store: every request is one more call to the hung service.
         storeRetryIntervalMs: 0,
-      } as GateOptions['rateLimit'],
+      },
     })
     await new Promise<void>((done) => app.listen(0, '127.0.0.1', done))
     try {
