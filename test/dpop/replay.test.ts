@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ReplayCache } from '../../src/dpop/replay.js'
 import {
   capClaimsPerKey,
   createMemoryReplayCache,
   createRedisReplayCache,
   createSharedReplayCache,
 } from '../../src/dpop/replay.js'
-import type { ReplayCache } from '../../src/dpop/replay.js'
 import type { SharedStore } from '../../src/shared-store.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
