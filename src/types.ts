@@ -64,7 +64,12 @@ export interface TokenRoles {
  * (Koa). Every field comes from a token whose signature, issuer, audience and times were verified.
  */
 export interface Admission {
-  /** The compact JWS, as received. Treat it as a secret: never log it. */
+  /**
+   * The compact JWS, as received. Treat it as a secret: never log it. Not enumerable, so that
+   * `JSON.stringify(auth)`, `util.inspect(auth)` (what `console.log` and loggers print), spreads
+   * and `Object.keys` leave it out; read it as `auth.token` where it is needed (to call another
+   * API on the user's behalf).
+   */
   readonly token: string
   readonly header: TokenHeader
   readonly claims: TokenClaims

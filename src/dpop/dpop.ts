@@ -17,6 +17,7 @@ import type { RequestLike } from '../types.js'
 import type { NormalizedDpopOptions, TargetSource } from './options.js'
 import { createProofChecker, normalizeHtu } from './proof.js'
 import {
+  capClaimsPerKey,
   createMemoryReplayCache,
   createRedisReplayCache,
   createSharedReplayCache,
@@ -170,12 +171,16 @@ export function createDpopStep(
     clockToleranceSeconds: context.clockToleranceSeconds,
   })
   const nonces = options.nonce && createNonces(options.nonce.secret, options.nonce.lifetimeSeconds)
-  const cache =
+  const shared =
     replay.redis !== undefined
       ? createRedisReplayCache(replay.redis, replay)
       : replay.shared !== undefined
         ? createSharedReplayCache(replay.shared, replay)
-        : createMemoryReplayCache(replay.maxEntries, replay.maxEntriesPerKey)
+        : undefined
+  const cache =
+    shared === undefined
+      ? createMemoryReplayCache(replay.maxEntries, replay.maxEntriesPerKey)
+      : capClaimsPerKey(shared, replay.maxEntries, replay.maxEntriesPerKey)
   // A proof stays acceptable from iat − tolerance to iat + max age + tolerance: remember it as long.
   const replayTtlMs = (options.maxProofAgeSeconds + 2 * context.clockToleranceSeconds) * 1000
 

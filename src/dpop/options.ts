@@ -46,13 +46,18 @@ export interface DpopReplayOptions {
   readonly storeTimeoutMs?: number
   /**
    * Most proofs remembered in memory (1 000 to 10 000 000). When that many unexpired proofs are
-   * held, new ones are answered 503 rather than forgetting one early. Default 100 000.
+   * held, new ones are answered 503 rather than forgetting one early. Default 100 000. With the
+   * Redis or `shared` store: the most proof keys whose `maxEntriesPerKey` count is held.
    */
   readonly maxEntries?: number
   /**
    * Most proofs of one key remembered in memory (100 to `maxEntries`): past it, that client's new
    * proofs are answered 503 until its old ones expire, and other clients are not affected.
-   * Default: a tenth of `maxEntries`. Not applied to the Redis or `shared` store.
+   * Default: a tenth of `maxEntries`. With the Redis or `shared` store: the most claims of one key
+   * this instance writes to the store in each proof window (`maxProofAgeSeconds` + 2 ×
+   * `clockToleranceSeconds`); past it, that key's proofs are answered 503 (with `Retry-After` up
+   * to the end of its window) before the store is called. The DPoP step runs before the rate
+   * limit, so this is what bounds the writes of one bound token.
    */
   readonly maxEntriesPerKey?: number
 }

@@ -24,10 +24,10 @@ export interface ReplayCache {
 }
 
 const replayed = () => new InvalidDpopProofError({ reason: 'dpop_replayed' })
-const unavailable = (cause?: unknown) =>
+const unavailable = (cause?: unknown, retryAfterSeconds = 1) =>
   new ServiceUnavailableError({
     code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
-    retryAfterSeconds: 1,
+    retryAfterSeconds,
     ...(cause === undefined ? {} : { cause }),
   })
 
@@ -72,6 +72,46 @@ export function createMemoryReplayCache(
       if (entry !== undefined) forget(key, entry.jkt)
       seen.set(key, { expiresAt: nowMs + ttlMs, jkt })
       perKey.set(jkt, (perKey.get(jkt) ?? 0) + 1)
+    },
+  }
+}
+
+/**
+ * Bounds what one proof key writes to a shared store (Redis or `shared`), which keeps every claim
+ * for its window and has no per-key bound of its own: the DPoP step runs before the rate limit,
+ * so without this one bound token with fresh proofs would write a claim per request, as fast as
+ * it can send them. At most `maxPerKey` claims of a key are sent to the store in each window of
+ * `ttlMs`, counted in this process and checked before the store is called; past it, that key's
+ * proofs are answered 503 until its window ends, and other keys are not affected (as the memory
+ * cache's per-key bound). N instances sharing the store write at most N × `maxPerKey` claims per
+ * key and window. The windows of at most `maxKeys` keys are held; past that the oldest is
+ * dropped, which only lets that key start a new window early.
+ */
+export function capClaimsPerKey(
+  cache: ReplayCache,
+  maxKeys: number,
+  maxPerKey: number,
+): ReplayCache {
+  // Every window lasts the gate's one replay TTL, so insertion order is end order.
+  const windows = new Map<string, { count: number; readonly endsAt: number }>()
+  return {
+    async claim(jkt, jti, ttlMs, nowMs) {
+      for (const [key, window] of windows) {
+        if (window.endsAt > nowMs) break
+        windows.delete(key)
+      }
+      let window = windows.get(jkt)
+      if (window === undefined) {
+        if (windows.size >= maxKeys) windows.delete(windows.keys().next().value as string)
+        window = { count: 0, endsAt: nowMs + ttlMs }
+        windows.set(jkt, window)
+      }
+      if (window.count >= maxPerKey) {
+        throw unavailable(undefined, Math.ceil((window.endsAt - nowMs) / 1000))
+      }
+      // Counted before the call: a claim the store took after its deadline is written all the same.
+      window.count += 1
+      return cache.claim(jkt, jti, ttlMs, nowMs)
     },
   }
 }

@@ -16,7 +16,7 @@ import type { Emit } from '../events.js'
 import type { TenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant, TenantResolver } from '../limits/tenant.js'
 import type { Revocation } from '../revocation/revocation.js'
-import type { Verdict, Verifier } from '../token/verify.js'
+import { admissionWith, type Verdict, type Verifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
 import type { Guard } from './guards.js'
 import { BEFORE_VERIFICATION, type Refusal } from './refusal.js'
@@ -104,8 +104,9 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
   function withTenant(verdict: Verdict, tenant: ResolvedTenant): Admission {
     const last = verdict.withTenant
     if (last !== undefined && last.tenant === tenant.id && last.plan === tenant.plan) return last
-    const auth: Admission = Object.freeze({
-      ...verdict.admission,
+    const { admission } = verdict
+    const auth = admissionWith(admission.token, {
+      ...admission,
       tenant: tenant.id,
       plan: tenant.plan,
     })

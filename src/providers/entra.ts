@@ -42,7 +42,8 @@ const LOGIN = 'https://login.microsoftonline.com'
  * (`https://login.microsoftonline.com/common/discovery/v2.0/keys`), which signs for every
  * tenant; a single tenant's from its own. Scopes are `scp` (delegated), app permissions of
  * app-only tokens are the roles (`roles`, checked with `requireRealmRoles()`), the client is
- * `azp` (v2.0) or `appid` (v1.0). For per-tenant limits, take the tenant from `tid`
+ * `azp` (v2.0) or `appid` (v1.0). A token whose `tid` is not the tenant of its `iss` is refused
+ * (`token_type`, the detail names `tid`). For per-tenant limits, take the tenant from `tid`
  * (`tenant: { claim: 'tid' }`).
  *
  * @example
@@ -92,6 +93,9 @@ export function entra(options: EntraOptions): IssuerOptions[] {
       issuer: version === 2 ? `${LOGIN}/${id}/v2.0` : `https://sts.windows.net/${id}/`,
       jwksUri: `${LOGIN}/${shared ? 'common' : id}/discovery/v2.0/keys`,
       audience: audiences,
+      // The common key set signs for every tenant: `tid` must name the tenant of `iss`, as
+      // Microsoft's multi-tenant validation asks (the issuer template filled with `tid`).
+      accessTokenClaims: { tid: id },
       claims: { scopes: ['scp'], roles: ['roles'], clientId: ['azp', 'appid'] },
     }
   })

@@ -13,7 +13,12 @@ export interface OktaOptions {
   readonly domain: string
   /** The authorization server id (Security › API › Authorization Servers). Default `'default'`. */
   readonly authServer?: string
-  /** The authorization server's Audience setting. Default `'api://default'` (the default server's). */
+  /**
+   * The authorization server's Audience setting. Default `'api://default'` (the default
+   * server's). Every application of the org that gets a token from that server gets this
+   * audience: give the gate `allowedClientIds` (checked against `cid`) to name the applications
+   * this API serves, or use an authorization server of its own with its own audience.
+   */
   readonly audience?: string | readonly string[]
 }
 

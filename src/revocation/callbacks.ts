@@ -4,7 +4,8 @@
  *
  * - OpenID Connect Back-Channel Logout 1.0: a form POST with `logout_token`; the session it names
  *   (`sid`, else every session of `sub`) is revoked. 200 with `Cache-Control: no-store`, or 400
- *   with a JSON error (§2.8).
+ *   with a JSON error (§2.8), or 503 with `Retry-After` when the signing keys could not be had
+ *   (the token was not judged: the provider's retry may succeed).
  * - Keycloak's admin "push not-before" (`{adminUrl}/k_push_not_before`): a JWS body signed with
  *   the realm's key, `{ action: 'PUSH_NOT_BEFORE', resource, notBefore, expiration, id }`; every
  *   token of that realm issued before `notBefore` is refused (`notBefore: 0` clears it).
@@ -59,6 +60,26 @@ function failure(status: number, description: string, extra: Record<string, stri
   }
 }
 
+/**
+ * The signing keys could not be had (the key set is down, or the token's key is not fetched yet
+ * and a refetch is not allowed now): the token was not judged. 503, not 400: providers that
+ * retry do not retry a 4xx, and the logout would be lost.
+ */
+function keysUnavailable(retryAfterSeconds: number): CallbackResponse {
+  return {
+    status: 503,
+    headers: {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'Retry-After': String(retryAfterSeconds),
+    },
+    body: JSON.stringify({
+      error: 'temporarily_unavailable',
+      error_description: 'signing keys unavailable',
+    }),
+  }
+}
+
 const NOT_POST = failure(405, 'method not allowed', { Allow: 'POST' })
 const INVALID_LOGOUT = failure(400, 'invalid logout token')
 const MISSING_LOGOUT = failure(400, 'one logout_token parameter required')
@@ -80,7 +101,10 @@ export function createRevocationCallbacks(
     return response
   }
 
-  /** Runs `verify`, turning its refusals into the endpoint's 400; other errors are bugs and propagate. */
+  /**
+   * Runs `verify`, turning its refusals into the endpoint's 400, or 503 when the keys could not be
+   * had; other errors are bugs and propagate.
+   */
   async function settle(
     endpoint: keyof typeof LOGOUT_EVENT_NAMES,
     invalid: CallbackResponse,
@@ -91,7 +115,9 @@ export function createRevocationCallbacks(
       return OK
     } catch (error) {
       if (!(error instanceof LogoutRefusal)) throw error
-      return refused(endpoint, error.reason, error.issuer, invalid)
+      const { reason, issuer, retryAfterSeconds } = error
+      const answer = retryAfterSeconds === undefined ? invalid : keysUnavailable(retryAfterSeconds)
+      return refused(endpoint, reason, issuer, answer)
     }
   }
 

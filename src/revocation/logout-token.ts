@@ -7,7 +7,7 @@
  * @module
  */
 
-import { isTollgateError } from '../errors.js'
+import { isTollgateError, ServiceUnavailableError } from '../errors.js'
 import type { LogoutRefusalReason } from '../events.js'
 import type { JWSAlgorithm } from '../token/algorithms.js'
 import type { IssuerKeys } from '../token/jwks.js'
@@ -45,17 +45,47 @@ export interface LogoutTokenRules {
   readonly requireExp: boolean
 }
 
+/**
+ * How long a provider should wait before sending again a token refused for want of keys, when
+ * the key set gave no time of its own: the longest unknown-kid refetches back off by default
+ * (`jwks.cooldownMs`).
+ */
+const KEYS_RETRY_AFTER_SECONDS = 30
+
 /** A refused logout token; `reason` is for operators only. */
 export class LogoutRefusal extends Error {
   readonly reason: LogoutRefusalReason
   readonly issuer: string | undefined
+  /**
+   * Set when the refusal is temporary (`keys_unavailable`): the signing keys could not be had
+   * now, so the token was not judged, and the same token may be accepted later. Callbacks answer
+   * 503 with `Retry-After` in seconds, so that providers which retry do.
+   */
+  readonly retryAfterSeconds: number | undefined
 
   constructor(reason: LogoutRefusalReason, issuer?: string, cause?: unknown) {
     super('invalid logout token', cause === undefined ? undefined : { cause })
     this.name = 'LogoutRefusal'
     this.reason = reason
     this.issuer = issuer
+    this.retryAfterSeconds =
+      reason !== 'keys_unavailable'
+        ? undefined
+        : cause instanceof ServiceUnavailableError
+          ? cause.retryAfterSeconds
+          : KEYS_RETRY_AFTER_SECONDS
   }
+}
+
+/**
+ * Whether the key set answered a lookup that found nothing with keys fetched while the lookup ran
+ * (`since`): only then is the `kid` known to be absent. A refetch refused (unknown kids back off
+ * after a flood) or failed leaves the token unjudged: the provider may have just rotated to a
+ * key this gate has not fetched yet.
+ */
+function fetchedSince(keys: IssuerKeys, since: number): boolean {
+  const { fetchedAt, lastFailure } = keys.status()
+  return lastFailure === undefined && fetchedAt !== undefined && fetchedAt >= since
 }
 
 export const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
@@ -134,23 +164,31 @@ export async function verifyProviderJWS(
     names = [...rules.keys.keys()]
   }
   let tried = 0
+  // The first issuer whose keys could not be had: another issuer may still verify the token (a
+  // push names none), so the loop goes on; if no key could be tried, the refusal is temporary.
+  let unavailable: LogoutRefusal | undefined
   for (const name of names) {
+    const keys = (rules.keys.get(name) as { keys: IssuerKeys }).keys
+    const startedAt = Date.now()
     let candidates: Awaited<ReturnType<IssuerKeys['resolve']>>
     try {
-      candidates = await (rules.keys.get(name) as { keys: IssuerKeys }).keys.resolve(
-        kid as string | undefined,
-        alg as JWSAlgorithm,
-      )
+      candidates = await keys.resolve(kid as string | undefined, alg as JWSAlgorithm)
     } catch (error) {
-      if (isTollgateError(error)) throw new LogoutRefusal('keys_unavailable', undefined, error)
-      throw error
+      if (!isTollgateError(error)) throw error
+      unavailable ??= new LogoutRefusal('keys_unavailable', undefined, error)
+      continue
     }
     tried += candidates.length
     if (findSigner(parsed, candidates, alg as JWSAlgorithm) !== undefined) {
       return { issuer: name, header, payload }
     }
+    if (candidates.length === 0 && !fetchedSince(keys, startedAt)) {
+      unavailable ??= new LogoutRefusal('keys_unavailable')
+    }
   }
-  throw new LogoutRefusal(tried === 0 ? 'unknown_kid' : 'signature')
+  // A key that was tried and failed is a verdict (its kid selects among one issuer's keys).
+  if (tried > 0) throw new LogoutRefusal('signature')
+  throw unavailable ?? new LogoutRefusal('unknown_kid')
 }
 
 /**

@@ -92,7 +92,9 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
     try {
       logout = await verifyLogoutToken(token, await rulesOf(internals), now)
     } catch (error) {
-      if (error instanceof LogoutRefusal) {
+      // Keys that could not be had leave the token unjudged: 503, so that a provider that retries
+      // does (it does not retry a 400, and the logout would be lost).
+      if (error instanceof LogoutRefusal && error.retryAfterSeconds === undefined) {
         // The check that refused it, on the event's own reason (operators need not dig in `error`).
         throw new SignInError('ERR_LOGOUT_TOKEN_INVALID', `logout_token_${error.reason}`, error)
       }

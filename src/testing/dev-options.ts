@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { fail, integer, isRecord, record, validateFor } from '../validate.js'
+import { boolean, fail, integer, isRecord, record, validateFor } from '../validate.js'
 
 /** A person who can sign in at the development provider. */
 export interface DevUser {
@@ -98,6 +98,11 @@ export interface DevProviderOptions {
   readonly accessTokenTtlSeconds?: number | undefined
   /** Lifetime of refresh tokens, seconds. Default 1800 (Keycloak's SSO idle). */
   readonly refreshTokenTtlSeconds?: number | undefined
+  /**
+   * Start even where `NODE_ENV` is `production` (a demo deployment). Default `false`: the
+   * provider signs in anyone, and refuses to start there.
+   */
+  readonly allowInProduction?: boolean | undefined
 }
 
 export interface NormalizedDevClient {
@@ -128,6 +133,7 @@ export interface NormalizedDevProviderOptions {
   readonly autoLogin: string | undefined
   readonly accessTokenTtlSeconds: number
   readonly refreshTokenTtlSeconds: number
+  readonly allowInProduction: boolean
 }
 
 const OPTIONS = [
@@ -139,6 +145,7 @@ const OPTIONS = [
   'autoLogin',
   'accessTokenTtlSeconds',
   'refreshTokenTtlSeconds',
+  'allowInProduction',
 ]
 const USER_OPTIONS = ['sub', 'name', 'email', 'claims', 'tokenClaims']
 const CLIENT_OPTIONS = [
@@ -389,6 +396,7 @@ export function normalizeDevProviderOptions(options: unknown): NormalizedDevProv
         max: 2_592_000,
         fallback: 1800,
       }),
+      allowInProduction: boolean(root['allowInProduction'], 'allowInProduction', false),
     })
   })
 }

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { audienceAsResource } from './dev-audience.js'
 import { followAuthorization } from './dev-authorize.js'
 import { configuration, ROUTES } from './dev-configuration.js'
+import { loopbackHosts, refuseInProduction } from './dev-guard.js'
 import { answerInteraction } from './dev-interaction.js'
 import { sendLogoutToken } from './dev-logout.js'
 import { type DevProviderOptions, normalizeDevProviderOptions } from './dev-options.js'
@@ -85,7 +86,14 @@ const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
  *
  * Needs `oidc-provider` (v9) installed: it is an optional peer dependency of `tollgate/testing`.
  *
- * @throws TypeError when an option is invalid (the message names it and what to fix).
+ * A development tool, guarded as one: it refuses to start where `NODE_ENV` is `production`
+ * (unless `allowInProduction`), the one place tollgate reads the environment on its own, and it
+ * answers only requests whose `Host` is `127.0.0.1`, `localhost` or `[::1]` with its port (421
+ * otherwise, before anything is served), so that a page of another site cannot reach it from a
+ * browser through DNS rebinding.
+ *
+ * @throws TypeError when an option is invalid (the message names it and what to fix), or under
+ * `NODE_ENV=production` without `allowInProduction`.
  *
  * @example
  * ```ts
@@ -99,6 +107,7 @@ const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
  */
 export async function createDevProvider(options: DevProviderOptions): Promise<DevProvider> {
   const settings = normalizeDevProviderOptions(options)
+  refuseInProduction(settings.allowInProduction)
   const oidc = await loadOidcProvider()
   const store = createDevStore()
   const cookieKeys = [randomBytes(32).toString('base64url')]
@@ -106,8 +115,11 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
   let provider: ProviderInstance | undefined
   let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
 
+  // Empty until the port is known: a request arriving before that is refused like any other.
+  let hosts: ReadonlySet<string> = new Set()
   const server = await listenOnLoopback((req, res) => route(req, res), settings.port)
   const issuer = `${server.url}/realms/${settings.realm}`
+  hosts = loopbackHosts(Number(new URL(server.url).port))
 
   const build = () => {
     const next = new oidc.default(issuer, configuration(settings, oidc, keys, store, cookieKeys))
@@ -122,6 +134,16 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
   }
 
   function route(req: IncomingMessage, res: ServerResponse): void {
+    // DNS rebinding: a page of another site reaches this port from the user's browser under its
+    // own name. Nothing is served to a request not addressed to loopback.
+    if (!hosts.has(req.headers.host?.toLowerCase() ?? '')) {
+      res
+        .writeHead(421, { 'content-type': 'application/json', connection: 'close' })
+        .end(
+          '{"error":"invalid_request","error_description":"this provider answers on 127.0.0.1, localhost and [::1] only"}',
+        )
+      return
+    }
     const match = REALM_PATH.exec(req.url ?? '')
     if (
       match === null ||

@@ -20,11 +20,15 @@ export interface ClaimRules {
   /** How scopes, roles and the client id are read. Default {@link DEFAULT_READERS}. */
   readonly readers?: ClaimReaders
   /**
-   * Client ids whose tokens may carry no `aud` at all (Amazon Cognito access tokens); a token
-   * that has an `aud` is still held to `audiences`.
+   * Client ids whose tokens may carry no `aud` at all (Amazon Cognito access tokens). Every token
+   * of such an issuer must name one of them as its client, `aud` or not; one that has an `aud`
+   * is also held to `audiences` (a gate-level audience must not open the pool to other clients).
    */
   readonly withoutAudience?: ReadonlySet<string>
-  /** Claims that mark this issuer's access tokens, with their exact values (Cognito `token_use`). */
+  /**
+   * Claims that mark this issuer's access tokens, with their exact values (Cognito `token_use`,
+   * Entra `tid`): checked on every token of the issuer, `aud` or not.
+   */
   readonly accessTokenClaims?: readonly (readonly [name: string, value: string])[]
   /** Rules of issuers whose tokens are laid out differently (a provider profile's), by exact `iss`. */
   readonly byIssuer?: ReadonlyMap<string, ClaimRules>
@@ -119,17 +123,38 @@ export function checkClaims(
     if (!isNumericDate(iat)) throw refuse('malformed_claim', { claim: 'iat' })
     if (iat > now + tolerance) throw refuse('issued_in_future', { iat })
   }
-  if (claims.aud === undefined && rules.withoutAudience !== undefined) {
-    // Cognito access tokens carry no `aud`: the client they were issued to stands in for it.
+  // The issuer's own marks (Cognito `token_use`, Entra `tid`) before audience and client, on
+  // every token, `aud` or not: they say what the token is (an ID token of the pool has the app
+  // client as `aud` and no `client_id`), and the refusal names the claim.
+  if (rules.accessTokenClaims !== undefined) {
+    for (const [name, value] of rules.accessTokenClaims) {
+      if (claims[name] !== value) {
+        const found = claims[name]
+        throw refuse('token_type', {
+          claim: name,
+          expected: value,
+          found: typeof found === 'string' ? found.slice(0, 64) : typeof found,
+        })
+      }
+    }
+  }
+  if (rules.withoutAudience !== undefined) {
+    // Cognito access tokens carry no `aud`: the client they were issued to stands in for it. It
+    // is checked whether or not the token has an `aud`: a token of another app client of the pool
+    // that carries the gate's audience is still another client's.
     const clientId = (rules.readers ?? DEFAULT_READERS).clientId(claims)
     if (clientId === undefined || !rules.withoutAudience.has(clientId)) {
       throw refuse('client', {
-        aud: undefined,
+        aud: audienceForOperators(claims.aud),
         clientId: clientId?.slice(0, 128),
         expected: [...rules.withoutAudience],
       })
     }
-  } else if (!hasAudience(claims.aud, rules.audiences)) {
+  }
+  if (
+    (claims.aud !== undefined || rules.withoutAudience === undefined) &&
+    !hasAudience(claims.aud, rules.audiences)
+  ) {
     // The one claim value shown to operators (in `detail`, never in the response): a verified
     // token sent to the wrong service is the most common misconfiguration, and its `aud` says why.
     throw refuse('audience', {
@@ -155,18 +180,6 @@ export function checkClaims(
     rules.confirmationChecked === true,
   )
   if (typeProblem !== undefined) throw refuse(typeProblem)
-  if (rules.accessTokenClaims !== undefined) {
-    for (const [name, value] of rules.accessTokenClaims) {
-      if (claims[name] !== value) {
-        const found = claims[name]
-        throw refuse('token_type', {
-          claim: name,
-          expected: value,
-          found: typeof found === 'string' ? found.slice(0, 64) : typeof found,
-        })
-      }
-    }
-  }
   for (const name of rules.requiredClaims) {
     if (isMissing(claims[name])) throw refuse('missing_claim', { claim: name })
   }

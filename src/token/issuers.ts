@@ -43,8 +43,8 @@ export interface IssuerOptions {
   /**
    * Accept this issuer's tokens that carry no `aud` at all when their client id is one of
    * `clientIds` (Amazon Cognito access tokens have none). A token that has an `aud` is still held
-   * to the audience. Needs `accessTokenClaims`: without an audience, only such a claim tells an
-   * access token from an ID token issued to the same client.
+   * to the audience, and to `clientIds` too. Needs `accessTokenClaims`: without an audience, only
+   * such a claim tells an access token from an ID token issued to the same client.
    */
   readonly withoutAudience?: { readonly clientIds: readonly string[] }
   /**

@@ -341,6 +341,18 @@ function deepFreeze<T extends object>(value: T): T {
   return Object.freeze(value)
 }
 
+/**
+ * An admission with `fields`, and `token` readable (`auth.token`) but not enumerable: the compact
+ * JWS is a bearer secret, and `JSON.stringify(auth)`, `util.inspect(auth)` (what loggers print),
+ * spreads and `Object.keys` only see enumerable properties. Frozen. A copy of an admission must
+ * be made with this too: a spread would drop the token.
+ */
+export function admissionWith(token: string, fields: Omit<Admission, 'token'>): Admission {
+  const admission = { ...fields } as Admission
+  Object.defineProperty(admission, 'token', { value: token, enumerable: false })
+  return Object.freeze(admission)
+}
+
 function buildVerdict(
   token: string,
   parsed: ParsedJWS,
@@ -353,8 +365,7 @@ function buildVerdict(
   const claims = deepFreeze(parsed.payload) as TokenClaims
   const clientId = readers.clientId(claims)
   const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
-  const admission: Admission = Object.freeze({
-    token,
+  const admission = admissionWith(token, {
     header,
     claims,
     issuer,

@@ -1,4 +1,6 @@
+import { once } from 'node:events'
 import type { Server } from 'node:http'
+import { type AddressInfo, connect } from 'node:net'
 
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -6,7 +8,7 @@ import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
-import { APPS, TWO_SCOPES_PATH } from '../helpers/apps.js'
+import { APPS, LOGOUT_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
 import { NEST_APPS } from '../helpers/nest-apps.js'
 import { rawRequest } from '../helpers/raw-request.js'
 
@@ -106,6 +108,25 @@ describe.each(EVERY_APP)('%s adapter', (_name, createApp) => {
       .send({ access_token: token })
     expect(res.status).toBe(400)
   })
+
+  it.each([
+    'application/x-www-form-urlencoded; charset=UTF-8',
+    'application/x-www-form-urlencoded;charset=utf-8',
+    'Application/X-WWW-Form-URLEncoded',
+    'APPLICATION/X-WWW-FORM-URLENCODED; Charset=UTF-8',
+  ])(
+    'answers 400 invalid_request for a token also sent in a form body typed %j',
+    async (contentType) => {
+      const token = await issuer.mint()
+      const res = await request(app)
+        .post(ROUTE)
+        .set('Authorization', `Bearer ${token}`)
+        .set('Content-Type', contentType)
+        .send(new URLSearchParams({ access_token: token }).toString())
+      expect(res.status).toBe(400)
+      expect(res.headers['www-authenticate']).toContain('error="invalid_request"')
+    },
+  )
 
   it('answers 401 token expired for an expired token', async () => {
     const token = await issuer.mint({ exp: Math.floor(Date.now() / 1000) - 60 })
@@ -367,6 +388,105 @@ describe.each(EVERY_APP)('%s adapter, configured', (_name, createApp) => {
 
   it('fails at creation, not per request, on invalid options', () => {
     expect(() => createApp({ ...options, algorithms: ['HS256' as never] })).toThrow(TypeError)
+  })
+})
+
+describe.each(EVERY_APP)('%s adapter, with rate limits', (_name, createApp) => {
+  let app: Server
+  beforeAll(() => {
+    app = createApp({
+      ...options,
+      tenant: { claim: 'tenant' },
+      rateLimit: { windows: [{ points: 5, durationSeconds: 60 }] },
+    })
+  })
+  afterAll(() => {
+    app.close()
+  })
+
+  it('keeps the rate-limit fields of the admission on a guard refusal (403)', async () => {
+    const token = await issuer.mint({ tenant: 'guarded', scope: 'openid' })
+    for (const remaining of [4, 3]) {
+      const res = await request(app).get('/scoped').set('Authorization', `Bearer ${token}`)
+      expect(res.status).toBe(403)
+      expect(res.headers['www-authenticate']).toContain('scope="billing:read"')
+      expect(res.headers['ratelimit-policy']).toBe('"default";q=5;w=60')
+      expect(res.headers['ratelimit']).toMatch(new RegExp(`^"default";r=${remaining};t=\\d+$`))
+    }
+  })
+
+  it('sends no rate-limit fields with an anonymous request’s 401 on a guarded route', async () => {
+    const res = await request(app).get('/scoped')
+    expect(res.status).toBe(401)
+    expect(res.headers['ratelimit']).toBeUndefined()
+    expect(res.headers['ratelimit-policy']).toBeUndefined()
+  })
+})
+
+describe.each(EVERY_APP)('%s adapter, provider callbacks', (name, createApp) => {
+  let app: Server
+  let port: number
+  beforeAll(async () => {
+    app = createApp({ ...options, revocation: { callbacks: { clientIds: 'gateway' } } })
+    await new Promise<void>((done) => app.listen(0, '127.0.0.1', done))
+    port = (app.address() as AddressInfo).port
+  })
+  afterAll(() => {
+    app.close()
+  })
+
+  /** POSTs a form body in pieces of `piece` bytes, each its own write; the status. */
+  async function postInPieces(path: string, body: string, piece: number): Promise<number> {
+    const socket = connect(port, '127.0.0.1')
+    socket.setNoDelay(true)
+    let raw = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => {
+      raw += chunk
+    })
+    const closed = once(socket, 'close')
+    const write = (text: string) =>
+      new Promise<void>((done, fail) =>
+        socket.write(text, (error) => (error ? fail(error) : done())),
+      )
+    await write(
+      [
+        `POST ${path} HTTP/1.1`,
+        'Host: 127.0.0.1',
+        'Content-Type: application/x-www-form-urlencoded',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        'Connection: close',
+        '',
+        '',
+      ].join('\r\n'),
+    )
+    for (let start = 0; start < body.length; start += piece) {
+      await write(body.slice(start, start + piece))
+      await new Promise((done) => setImmediate(done))
+    }
+    await closed
+    return Number(raw.slice(9, 12))
+  }
+
+  it('answers 200 to a back-channel logout whose body arrives in several pieces', async () => {
+    const token = await issuer.mintLogoutToken({ sid: `pieces-${name}` })
+    const session = await issuer.mint({
+      sid: `pieces-${name}`,
+      iat: Math.floor(Date.now() / 1000) - 10,
+    })
+    expect(await postInPieces(LOGOUT_PATH, `logout_token=${token}`, 100)).toBe(200)
+    const res = await request(app).get(ROUTE).set('Authorization', `Bearer ${session}`)
+    expect(res.status).toBe(401)
+  })
+
+  it('answers 200 to a back-channel logout posted to its URL with a query string', async () => {
+    const token = await issuer.mintLogoutToken({ sid: `query-${name}` })
+    const res = await request(app)
+      .post(`${LOGOUT_PATH}?tenant=acme&x=1`)
+      .type('form')
+      .send({ logout_token: token })
+    expect(res.status).toBe(200)
+    expect(res.headers['cache-control']).toBe('no-store')
   })
 })
 

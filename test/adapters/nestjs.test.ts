@@ -550,6 +550,35 @@ describe.each(PLATFORMS)(
       await app.close()
     })
 
+    it('serves the callbacks at their URL with a query string, as providers may send it', async () => {
+      const app = await createNestApp(platform, endpointOptions, {
+        moduleOptions: { callbacks: CALLBACK_PATHS },
+      })
+      const server = app.getHttpServer() as Server
+      const token = await issuer.mint({
+        sid: 'nest-query',
+        iat: Math.floor(Date.now() / 1000) - 10,
+      })
+      await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`).expect(200)
+      const logout = await postForm(server, `${LOGOUT_PATH}?client=gateway&x=%2F`, {
+        logout_token: await issuer.mintLogoutToken({ sid: 'nest-query' }),
+      })
+      // The callback's own answer, not the guard's 401 for a request without a token.
+      expect(logout.status).toBe(200)
+      expect(logout.headers['www-authenticate']).toBeUndefined()
+      expect(
+        (await request(server).get(ROUTE).set('Authorization', `Bearer ${token}`)).status,
+      ).toBe(401)
+      // A refused token there gets the callback's 400, not the guard's 401.
+      const forged = await postForm(server, `${LOGOUT_PATH}?x=1`, { logout_token: 'a.b.c' })
+      expect(forged.status).toBe(400)
+      expect(forged.body).toEqual({
+        error: 'invalid_request',
+        error_description: 'invalid logout token',
+      })
+      await app.close()
+    })
+
     it('serves the callbacks for POST only: a GET of their path is an ordinary request', async () => {
       const app = await createNestApp(platform, endpointOptions, {
         moduleOptions: { callbacks: CALLBACK_PATHS },

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { TollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
 import { createGate, type Gate } from '../../src/gate/gate.js'
 import type { GateOptions } from '../../src/gate/options.js'
@@ -174,4 +175,57 @@ describe('gate with DPoP', () => {
       })
     }
   })
+
+  it.each(['shared', 'redis'] as const)(
+    'with the %s replay store, lets fresh proofs of one bound token write at most maxEntriesPerKey claims',
+    async (kind) => {
+      const written: string[] = []
+      const claimed = new Set<string>()
+      const write = (key: string) => {
+        written.push(key)
+        const fresh = !claimed.has(key)
+        claimed.add(key)
+        return fresh
+      }
+      const store =
+        kind === 'shared'
+          ? {
+              shared: {
+                increment: () => Promise.reject(new Error('unused')),
+                claimOnce: async (key: string) => write(key),
+              },
+            }
+          : { redis: { set: async (key: string) => (write(key) ? 'OK' : null) } }
+      const gate = gateWith({
+        mode: 'allowed',
+        publicBaseUrl: BASE,
+        replay: { store, maxEntries: 1000, maxEntriesPerKey: 100 },
+      })
+      const token = await issuer.mint({}, { dpop: key })
+      const statuses: number[] = []
+      for (let index = 0; index < 150; index++) {
+        statuses.push(
+          await gate.check(await dpopRequest(token)).then(
+            () => 200,
+            (error: TollgateError) => error.status,
+          ),
+        )
+      }
+      expect(written).toHaveLength(100)
+      expect(statuses.slice(0, 100)).toEqual(Array(100).fill(200))
+      expect(statuses.slice(100)).toEqual(Array(50).fill(503))
+      // Another client's bound token is served.
+      const other = await createDpopKey()
+      const otherToken = await issuer.mint({}, { dpop: other })
+      const headers = await other.headers(otherToken, { method: 'GET', url: `${BASE}${PATH}` })
+      await expect(
+        gate.check({
+          method: 'GET',
+          url: PATH,
+          headers: { authorization: headers.Authorization, dpop: headers.DPoP },
+        }),
+      ).resolves.toMatchObject({ auth: { subject: 'user-1' } })
+      expect(written).toHaveLength(101)
+    },
+  )
 })

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ReplayCache } from '../../src/dpop/replay.js'
 import {
+  capClaimsPerKey,
   createMemoryReplayCache,
   createRedisReplayCache,
   createSharedReplayCache,
@@ -56,6 +58,69 @@ describe('createMemoryReplayCache per key', () => {
     })
     // Once its oldest proofs expire, the key has room again.
     await expect(cache.claim(JKT, 'one-more', 70_000, 70_000)).resolves.toBeUndefined()
+  })
+})
+
+describe('capClaimsPerKey (the Redis and shared stores)', () => {
+  /** A store that accepts every claim, counting the claims of each key it was sent. */
+  function countingCache(): ReplayCache & { readonly sent: Map<string, number> } {
+    const sent = new Map<string, number>()
+    return {
+      sent,
+      async claim(jkt) {
+        sent.set(jkt, (sent.get(jkt) ?? 0) + 1)
+      },
+    }
+  }
+
+  it('sends at most maxPerKey claims of one key per window to the store, then answers 503 until the window ends', async () => {
+    const store = countingCache()
+    const cache = capClaimsPerKey(store, 1000, 100)
+    for (let index = 0; index < 100; index++) await cache.claim(JKT, `jti-${index}`, 70_000, index)
+    for (let index = 0; index < 400; index++) {
+      await expect(cache.claim(JKT, `fresh-${index}`, 70_000, 100)).rejects.toMatchObject({
+        code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+        status: 503,
+        // The window opened at 0 and lasts 70 s: the client can retry once it ends.
+        headers: { 'Retry-After': '70' },
+      })
+    }
+    expect(store.sent.get(JKT)).toBe(100)
+    // Another key is not affected.
+    await expect(cache.claim(OTHER_JKT, 'jti-0', 70_000, 100)).resolves.toBeUndefined()
+    // A new window from the end of the last one.
+    await expect(cache.claim(JKT, 'next', 70_000, 70_000)).resolves.toBeUndefined()
+    expect(store.sent.get(JKT)).toBe(101)
+  })
+
+  it('counts a claim the store refused as replayed or failed: it was a write all the same', async () => {
+    let calls = 0
+    const failing: ReplayCache = {
+      async claim() {
+        calls += 1
+        throw new Error('store down')
+      },
+    }
+    const cache = capClaimsPerKey(failing, 1000, 100)
+    for (let index = 0; index < 150; index++) {
+      await cache.claim(JKT, `jti-${index}`, 70_000, 0).catch(() => undefined)
+    }
+    expect(calls).toBe(100)
+  })
+
+  it('holds the windows of at most maxKeys keys, dropping the oldest', async () => {
+    const store = countingCache()
+    const cache = capClaimsPerKey(store, 2, 100)
+    const keys = ['A', 'B', 'C'].map((letter) => letter.repeat(43))
+    for (let index = 0; index < 100; index++)
+      await cache.claim(keys[0] as string, `${index}`, 70_000, 0)
+    await expect(cache.claim(keys[0] as string, 'x', 70_000, 1)).rejects.toMatchObject({
+      status: 503,
+    })
+    await cache.claim(keys[1] as string, 'x', 70_000, 2)
+    // A third key pushes out the first one's window: it may start afresh.
+    await cache.claim(keys[2] as string, 'x', 70_000, 3)
+    await expect(cache.claim(keys[0] as string, 'y', 70_000, 4)).resolves.toBeUndefined()
   })
 })
 

@@ -2,12 +2,49 @@
  * A Fetch host on Node's HTTP server, as `@hono/node-server`, Bun and Deno are: each request
  * becomes a WHATWG `Request` (repeated fields joined by `Headers`, as every Fetch host does) and
  * the handler's `Response` is written back. Lets the harness run Fetch handlers over real sockets.
+ *
+ * The body is streamed, as those hosts stream it: a `ReadableStream` of several chunks, each a
+ * view at an offset into a larger buffer (Node's socket reads, @hono/node-server's
+ * `Readable.toWeb`, Bun's and Deno's pools hand over such views). A reader that takes a chunk's
+ * whole `buffer` instead of its `byteOffset`/`byteLength` reads bytes that are not the body.
  */
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 
 export type FetchHandler = (request: Request) => Response | Promise<Response>
 
-async function requestOf(req: IncomingMessage): Promise<Request> {
+/** Bytes per chunk handed to the handler: small, so that every form body arrives in pieces. */
+const PIECE = 64
+/** Bytes of other data around each chunk in its backing buffer. */
+const MARGIN = 16
+
+/** A chunk as a view into a larger buffer, at an offset, with other bytes on either side. */
+function viewOf(bytes: Uint8Array): Uint8Array {
+  const backing = new Uint8Array(bytes.length + 2 * MARGIN).fill(0x3d) // '='
+  backing.set(bytes, MARGIN)
+  return backing.subarray(MARGIN, MARGIN + bytes.length)
+}
+
+function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
+  const chunks = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done } = await chunks.next()
+        if (done) return controller.close()
+        for (let start = 0; start < value.length; start += PIECE) {
+          controller.enqueue(viewOf(value.subarray(start, start + PIECE)))
+        }
+      } catch (error) {
+        controller.error(error)
+      }
+    },
+    async cancel() {
+      await chunks.return?.()
+    },
+  })
+}
+
+function requestOf(req: IncomingMessage): Request {
   const headers = new Headers()
   const raw = req.rawHeaders
   for (let index = 0; index < raw.length; index += 2) {
@@ -20,13 +57,8 @@ async function requestOf(req: IncomingMessage): Promise<Request> {
     // A Host the URL parser refuses: the request still reaches the handler, as on other hosts.
   }
   const method = req.method ?? 'GET'
-  let body: Buffer | undefined
-  if (method !== 'GET' && method !== 'HEAD') {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    body = Buffer.concat(chunks)
-  }
-  return new Request(new URL(req.url ?? '/', base), { method, headers, body: body ?? null })
+  const body = method === 'GET' || method === 'HEAD' ? null : bodyStream(req)
+  return new Request(new URL(req.url ?? '/', base), { method, headers, body, duplex: 'half' })
 }
 
 async function write(res: ServerResponse, response: Response, head: boolean): Promise<void> {
@@ -46,8 +78,8 @@ async function write(res: ServerResponse, response: Response, head: boolean): Pr
 /** A Node request listener that serves `handler`. A throw becomes a bare 500, as on Bun or Deno. */
 export function fetchListener(handler: FetchHandler): RequestListener {
   return (req, res) => {
-    requestOf(req)
-      .then(handler)
+    Promise.resolve()
+      .then(() => handler(requestOf(req)))
       .then(
         (response) => write(res, response, req.method === 'HEAD'),
         () => {

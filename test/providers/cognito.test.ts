@@ -73,22 +73,75 @@ describe('cognito()', () => {
     })
   })
 
-  it('refuses an ID token presented as an access token (its aud is the app client, no audience configured)', async () => {
+  const TOKEN_USE_ID = {
+    reason: 'token_type',
+    status: 401,
+    detail: { claim: 'token_use', expected: 'access', found: 'id' },
+  }
+
+  it('refuses an ID token presented as an access token by its token_use (its aud is the app client, no audience configured)', async () => {
     const result = await gate.check(await kit.mint(cognitoIdToken(), NO_TYP))
-    expect(result.reason).toBe('audience')
+    expect(result).toMatchObject(TOKEN_USE_ID)
   })
 
-  it('refuses an ID token as token_type even where the entry accepts its aud', async () => {
-    const [entry] = cognito(PROFILE)
-    const lenient = providerGate(kit, [
-      { ...entry, issuer: COGNITO.issuer, audience: COGNITO.client },
-    ])
-    const idToken = await lenient.check(await kit.mint(cognitoIdToken(), NO_TYP))
-    const access = await lenient.check(await kit.mint(cognitoAccessToken(), NO_TYP))
-    await lenient.close()
-    // Refused as an ID token (auth_time, no access-token marker) before token_use is even read.
-    expect(idToken.reason).toBe('token_type')
-    expect(access.reason).toBeUndefined()
+  describe('under an entry that accepts the ID token’s aud', () => {
+    let lenient: ProviderGate
+    beforeAll(() => {
+      const [entry] = cognito(PROFILE)
+      lenient = providerGate(kit, [{ ...entry, issuer: COGNITO.issuer, audience: COGNITO.client }])
+    })
+    afterAll(() => lenient.close())
+
+    it('refuses an ID token by its token_use, not only by the generic ID-token rule', async () => {
+      expect(await lenient.check(await kit.mint(cognitoIdToken(), NO_TYP))).toMatchObject(
+        TOKEN_USE_ID,
+      )
+      expect((await lenient.check(await kit.mint(cognitoAccessToken(), NO_TYP))).reason).toBe(
+        undefined,
+      )
+    })
+
+    it('refuses an ID token that carries no claim only ID tokens have, and names its client', async () => {
+      // No auth_time, nonce or at_hash, and a client_id of a listed client: only token_use tells.
+      const bare = cognitoIdToken({ auth_time: undefined, client_id: COGNITO.client })
+      expect(await lenient.check(await kit.mint(bare, NO_TYP))).toMatchObject(TOKEN_USE_ID)
+    })
+  })
+
+  describe('beside a gate-level audience', () => {
+    let withAudience: ProviderGate
+    beforeAll(() => {
+      withAudience = providerGate(kit, cognito(PROFILE), { audience: 'orders-api' })
+    })
+    afterAll(() => withAudience.close())
+
+    it('still refuses a token of an app client not listed when it carries that audience', async () => {
+      const result = await withAudience.check(
+        await kit.mint(
+          cognitoAccessToken({ client_id: COGNITO.otherClient, aud: 'orders-api' }),
+          NO_TYP,
+        ),
+      )
+      expect(result).toMatchObject({
+        reason: 'client',
+        detail: { clientId: COGNITO.otherClient, expected: [COGNITO.client], aud: 'orders-api' },
+      })
+    })
+
+    it('admits a listed client’s token with that audience, and holds a token with an aud to it', async () => {
+      const listed = await withAudience.check(
+        await kit.mint(cognitoAccessToken({ aud: 'orders-api' }), NO_TYP),
+      )
+      expect(listed.reason).toBeUndefined()
+      const elsewhere = await withAudience.check(
+        await kit.mint(cognitoAccessToken({ aud: 'billing-api' }), NO_TYP),
+      )
+      expect(elsewhere.reason).toBe('audience')
+      // And without aud, as Cognito issues them.
+      expect((await withAudience.check(await kit.mint(cognitoAccessToken(), NO_TYP))).reason).toBe(
+        undefined,
+      )
+    })
   })
 
   it('refuses a token without aud whose token_use is not access, naming the claim', async () => {

@@ -41,6 +41,7 @@ describe('entra({ tenant })', () => {
         issuer: `https://login.microsoftonline.com/${ENTRA.tenant}/v2.0`,
         jwksUri: `https://login.microsoftonline.com/${ENTRA.tenant}/discovery/v2.0/keys`,
         audience: [ENTRA.api],
+        accessTokenClaims: { tid: ENTRA.tenant },
         claims: { scopes: ['scp'], roles: ['roles'], clientId: ['azp', 'appid'] },
       },
     ])
@@ -130,6 +131,32 @@ describe('entra({ tenants }) (multi-tenant)', () => {
     expect(new Set(gate.fetched)).toEqual(new Set([COMMON_KEYS]))
   })
 
+  it('refuses a token whose tid is not the tenant of its iss, naming the claim', async () => {
+    // Signed by the common keys, issued for a listed tenant, but about another one.
+    const result = await gate.check(
+      await kit.mint(entraV2UserToken(ENTRA.tenant, { tid: ENTRA.customer })),
+    )
+    expect(result).toMatchObject({
+      reason: 'token_type',
+      status: 401,
+      detail: { claim: 'tid', expected: ENTRA.tenant, found: ENTRA.customer },
+    })
+    const stranger = await gate.check(
+      await kit.mint(entraV2UserToken(ENTRA.customer, { tid: ENTRA.stranger })),
+    )
+    expect(stranger).toMatchObject({ reason: 'token_type', detail: { claim: 'tid' } })
+  })
+
+  it('refuses a token without tid', async () => {
+    const result = await gate.check(
+      await kit.mint(entraV2UserToken(ENTRA.tenant, { tid: undefined })),
+    )
+    expect(result).toMatchObject({
+      reason: 'token_type',
+      detail: { claim: 'tid', expected: ENTRA.tenant, found: 'undefined' },
+    })
+  })
+
   it('refuses a token of a tenant not listed, though the common keys sign it and its aud is the app', async () => {
     const result = await gate.check(await kit.mint(entraV2UserToken(ENTRA.stranger)))
     expect(result).toMatchObject({
@@ -146,6 +173,16 @@ describe('entra() options', () => {
       '"common" as a tenant',
       { tenants: ['common'], audience: 'x' },
       /"common", "organizations" and domain names never appear/,
+    ],
+    [
+      'a tenant id followed by a path to "common"',
+      { tenants: [`${ENTRA.tenant}/../common`], audience: 'x' },
+      /"tenants" must list directory \(tenant\) ids, GUIDs/,
+    ],
+    [
+      'a tenant id with a trailing newline',
+      { tenant: `${ENTRA.tenant}\n`, audience: 'x' },
+      /"tenant" must list directory \(tenant\) ids, GUIDs/,
     ],
     [
       'a domain name as the tenant',

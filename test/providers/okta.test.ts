@@ -74,6 +74,15 @@ describe('okta()', () => {
     expect(result.reason).toBe('unknown_issuer')
   })
 
+  it('with the default audience alone admits every application of the org; allowedClientIds names those this API serves', async () => {
+    // api://default is the audience of every token the default server issues, whatever the app.
+    const open = providerGate(kit, okta({ domain: OKTA.domain }))
+    const stranger = await kit.mint(oktaAccessToken({ cid: '0oaOTHERCLIENT00000' }), NO_TYP)
+    expect((await open.check(stranger)).auth?.clientId).toBe('0oaOTHERCLIENT00000')
+    await open.close()
+    expect(await gate.check(stranger)).toMatchObject({ reason: 'client' })
+  })
+
   it.each<[string, Record<string, unknown>, RegExp]>([
     [
       'an issuer URL as authServer',

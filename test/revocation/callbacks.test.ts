@@ -310,6 +310,67 @@ describe('gate.backchannelLogout', () => {
     expect((await gate.backchannelLogout(parsed)).status).toBe(200)
   })
 
+  it('answers 503 with Retry-After, not 400, to a token of a key rotated in while unknown kids back refetches off; the retry is accepted', async () => {
+    newGate()
+    expect(await decided(await issuer.mint())).toBe('admitted')
+    // A flood of unknown kids: the first is worth a refetch that finds nothing, then refetches
+    // back off and the next ones are refused at once.
+    for (let index = 0; index < 3; index++) {
+      await decided(await issuer.mint({}, { header: { kid: `flood-${index}` } }))
+    }
+    await issuer.rotate({ realm: 'acme' })
+    const token = await issuer.mintLogoutToken({ sid: 's-rotated' })
+    const session = await issuer.mint({ sid: 's-rotated', iat: now() - 10 })
+    const answer = await logout(token)
+    expect(answer).toEqual({
+      status: 503,
+      headers: {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Cache-Control': 'no-store',
+        'Retry-After': '30',
+      },
+      body: JSON.stringify({
+        error: 'temporarily_unavailable',
+        error_description: 'signing keys unavailable',
+      }),
+    })
+    expect(refusals()).toEqual(['keys_unavailable'])
+    // The provider's retry, once the key is fetched, ends the session: the first try spent nothing.
+    await gate.refresh()
+    expect((await logout(token)).status).toBe(200)
+    expect(await decided(session)).toBe('revoked')
+  })
+
+  it('accepts a token of a key rotated in when no flood backs refetches off', async () => {
+    newGate()
+    expect(await decided(await issuer.mint())).toBe('admitted')
+    await issuer.rotate({ realm: 'acme' })
+    expect((await logout(await issuer.mintLogoutToken({ sid: 's-rotated-quiet' }))).status).toBe(
+      200,
+    )
+  })
+
+  it('answers 503 with the key set’s Retry-After while its issuer’s keys cannot be fetched', async () => {
+    newGate()
+    issuer.setFault({ kind: 'status', status: 500 }, { realm: 'acme' })
+    try {
+      const answer = await logout(await issuer.mintLogoutToken({ sid: 's-down' }))
+      expect(answer.status).toBe(503)
+      expect(Number(answer.headers['Retry-After'])).toBeGreaterThanOrEqual(1)
+      expect(refusals()).toEqual(['keys_unavailable'])
+    } finally {
+      issuer.setFault(undefined, { realm: 'acme' })
+    }
+  })
+
+  it('still refuses with 400 a token whose kid is absent from keys fetched for it', async () => {
+    newGate()
+    expect((await logout(await issuer.mintLogoutToken({}, { kid: unpublishedKid }))).status).toBe(
+      400,
+    )
+    expect(refusals()).toEqual(['unknown_kid'])
+  })
+
   it('rejects without revocation.callbacks', async () => {
     newGate({ revocation: {} })
     await expect(gate.backchannelLogout(form({ logout_token: 'x' }))).rejects.toThrow(TypeError)
@@ -395,6 +456,32 @@ describe('gate.keycloakPushNotBefore', () => {
     expect((await send(jws)).status).toBe(200)
     expect((await send(jws)).status).toBe(400)
     expect(refusals()).toEqual(['replayed'])
+  })
+
+  it('accepts a push signed by one realm while another realm’s keys cannot be fetched', async () => {
+    newGate()
+    const beta = await issuer.mint({ iat: now() - 10 }, { realm: 'beta' })
+    issuer.setFault({ kind: 'status', status: 500 }, { realm: 'acme' })
+    try {
+      expect((await send(await push({}, 'beta'))).status).toBe(200)
+      expect(refusals()).toEqual([])
+    } finally {
+      issuer.setFault(undefined, { realm: 'acme' })
+    }
+    expect(await decided(beta)).toBe('revoked')
+  })
+
+  it('answers 503, not 400, to a push no realm could verify while one realm’s keys are down', async () => {
+    newGate()
+    issuer.setFault({ kind: 'status', status: 500 }, { realm: 'acme' })
+    try {
+      const answer = await send(await push({}, 'acme'))
+      expect(answer.status).toBe(503)
+      expect(answer.headers['Retry-After']).toBeDefined()
+      expect(refusals()).toEqual(['keys_unavailable'])
+    } finally {
+      issuer.setFault(undefined, { realm: 'acme' })
+    }
   })
 
   it('refuses a push signed by another realm’s key naming this realm’s kid', async () => {
