@@ -7,7 +7,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
-import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
@@ -53,6 +53,8 @@ function send(res: Response, { status, headers, body }: ErrorResponse): void {
  * Middleware that admits a request (setting `req.auth` and rate-limit headers) or refuses it.
  * Refusals are answered with JSON `{ error, error_description }`, or passed to `next(err)` with
  * `errorHandling: 'framework'` (the error carries `status` and `headers` for Express's handler).
+ * Its guards (`requireScopes(…)` and the others) run it first when it has not decided on the
+ * request, so a guard protects a route on its own; the gate decides once per request.
  *
  * @example
  * ```ts
@@ -65,44 +67,65 @@ function send(res: Response, { status, headers, body }: ErrorResponse): void {
  */
 export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
+  const decisions = new Decisions<Request>()
   const refuse = (error: unknown, res: Response, next: NextFunction): void => {
     if (gate.errorHandling === 'framework') return void next(error)
     send(res, renderError(error))
   }
-  const admit = (req: Request, res: Response, result: CheckResult, next: NextFunction): void => {
+  /** What follows an admission: the next handler (the middleware), or a guard's check. */
+  type Then = (req: Request, res: Response, result: CheckResult, next: NextFunction) => void
+  const proceed: Then = (_req, _res, _result, next) => next()
+  const admit = (
+    req: Request,
+    res: Response,
+    result: CheckResult,
+    next: NextFunction,
+    then: Then,
+  ): void => {
     // Answered while the keys were being fetched (a timeout middleware): nothing is left to do.
     if (res.headersSent) return
+    decisions.remember(req, result)
     if (result.auth !== undefined) req.auth = result.auth
     for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
-    next()
+    then(req, res, result, next)
   }
-
-  function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
+  function decideThen(req: Request, res: Response, next: NextFunction, then: Then): void {
     const request = requestOf(req)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return void send(res, metadata)
-    // A decision that needed no I/O goes on to `next()` at once, as any synchronous middleware.
+    // A decision that needed no I/O goes on at once, as any synchronous middleware.
     const decided = decide(request)
     if (decided instanceof Refused) return void refuse(decided.error, res, next)
-    if (!(decided instanceof Promise)) return void admit(req, res, decided, next)
+    if (!(decided instanceof Promise)) return void admit(req, res, decided, next, then)
     // Two-argument then: a throw in a later handler can never come back here as a refusal.
     decided.then(
-      (result) => admit(req, res, result, next),
+      (result) => admit(req, res, result, next, then),
       (error: unknown) => refuse(error, res, next),
     )
   }
 
-  const guards = guardMiddleware(
-    (guard): RequestHandler =>
-      function tollgateGuard(req, res, next) {
-        try {
-          gate.authorize(guard, req.auth, requestOf(req))
-        } catch (error) {
-          return refuse(error, res, next)
-        }
-        next()
-      },
-  )
+  function tollgateMiddleware(req: Request, res: Response, next: NextFunction): void {
+    // Decided already (a guard of this gate ran it, or the middleware is mounted twice).
+    if (decisions.of(req) !== undefined) return void next()
+    decideThen(req, res, next, proceed)
+  }
+
+  const guards = guardMiddleware((guard): RequestHandler => {
+    const check: Then = (req, res, result, next) => {
+      try {
+        gate.authorize(guard, result.auth, requestOf(req))
+      } catch (error) {
+        return refuse(error, res, next)
+      }
+      next()
+    }
+    return function tollgateGuard(req, res, next) {
+      const result = decisions.of(req)
+      // The gate has not decided on this request (a route guarded on its own): it decides first.
+      if (result === undefined) return decideThen(req, res, next, check)
+      check(req, res, result, next)
+    }
+  })
   const endpoints = callbackEndpoints(
     gate,
     (handle): RequestHandler =>

@@ -15,7 +15,7 @@ import fastifyPlugin from 'fastify-plugin'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
-import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
@@ -78,7 +78,10 @@ function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): vo
  * header is refused (RFC 6750 §2.2). Wrapped with fastify-plugin: the hook applies to the context
  * the plugin is registered in and its children, not to sibling contexts. Refusals are answered
  * with JSON `{ error, error_description }` through `reply`, or handed to Fastify's error handler
- * with `errorHandling: 'framework'` (the error carries `statusCode` and `headers`).
+ * with `errorHandling: 'framework'` (the error carries `statusCode` and `headers`). Its guards
+ * (`requireScopes(…)` and the others, `preHandler`s) run the gate first when it has not decided on
+ * the request, so a guard protects a route on its own, in any context; the gate decides once per
+ * request.
  *
  * @example
  * ```ts
@@ -92,32 +95,48 @@ function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): vo
  */
 export function tollgate(options: GateOptions): TollgatePlugin {
   const { gate, decide } = openGate(options)
+  const decisions = new Decisions<FastifyRequest>()
   const refuse = (error: unknown, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     if (gate.errorHandling === 'framework') return void done(error as Error)
     // An answer from a hook: Fastify skips the rest of the chain; `done` is not called.
     send(reply, renderError(error))
   }
+  /** What follows an admission: the next hook (the gate's), or a guard's check. */
+  type Then = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    result: CheckResult,
+    done: HookHandlerDoneFunction,
+  ) => void
+  const proceed: Then = (_request, _reply, _result, done) => done()
   const admit = (
     request: FastifyRequest,
     reply: FastifyReply,
     result: CheckResult,
     done: HookHandlerDoneFunction,
+    then: Then,
   ): void => {
+    decisions.remember(request, result)
     request.auth = result.auth
     reply.headers(result.headers)
-    done()
+    then(request, reply, result, done)
   }
 
-  function decideOn(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
+  function decideOn(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+    then: Then,
+  ) {
     const view = requestOf(request)
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return send(reply, metadata)
     const decided = decide(view)
     if (decided instanceof Refused) return refuse(decided.error, reply, done)
-    if (!(decided instanceof Promise)) return admit(request, reply, decided, done)
+    if (!(decided instanceof Promise)) return admit(request, reply, decided, done, then)
     // Two-argument then: a throw in a later hook can never come back here as a refusal.
     decided.then(
-      (result) => admit(request, reply, result, done),
+      (result) => admit(request, reply, result, done, then),
       (error: unknown) => refuse(error, reply, done),
     )
   }
@@ -128,7 +147,9 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     done: HookHandlerDoneFunction,
   ): void {
     if (hasForm(request) || isCallbackRoute(request)) return void done()
-    decideOn(request, reply, done)
+    // Decided already: the plugin is registered in this context and in a parent.
+    if (decisions.of(request) !== undefined) return void done()
+    decideOn(request, reply, done, proceed)
   }
   function tollgatePreValidation(
     request: FastifyRequest,
@@ -136,7 +157,8 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     done: HookHandlerDoneFunction,
   ): void {
     if (!hasForm(request) || isCallbackRoute(request)) return void done()
-    decideOn(request, reply, done)
+    if (decisions.of(request) !== undefined) return void done()
+    decideOn(request, reply, done, proceed)
   }
 
   function plugin(instance: FastifyInstance, _options: unknown, done: (error?: Error) => void) {
@@ -147,17 +169,23 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     done()
   }
 
-  const guards = guardMiddleware(
-    (guard): TollgateHook =>
-      function tollgateGuard(request, reply, done) {
-        try {
-          gate.authorize(guard, request.auth, requestOf(request))
-        } catch (error) {
-          return refuse(error, reply, done)
-        }
-        done()
-      },
-  )
+  const guards = guardMiddleware((guard): TollgateHook => {
+    const check: Then = (request, reply, result, done) => {
+      try {
+        gate.authorize(guard, result.auth, requestOf(request))
+      } catch (error) {
+        return refuse(error, reply, done)
+      }
+      done()
+    }
+    return function tollgateGuard(request, reply, done) {
+      const result = decisions.of(request)
+      // The gate has not decided on this request (a route guarded on its own, or outside the
+      // plugin's context): it decides first, the body parsed by now.
+      if (result === undefined) return decideOn(request, reply, done, check)
+      check(request, reply, result, done)
+    }
+  })
   const endpoints = callbackEndpoints(
     gate,
     (handle): RouteShorthandOptionsWithHandler => ({

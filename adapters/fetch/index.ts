@@ -7,10 +7,10 @@
 import { renderError } from '../../src/errors.js'
 import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
-import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
-import type { Admission } from '../../src/types.js'
+import type { Admission, CheckResult } from '../../src/types.js'
 
 /** The request may proceed: what the gate admitted, and the headers to add to the response. */
 export interface Admitted {
@@ -29,9 +29,15 @@ export interface Answered {
 
 /**
  * A route guard (`auth.requireScopes(…)` and the like) for a request the gate admitted: the
- * refusal to send, or `undefined` when the admission meets it.
+ * refusal to send, or `undefined` when the admission meets it. tollgate's guards check their own
+ * gate's admission, never the one passed in: on another gate's route (its `handle()` or
+ * `withAuth()`), a guard runs its own gate first, once per request (a promise then), and answers
+ * that gate's refusal. An application's own guard may return a promise too.
  */
-export type FetchGuard = (request: Request, admitted: Admitted) => Response | undefined
+export type FetchGuard = (
+  request: Request,
+  admitted: Admitted,
+) => Response | undefined | Promise<Response | undefined>
 
 /** What {@link FetchTollgate.handle} takes besides the request. */
 export interface HandleOptions {
@@ -40,7 +46,11 @@ export interface HandleOptions {
    * gate refuse a token sent in the body as well as in the header. tollgate never reads the body.
    */
   readonly body?: unknown
-  /** Guards run, in order, once the request is admitted. */
+  /**
+   * Guards run, in order, once the request is admitted. A guard of another gate runs its gate
+   * too: the request then goes on with that gate's admission and its rate-limit fields added, as
+   * it would through both gates' middleware in the other adapters.
+   */
   readonly guards?: readonly FetchGuard[] | undefined
 }
 
@@ -87,6 +97,20 @@ export interface FetchTollgate
   resourceMetadata(request: Request): Response | undefined
 }
 
+/**
+ * What a tollgate guard does for `handle()`: the admission to go on with (its own gate's, joined to
+ * the one given, when its gate decided just now), or the response that answers the request.
+ */
+type GuardStep = (
+  request: Request,
+  admitted: Admitted,
+) => Admitted | Answered | Promise<Admitted | Answered>
+// The steps of the guards of every tollgate/fetch instance: `handle()` of one gate recognizes the
+// guards of another, whose gate may admit the request with its own admission and headers.
+const GUARD_STEPS = new WeakMap<FetchGuard, GuardStep>()
+
+const refusalOf = (outcome: Admitted | Answered): Response | undefined => outcome.response
+
 function withHeaders(response: Response, headers: Readonly<Record<string, string>>): Response {
   const names = Object.keys(headers)
   if (names.length === 0) return response
@@ -116,6 +140,7 @@ function withHeaders(response: Response, headers: Readonly<Record<string, string
  */
 export function tollgate(options: GateOptions): FetchTollgate {
   const { gate, decide } = openGate(options)
+  const decisions = new Decisions<Request>()
   const refusal = (error: unknown, headers?: Readonly<Record<string, string>>): Response => {
     if (gate.errorHandling === 'framework') throw error
     const response = responseOfFetch(renderError(error))
@@ -123,35 +148,88 @@ export function tollgate(options: GateOptions): FetchTollgate {
     return headers === undefined ? response : withHeaders(response, headers)
   }
 
-  const guards = guardMiddleware(
-    (guard): FetchGuard =>
-      function tollgateGuard(request, admitted) {
-        try {
-          gate.authorize(guard, admitted.auth, requestOfFetch(request))
-        } catch (error) {
-          return refusal(error, admitted.headers)
-        }
-        return undefined
-      },
-  )
-
-  async function handle(request: Request, options?: HandleOptions): Promise<Admitted | Answered> {
-    const view = requestOfFetch(request, options?.body)
+  /**
+   * The gate on a request it has not decided on: what it admitted, or the answer (a refusal, with
+   * `headers` of an earlier admission kept; the metadata document). A promise only after I/O.
+   */
+  function decideOn(
+    request: Request,
+    body: unknown,
+    headers?: Readonly<Record<string, string>>,
+  ): Admitted | Answered | Promise<Admitted | Answered> {
+    const view = requestOfFetch(request, body)
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return { response: responseOfFetch(metadata) }
     const decided = decide(view)
-    if (decided instanceof Refused) return { response: refusal(decided.error) }
-    let admitted: Admitted
-    try {
-      // A decision that needed no I/O is not awaited: no microtask on a cached token.
-      const { auth, headers } = decided instanceof Promise ? await decided : decided
-      admitted = { auth, headers }
-    } catch (error) {
-      return { response: refusal(error) }
+    if (decided instanceof Refused) return { response: refusal(decided.error, headers) }
+    // A decision that needed no I/O is not awaited: no microtask on a cached token.
+    if (!(decided instanceof Promise)) return admit(request, decided)
+    return decided.then(
+      (result) => admit(request, result),
+      (error: unknown) => ({ response: refusal(error, headers) }),
+    )
+  }
+  const admit = (request: Request, { auth, headers }: CheckResult): Admitted => {
+    const admitted: Admitted = { auth, headers }
+    decisions.remember(request, admitted)
+    return admitted
+  }
+
+  const guards = guardMiddleware((guard): FetchGuard => {
+    const check = (request: Request, admitted: Admitted, own: CheckResult): Admitted | Answered => {
+      try {
+        gate.authorize(guard, own.auth, requestOfFetch(request))
+      } catch (error) {
+        return { response: refusal(error, admitted.headers) }
+      }
+      return admitted
+    }
+    // On this gate's decision when it has one; else (another gate's route) the gate decides first,
+    // and the request goes on with its admission, as through both gates' middleware elsewhere.
+    const step: GuardStep = (request, admitted) => {
+      const own = decisions.of(request)
+      if (own !== undefined) return check(request, admitted, own)
+      const joined = (decided: Admitted | Answered): Admitted | Answered => {
+        if (decided.response !== undefined) return decided
+        const both: Admitted = {
+          auth: decided.auth ?? admitted.auth,
+          headers: { ...admitted.headers, ...decided.headers },
+        }
+        return check(request, both, decided)
+      }
+      const decided = decideOn(request, undefined, admitted.headers)
+      return decided instanceof Promise ? decided.then(joined) : joined(decided)
+    }
+    const tollgateGuard: FetchGuard = (request, admitted) => {
+      const outcome = step(request, admitted)
+      if (outcome instanceof Promise) return outcome.then(refusalOf)
+      return refusalOf(outcome)
+    }
+    GUARD_STEPS.set(tollgateGuard, step)
+    return tollgateGuard
+  })
+
+  async function handle(request: Request, options?: HandleOptions): Promise<Admitted | Answered> {
+    let admitted = decisions.of(request) as Admitted | undefined
+    if (admitted === undefined) {
+      const pending = decideOn(request, options?.body)
+      const decided = pending instanceof Promise ? await pending : pending
+      if (decided.response !== undefined) return decided
+      admitted = decided
     }
     for (const guard of options?.guards ?? []) {
-      const response = guard(request, admitted)
-      if (response !== undefined) return { response }
+      const step = GUARD_STEPS.get(guard)
+      if (step === undefined) {
+        // The application's own guard.
+        const pending = guard(request, admitted)
+        const response = pending instanceof Promise ? await pending : pending
+        if (response !== undefined) return { response }
+        continue
+      }
+      const pending = step(request, admitted)
+      const outcome = pending instanceof Promise ? await pending : pending
+      if (outcome.response !== undefined) return outcome
+      admitted = outcome
     }
     return admitted
   }

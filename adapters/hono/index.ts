@@ -3,12 +3,12 @@
  *
  * @module
  */
-import type { Context, Handler, MiddlewareHandler, Next } from 'hono'
+import type { Context, Handler, MiddlewareHandler } from 'hono'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
-import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
@@ -65,7 +65,9 @@ function send(c: Context, { status, headers, body }: ErrorResponse): Response {
 /**
  * Middleware that admits a request (setting `c.var.auth` and rate-limit headers) or refuses it.
  * Refusals are answered with JSON `{ error, error_description }`, or thrown to `app.onError`
- * with `errorHandling: 'framework'` (the error carries `status` and `headers`).
+ * with `errorHandling: 'framework'` (the error carries `status` and `headers`). Its guards
+ * (`requireScopes(…)` and the others) run it first when it has not decided on the request, so a
+ * guard protects a route on its own; the gate decides once per request.
  *
  * @example
  * ```ts
@@ -78,39 +80,66 @@ function send(c: Context, { status, headers, body }: ErrorResponse): Response {
  */
 export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
+  const decisions = new Decisions<Context>()
   const refuse = (error: unknown, c: Context): Response => {
     if (gate.errorHandling === 'framework') throw error
     return send(c, renderError(error))
   }
-  const admit = (c: Context, result: CheckResult, next: Next): Promise<void> => {
+  const admit = (c: Context, result: CheckResult): undefined => {
+    decisions.remember(c, result)
     c.set('auth', result.auth)
     for (const name in result.headers) c.header(name, result.headers[name] as string)
-    return next()
   }
-
-  const tollgateMiddleware: MiddlewareHandler = async function tollgateMiddleware(c, next) {
+  /**
+   * The gate on `c`: the response that answers the request (a refusal, the metadata document), or
+   * `undefined` once admitted (set on `c`, and in `decisions`). A promise only when the body or the
+   * decision waits on I/O.
+   */
+  function decideOn(c: Context): Response | undefined | Promise<Response | undefined> {
     const pending = requestOf(c)
-    const request = pending instanceof Promise ? await pending : pending
+    if (pending instanceof Promise) return pending.then((request) => decideWith(c, request))
+    return decideWith(c, pending)
+  }
+  function decideWith(
+    c: Context,
+    request: RequestLike,
+  ): Response | undefined | Promise<Response | undefined> {
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return send(c, metadata)
     const decided = decide(request)
     if (decided instanceof Refused) return refuse(decided.error, c)
-    let result: CheckResult
-    try {
-      // A decision that needed no I/O is not awaited: no microtask on a cached token.
-      result = decided instanceof Promise ? await decided : decided
-    } catch (error) {
-      return refuse(error, c)
+    // A decision that needed no I/O is not awaited: no microtask on a cached token.
+    if (!(decided instanceof Promise)) return admit(c, decided)
+    return decided.then(
+      (result) => admit(c, result),
+      (error: unknown) => refuse(error, c),
+    )
+  }
+
+  const tollgateMiddleware: MiddlewareHandler = async function tollgateMiddleware(c, next) {
+    // Decided already (a guard of this gate ran it, or the middleware is mounted twice).
+    if (decisions.of(c) === undefined) {
+      const decided = decideOn(c)
+      const answer = decided instanceof Promise ? await decided : decided
+      if (answer !== undefined) return answer
     }
-    // Outside the try: a throw further down the chain is never taken for a refusal.
-    await admit(c, result, next)
+    // After the decision: a throw further down the chain is never taken for a refusal.
+    await next()
   }
 
   const guards = guardMiddleware(
     (guard): MiddlewareHandler =>
       async function tollgateGuard(c, next) {
+        let result = decisions.of(c)
+        if (result === undefined) {
+          // The gate has not decided on this request (a route guarded on its own): it decides first.
+          const decided = decideOn(c)
+          const answer = decided instanceof Promise ? await decided : decided
+          if (answer !== undefined) return answer
+          result = decisions.of(c) as CheckResult
+        }
         try {
-          gate.authorize(guard, c.get('auth'), requestOfFetch(c.req.raw))
+          gate.authorize(guard, result.auth, requestOfFetch(c.req.raw))
         } catch (error) {
           return refuse(error, c)
         }

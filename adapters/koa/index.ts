@@ -7,7 +7,7 @@ import type { Context, Middleware } from 'koa'
 
 import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
-import { type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
+import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
@@ -61,6 +61,8 @@ function send(ctx: Context, { status, headers, body }: ErrorResponse): void {
  * Middleware that admits a request (setting `ctx.state.auth` and rate-limit headers) or refuses
  * it. Refusals are answered with JSON `{ error, error_description }`, or thrown to Koa's error
  * handling with `errorHandling: 'framework'` (the error carries `status`, `headers` and `expose`).
+ * Its guards (`requireScopes(…)` and the others) run it first when it has not decided on the
+ * request, so a guard protects a route on its own; the gate decides once per request.
  *
  * @example
  * ```ts
@@ -72,6 +74,7 @@ function send(ctx: Context, { status, headers, body }: ErrorResponse): void {
  */
 export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
+  const decisions = new Decisions<Context>()
   const refuse = (error: unknown, ctx: Context): void => {
     if (gate.errorHandling === 'framework') throw error
     send(ctx, renderError(error))
@@ -86,14 +89,22 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
       return Promise.reject(thrown)
     }
   }
-  const admit = (ctx: Context, result: CheckResult, next: () => Promise<unknown>) => {
+  /** What follows an admission: the next middleware (the gate's), or a guard's check. */
+  type Then = (ctx: Context, result: CheckResult, next: () => Promise<unknown>) => Promise<unknown>
+  const proceed: Then = (_ctx, _result, next) => next()
+  const admit = (
+    ctx: Context,
+    result: CheckResult,
+    next: () => Promise<unknown>,
+    then: Then,
+  ): Promise<unknown> => {
+    decisions.remember(ctx, result)
     if (result.auth !== undefined) ctx.state.auth = result.auth
     setHeaders(ctx, result.headers)
-    return next()
+    return then(ctx, result, next)
   }
-
-  // Not async: a decision that needed no I/O goes on to `next()` without a microtask between.
-  const tollgateMiddleware: Middleware<TollgateState> = function tollgateMiddleware(ctx, next) {
+  // Not async: a decision that needed no I/O goes on without a microtask between.
+  function decideThen(ctx: Context, next: () => Promise<unknown>, then: Then): Promise<unknown> {
     const request = requestOf(ctx)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) {
@@ -102,25 +113,35 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     }
     const decided = decide(request)
     if (decided instanceof Refused) return refused(decided.error, ctx)
-    if (!(decided instanceof Promise)) return admit(ctx, decided, next)
+    if (!(decided instanceof Promise)) return admit(ctx, decided, next, then)
     // Two-argument then: a throw further down the chain is never taken for a refusal.
     return decided.then(
-      (result) => admit(ctx, result, next),
+      (result) => admit(ctx, result, next, then),
       (error: unknown) => refuse(error, ctx),
     )
   }
 
-  const guards = guardMiddleware(
-    (guard): Middleware<TollgateState> =>
-      function tollgateGuard(ctx, next) {
-        try {
-          gate.authorize(guard, ctx.state.auth, requestOf(ctx))
-        } catch (error) {
-          return refused(error, ctx)
-        }
-        return next()
-      },
-  )
+  const tollgateMiddleware: Middleware<TollgateState> = function tollgateMiddleware(ctx, next) {
+    // Decided already (a guard of this gate ran it, or the middleware is mounted twice).
+    if (decisions.of(ctx) !== undefined) return next()
+    return decideThen(ctx, next, proceed)
+  }
+
+  const guards = guardMiddleware((guard): Middleware<TollgateState> => {
+    const check: Then = (ctx, result, next) => {
+      try {
+        gate.authorize(guard, result.auth, requestOf(ctx))
+      } catch (error) {
+        return refused(error, ctx)
+      }
+      return next()
+    }
+    return function tollgateGuard(ctx, next) {
+      const result = decisions.of(ctx)
+      // The gate has not decided on this request (a route guarded on its own): it decides first.
+      return result === undefined ? decideThen(ctx, next, check) : check(ctx, result, next)
+    }
+  })
   const endpoints = callbackEndpoints(
     gate,
     (handle): Middleware<TollgateState> =>

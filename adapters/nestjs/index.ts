@@ -22,6 +22,7 @@ import {
   type NestModule,
   type OnApplicationShutdown,
   type Provider,
+  UseGuards,
 } from '@nestjs/common'
 import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core'
 
@@ -31,6 +32,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type ErrorResponse, renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import {
+  Decisions,
   type Guard,
   requireAnyScope,
   requireClientRoles,
@@ -59,10 +61,12 @@ const OPENED_GATE = Symbol('tollgate.openedGate')
 const ENDPOINTS = Symbol('tollgate.endpoints')
 interface OpenedGate extends ReturnType<typeof openGate> {
   /**
-   * A request reaches the guard twice when it is global and also named in `@UseGuards()`: the
-   * second time takes the first decision instead of spending a second rate-limit point.
+   * A request reaches the guard more than once when it is global and also on the route (named in
+   * `@UseGuards()`, or put there by a `@Require…` decorator): the later times take the first
+   * decision instead of spending a second rate-limit point. Guard instances differ (Nest builds
+   * one per module that uses it); this record is the gate's.
    */
-  readonly decided: WeakMap<object, CheckResult>
+  readonly decisions: Decisions<object>
 }
 
 /** What the guard sets on the platform's request object, for handlers that read it directly. */
@@ -151,22 +155,41 @@ export class TollgateRefusal extends HttpException {
 const routeGuards = new WeakMap<object, readonly Guard[]>()
 const publicRoutes = new WeakSet<object>()
 
+/** The `@Require…` decorators of a route: the controller's, then the handler's; `undefined` when none. */
+function routeGuardsOf(controller: object, handler: object): readonly Guard[] | undefined {
+  const onController = routeGuards.get(controller)
+  const onHandler = routeGuards.get(handler)
+  if (onController === undefined) return onHandler
+  return onHandler === undefined ? onController : [...onController, ...onHandler]
+}
+
 /** The class (class decorator) or the handler function (method decorator) decorated. */
 function decorated(target: object, descriptor: PropertyDescriptor | undefined): object {
   return (descriptor?.value as object | undefined) ?? target
 }
 
+// The classes and handlers a `@Require…` decorator put the guard on, once each.
+const selfGuarded = new WeakSet<object>()
+
 function guardDecorator(guard: Guard): MethodDecorator & ClassDecorator {
-  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+  return (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
     const holder = decorated(target, descriptor)
     // Decorators run from the bottom up: prepending keeps the order in which they are read.
     routeGuards.set(holder, [guard, ...(routeGuards.get(holder) ?? [])])
+    // The decorator puts the guard on what it decorates (issue 31): without the global guard, a
+    // `@Require…` route would otherwise check nothing and stay open. With it, the request is
+    // still decided once.
+    if (selfGuarded.has(holder)) return
+    selfGuarded.add(holder)
+    if (descriptor === undefined) UseGuards(TollgateGuard)(target as NewableFunction)
+    else UseGuards(TollgateGuard)(target, key as string | symbol, descriptor)
   }
 }
 
 /**
  * Route decorator (handler or controller): 403 `insufficient_scope` unless the token has every
- * one of `scopes`.
+ * one of `scopes`. Each `@Require…` decorator puts {@link TollgateGuard} on what it decorates, so
+ * it protects its route without the global guard too (the gate decides once per request).
  *
  * @throws TypeError at start-up when a scope is empty or holds spaces, quotes or backslashes.
  */
@@ -218,7 +241,9 @@ export const Auth: () => ParameterDecorator = createParamDecorator(
 
 /**
  * The guard: decides on every HTTP request with the gate (setting `request.auth` and the
- * rate-limit headers), then runs the route's `@Require…` decorators. Refusals are thrown as
+ * rate-limit headers), then runs the route's `@Require…` decorators, which put this guard on their
+ * route themselves. However many times it runs on a request (global, and on the route), the gate
+ * decides once. Refusals are thrown as
  * {@link TollgateRefusal}, which {@link TollgateExceptionFilter} answers with JSON
  * `{ error, error_description }`; with `errorHandling: 'framework'` the typed `TollgateError`
  * itself is thrown, for the application's own exception filters. Requests that are not HTTP
@@ -227,16 +252,18 @@ export const Auth: () => ParameterDecorator = createParamDecorator(
 export class TollgateGuard implements CanActivate {
   readonly #gate: Gate
   readonly #decide: OpenedGate['decide']
-  readonly #decided: OpenedGate['decided']
+  readonly #decisions: OpenedGate['decisions']
   readonly #platform: Platform | undefined
   constructor(opened: OpenedGate, host: HttpAdapterHost) {
     this.#gate = opened.gate
     this.#decide = opened.decide
-    this.#decided = opened.decided
+    this.#decisions = opened.decisions
     this.#platform = platformOf(host)
   }
 
-  async canActivate(context: ExecutionContext): Promise<boolean> {
+  // Not async: a decision that needed no I/O is answered with a boolean, which Nest takes
+  // without awaiting.
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const handler = context.getHandler()
     const controller = context.getClass()
     if (publicRoutes.has(handler) || publicRoutes.has(controller)) return true
@@ -244,20 +271,29 @@ export class TollgateGuard implements CanActivate {
     const platform = servingPlatform(this.#platform)
     const http = context.switchToHttp()
     const request = http.getRequest<object>()
-    const view = platform.requestOf(request)
-    let result = this.#decided.get(request)
-    if (result === undefined) {
-      try {
-        const decided = this.#decide(view)
-        if (decided instanceof Refused) throw decided.error
-        result = await decided
-      } catch (error) {
-        throw this.#refusal(error)
-      }
-      this.#decided.set(request, result)
-      platform.admit(request, http.getResponse<unknown>(), result)
+    const guards = routeGuardsOf(controller, handler)
+    // Decided by an earlier run on this request (the global guard, then the route's): the route's
+    // decorators again, which pass as before, and no second decision.
+    const result = this.#decisions.of(request)
+    if (result !== undefined) {
+      return guards === undefined || this.#authorize(guards, result, platform.requestOf(request))
     }
-    const guards = [...(routeGuards.get(controller) ?? []), ...(routeGuards.get(handler) ?? [])]
+    const view = platform.requestOf(request)
+    const decided = this.#decide(view)
+    if (decided instanceof Refused) throw this.#refusal(decided.error)
+    const admit = (admitted: CheckResult): boolean => {
+      this.#decisions.remember(request, admitted)
+      platform.admit(request, http.getResponse<unknown>(), admitted)
+      return guards === undefined || this.#authorize(guards, admitted, view)
+    }
+    if (!(decided instanceof Promise)) return admit(decided)
+    return decided.then(admit, (error: unknown) => {
+      throw this.#refusal(error)
+    })
+  }
+
+  /** Runs the route's `@Require…` decorators; throws the first refusal. */
+  #authorize(guards: readonly Guard[], result: CheckResult, view: RequestLike): true {
     for (const guard of guards) {
       try {
         this.#gate.authorize(guard, result.auth, view)
@@ -355,7 +391,7 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
     // Its refusals reach the application as the `cause` of a TollgateRefusal: reasons are read.
     const opened: OpenedGate = {
       ...openGate(options, { refusalsReachApplication: true }),
-      decided: new WeakMap(),
+      decisions: new Decisions(),
     }
     const endpoints = validateFor('TollgateModule.forRoot(options, moduleOptions):', () =>
       createEndpoints(opened.gate, given.callbacks),

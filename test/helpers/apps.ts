@@ -353,3 +353,227 @@ export const APPS: ReadonlyArray<readonly [string, AppFactory]> = [
   ['hono', honoApp],
   ['fetch', fetchApp],
 ]
+
+/**
+ * Routes guarded by the guards of gate A (issue 31), in every framework: alone (no middleware of
+ * the gate on the way), behind gate A's own middleware, and behind gate B's middleware (and one
+ * route with gate A's middleware twice, `gatedAgain`, and no guard). `two` has
+ * two guards: `requireScopes('billing:read')`, then `requireAnyScope('billing:write',
+ * 'billing:admin')`.
+ */
+export const GUARD_PATHS = {
+  soloScoped: '/solo/scoped',
+  soloAnyScope: '/solo/any-scope',
+  soloRealmRole: '/solo/realm-role',
+  soloClientRole: '/solo/client-role',
+  soloTwo: '/solo/two',
+  gatedScoped: '/gated/scoped',
+  gatedTwo: '/gated/two',
+  /** No guard: gate A's middleware in front of the route and again on it. */
+  gatedAgain: '/gated/again',
+  behindB: '/behind-b/scoped',
+} as const
+
+/** The second guard of the `two` routes, and the scope its refusal names. */
+export const SECOND_GUARD_SCOPES = ['billing:write', 'billing:admin'] as const
+
+/** A server with the routes of {@link GUARD_PATHS}, built from gate A's options and gate B's. */
+export type GuardAppFactory = (a: GateOptions, b: GateOptions) => Server
+
+/** The guards of one adapter instance, under the names every adapter gives them. */
+interface GuardFactories<Guard> {
+  requireScopes(...scopes: string[]): Guard
+  requireAnyScope(...scopes: string[]): Guard
+  requireRealmRoles(...roles: string[]): Guard
+  requireClientRoles(clientId: string, ...roles: string[]): Guard
+}
+
+/** Each guarded route's guards, built from gate A's factories, in the order they run. */
+function routeGuards<Guard>(a: GuardFactories<Guard>) {
+  const scoped = () => [a.requireScopes('billing:read')]
+  const two = () => [a.requireScopes('billing:read'), a.requireAnyScope(...SECOND_GUARD_SCOPES)]
+  return {
+    [GUARD_PATHS.soloScoped]: scoped(),
+    [GUARD_PATHS.soloAnyScope]: [a.requireAnyScope('billing:read', 'billing:admin')],
+    [GUARD_PATHS.soloRealmRole]: [a.requireRealmRoles('admin')],
+    [GUARD_PATHS.soloClientRole]: [a.requireClientRoles('office', 'editor')],
+    [GUARD_PATHS.soloTwo]: two(),
+    [GUARD_PATHS.gatedScoped]: scoped(),
+    [GUARD_PATHS.gatedTwo]: two(),
+    [GUARD_PATHS.behindB]: scoped(),
+  }
+}
+
+function expressGuardApp(express: typeof express5): GuardAppFactory {
+  return (aOptions, bOptions) => {
+    const app = express()
+    const a = expressAdapter.tollgate(aOptions)
+    app.use('/gated', a)
+    app.use('/behind-b', expressAdapter.tollgate(bOptions))
+    const answer = (req: express5.Request, res: express5.Response) => {
+      res.json(describeAuth(req.auth))
+    }
+    for (const [path, guards] of Object.entries(routeGuards(a))) app.get(path, ...guards, answer)
+    app.get(GUARD_PATHS.gatedAgain, a, answer)
+    app.use(
+      (
+        error: { status?: number; headers?: Record<string, string>; code?: string },
+        _req: express5.Request,
+        res: express5.Response,
+        _next: express5.NextFunction,
+      ) => {
+        res
+          .status(error.status ?? 500)
+          .set(error.headers ?? {})
+          .json({ handledBy: 'app', code: error.code ?? 'unknown' })
+      },
+    )
+    return createServer(app)
+  }
+}
+
+function koaGuardApp(Koa: typeof Koa3): GuardAppFactory {
+  return (aOptions, bOptions) => {
+    const app = new Koa()
+    app.silent = true
+    app.use(async (ctx, next) => {
+      try {
+        await next()
+      } catch (caught) {
+        const { status, headers, body } = appError(caught)
+        ctx.status = status
+        ctx.set(headers)
+        ctx.body = body
+      }
+    })
+    const a = koaAdapter.tollgate(aOptions)
+    const b = koaAdapter.tollgate(bOptions)
+    // Each route's chain: the gate's middleware where its prefix has one, then the route's guards.
+    const routes = new Map<string, Koa3.Middleware<koaAdapter.TollgateState>[]>()
+    for (const [path, guards] of Object.entries(routeGuards(a))) {
+      const gate = path.startsWith('/gated/') ? [a] : path.startsWith('/behind-b/') ? [b] : []
+      routes.set(path, [...gate, ...guards])
+    }
+    routes.set(GUARD_PATHS.gatedAgain, [a, a])
+    app.use(async (ctx: Koa3.ParameterizedContext<koaAdapter.TollgateState>, next) => {
+      const chain = ctx.method === 'GET' ? routes.get(ctx.path) : undefined
+      if (chain === undefined) return next()
+      let index = 0
+      const run = async (): Promise<void> => {
+        const step = chain[index++]
+        if (step !== undefined) return step(ctx, run)
+        ctx.body = describeAuth(ctx.state.auth)
+      }
+      await run()
+    })
+    return createServer(app.callback())
+  }
+}
+
+function fastifyGuardApp(Fastify: typeof fastify5): GuardAppFactory {
+  return (aOptions, bOptions) => {
+    let ready: PromiseLike<unknown> = Promise.resolve()
+    const app = Fastify({
+      serverFactory: (handler) =>
+        createServer((req, res) => void ready.then(() => handler(req, res))),
+    })
+    app.setErrorHandler((caught, _request, reply) => {
+      const { status, headers, body } = appError(caught)
+      return reply.code(status).headers(headers).send(body)
+    })
+    const a = fastifyAdapter.tollgate(aOptions)
+    const b = fastifyAdapter.tollgate(bOptions)
+    const answer = async (request: { auth: Admission | undefined }) => describeAuth(request.auth)
+    const guarded = Object.entries(routeGuards(a))
+    const routesUnder = (prefix: string) => guarded.filter(([path]) => path.startsWith(prefix))
+    for (const [path, guards] of routesUnder('/solo/'))
+      app.get(path, { preHandler: guards }, answer)
+    // A gate's plugin guards the context it is registered in: one child context per gate.
+    for (const [gate, prefix] of [
+      [a, '/gated/'],
+      [b, '/behind-b/'],
+    ] as const) {
+      app.register(async (child) => {
+        await child.register(gate)
+        for (const [path, guards] of routesUnder(prefix)) {
+          child.get(path, { preHandler: guards }, answer)
+        }
+        // Registered again in a context of its own, under the one it guards already.
+        if (gate === a) {
+          await child.register(async (grandchild) => {
+            await grandchild.register(a)
+            grandchild.get(GUARD_PATHS.gatedAgain, answer)
+          })
+        }
+      })
+    }
+    ready = app.ready()
+    return app.server
+  }
+}
+
+const honoGuardApp: GuardAppFactory = (aOptions, bOptions) => {
+  const a = honoAdapter.tollgate(aOptions)
+  const app = new Hono()
+  app.onError((caught, c) => {
+    const { status, headers, body } = appError(caught)
+    return c.body(body, status as 500, headers)
+  })
+  app.use('/gated/*', a)
+  app.use('/behind-b/*', honoAdapter.tollgate(bOptions))
+  const answer = (c: Context) => c.body(JSON.stringify(describeAuth(c.get('auth'))), 200, JSON_TYPE)
+  for (const [path, [first, second]] of Object.entries(routeGuards(a))) {
+    // As applications write it: the guards before the handler, in the route.
+    if (first === undefined) throw new Error(`no guard on ${path}`)
+    if (second === undefined) app.get(path, first, answer)
+    else app.get(path, first, second, answer)
+  }
+  app.get(GUARD_PATHS.gatedAgain, a, answer)
+  return createServer(fetchListener(app.fetch))
+}
+
+/**
+ * The Fetch handler: every guarded route is `withAuth()` with its guards; `/gated/*` passes gate A's
+ * `handle()` first and `/behind-b/*` gate B's, as an application whose router runs a gate in front
+ * of its routes; `/behind-b/*` routes are gate B's `withAuth()` with gate A's guards.
+ */
+const fetchGuardApp: GuardAppFactory = (aOptions, bOptions) => {
+  const a = fetchAdapter.tollgate(aOptions)
+  const b = fetchAdapter.tollgate(bOptions)
+  const describe = (_request: Request, user: Admission | undefined) =>
+    new Response(JSON.stringify(describeAuth(user)), { status: 200, headers: JSON_TYPE })
+  const routes = new Map<string, (request: Request) => Promise<Response>>()
+  for (const [path, guards] of Object.entries(routeGuards(a))) {
+    const route = path.startsWith('/behind-b/') ? b : a
+    routes.set(path, route.withAuth(describe, { guards }))
+  }
+  routes.set(GUARD_PATHS.gatedAgain, a.withAuth(describe))
+  async function handler(request: Request): Promise<Response> {
+    const { pathname } = new URL(request.url)
+    const front = pathname.startsWith('/gated/') ? a : pathname.startsWith('/behind-b/') ? b : null
+    if (front !== null) {
+      const result = await front.handle(request)
+      if (result.response !== undefined) return result.response
+    }
+    const route = request.method === 'GET' ? routes.get(pathname) : undefined
+    return route === undefined ? new Response('Not Found', { status: 404 }) : route(request)
+  }
+  const listener = (request: Request) =>
+    handler(request).catch((caught: unknown) => {
+      const { status, headers, body } = appError(caught)
+      return new Response(body, { status, headers })
+    })
+  return createServer(fetchListener(listener))
+}
+
+/** Every framework major, serving {@link GUARD_PATHS}. */
+export const GUARD_APPS: ReadonlyArray<readonly [string, GuardAppFactory]> = [
+  ['express 5', expressGuardApp(express5)],
+  ['express 4', expressGuardApp(express4 as unknown as typeof express5)],
+  ['koa 3', koaGuardApp(Koa3)],
+  ['koa 2', koaGuardApp(Koa2 as unknown as typeof Koa3)],
+  ['fastify 5', fastifyGuardApp(fastify5)],
+  ['fastify 4', fastifyGuardApp(fastify4 as unknown as typeof fastify5)],
+  ['hono', honoGuardApp],
+  ['fetch', fetchGuardApp],
+]

@@ -18,12 +18,14 @@ import {
   Options,
   Post,
   type Provider,
+  UseGuards,
 } from '@nestjs/common'
 import { NestFactory } from '@nestjs/core'
 import { ExpressAdapter } from '@nestjs/platform-express'
 import { FastifyAdapter } from '@nestjs/platform-fastify'
 import express from 'express'
-
+import * as expressAdapter from '../../adapters/express/index.js'
+import * as fastifyAdapter from '../../adapters/fastify/index.js'
 import {
   Auth,
   RequireAnyScope,
@@ -32,6 +34,7 @@ import {
   RequireScopes,
   TOLLGATE_GATE,
   TollgateError,
+  TollgateGuard,
   TollgateModule,
 } from '../../adapters/nestjs/index.js'
 import type { Gate } from '../../src/gate/gate.js'
@@ -40,9 +43,11 @@ import type { Admission } from '../../src/types.js'
 import {
   type AppFactory,
   describeAuth,
+  type GuardAppFactory,
   LOGOUT_PATH,
   type ProtectedServer,
   PUSH_PATH,
+  SECOND_GUARD_SCOPES,
   TWO_SCOPES_PATH,
 } from './apps.js'
 
@@ -180,4 +185,114 @@ function nestApp(platform: 'express' | 'fastify'): AppFactory {
 export const NEST_APPS: ReadonlyArray<readonly [string, AppFactory]> = [
   ['nestjs (express)', nestApp('express')],
   ['nestjs (fastify)', nestApp('fastify')],
+]
+
+// The routes of `GUARD_PATHS` (apps.ts, issue 31): decorators alone, under @UseGuards(TollgateGuard),
+// and behind another gate (gate B, a middleware of the platform).
+@Controller('solo')
+class SoloController {
+  @Get('scoped')
+  @RequireScopes('billing:read')
+  scoped(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('any-scope')
+  @RequireAnyScope('billing:read', 'billing:admin')
+  anyScope(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('realm-role')
+  @RequireRealmRoles('admin')
+  realmRole(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('client-role')
+  @RequireClientRoles('office', 'editor')
+  clientRole(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('two')
+  @RequireScopes('billing:read')
+  @RequireAnyScope(...SECOND_GUARD_SCOPES)
+  two(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+}
+
+@Controller('gated')
+@UseGuards(TollgateGuard)
+class GatedController {
+  @Get('scoped')
+  @RequireScopes('billing:read')
+  scoped(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('two')
+  @RequireScopes('billing:read')
+  @RequireAnyScope(...SECOND_GUARD_SCOPES)
+  two(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  // Under the controller's guard and its own.
+  @Get('again')
+  @UseGuards(TollgateGuard)
+  again(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+}
+
+@Controller('behind-b')
+class BehindBController {
+  @Get('scoped')
+  @RequireScopes('billing:read')
+  scoped(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+}
+
+/**
+ * The guard routes on one platform, with or without the global guard. Gate B is the platform's
+ * own tollgate adapter ahead of Nest: Express middleware on `/behind-b`; on Fastify a plugin of the
+ * root context (Nest's routes are there), which lets every other path through with `skip`.
+ */
+function nestGuardApp(platform: 'express' | 'fastify', globalGuard: boolean): GuardAppFactory {
+  return (a, b) => {
+    const tollgate = TollgateModule.forRoot(a, { globalGuard })
+    @Module({
+      imports: [tollgate],
+      controllers: [SoloController, GatedController, BehindBController],
+    })
+    class GuardModule {}
+    let started: Promise<unknown>
+    if (platform === 'express') {
+      const instance = express()
+      instance.use('/behind-b', expressAdapter.tollgate(b))
+      started = NestFactory.create(GuardModule, new ExpressAdapter(instance), {
+        logger: false,
+      }).then((app) => app.useGlobalFilters(new AppFilter()).init())
+      return createServer(waitingFor(() => started, instance))
+    }
+    const adapter = new FastifyAdapter({
+      serverFactory: (handler: (req: IncomingMessage, res: ServerResponse) => void) =>
+        createServer(waitingFor(() => started, handler)),
+    })
+    const skip = b.skip
+    const gateB = fastifyAdapter.tollgate({
+      ...b,
+      skip: (request) => !request.url?.startsWith('/behind-b/') || (skip?.(request) ?? false),
+    })
+    adapter.getInstance().register(gateB)
+    started = NestFactory.create(GuardModule, adapter, { logger: false })
+      .then((app) => app.useGlobalFilters(new AppFilter()).init())
+      .then(() => adapter.getInstance().ready())
+    return adapter.getHttpServer() as Server
+  }
+}
+
+/** tollgate/nestjs serving `GUARD_PATHS`, without and with the global guard, on both platforms. */
+export const NEST_GUARD_APPS: ReadonlyArray<readonly [string, GuardAppFactory]> = [
+  ['nestjs (express)', nestGuardApp('express', false)],
+  ['nestjs (fastify)', nestGuardApp('fastify', false)],
+  ['nestjs (express, global guard)', nestGuardApp('express', true)],
+  ['nestjs (fastify, global guard)', nestGuardApp('fastify', true)],
 ]
