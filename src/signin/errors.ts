@@ -24,7 +24,9 @@ export type SignInErrorCode =
   | 'ERR_LOGOUT_TOKEN_INVALID'
   /**
    * The provider refused this client at the token endpoint (`invalid_client`,
-   * `unauthorized_client`, a bare 401 or 403): a configuration error, not an outage. 500.
+   * `unauthorized_client`, a bare 401 or 403), refused a product's scope or resource at a refresh
+   * (`invalid_scope`, `invalid_target`), or signed the ID token with an algorithm
+   * `idTokenAlgorithms` does not list: a configuration error, not an outage. 500.
    */
   | 'ERR_CLIENT_REFUSED'
 
@@ -80,6 +82,10 @@ export type SignInRefusalReason =
   | 'code_refused'
   | 'provider_error'
   | 'client_refused'
+  /** The token endpoint refused a product's scope or resource at a refresh (`invalid_scope`, `invalid_target`). */
+  | 'product_refused'
+  /** The provider signed the ID token with an algorithm `idTokenAlgorithms` does not list. */
+  | 'id_token_algorithm'
   | 'provider_unavailable'
   | 'store_unavailable'
   | 'refresh_lock_lost'

@@ -8,7 +8,7 @@
  */
 import * as oidc from 'openid-client'
 
-import { clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
+import { asRefreshRefusal, clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
 import type { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
@@ -40,7 +40,10 @@ export interface SignInProvider {
     checks: CallbackChecks,
     product: NormalizedParameters | undefined,
   ): Promise<ProviderTokens>
-  /** @throws TokenSourceError from the token endpoint (`oauthError: 'invalid_grant'` when refused). */
+  /**
+   * @throws TokenSourceError from the token endpoint: `ERR_REFRESH_TOKEN_REFUSED` when the provider
+   * refused the refresh token for good (`invalid_grant`, `invalid_request`, a bare 400…).
+   */
   refresh(refreshToken: string, product: NormalizedParameters | undefined): Promise<ProviderTokens>
   /** The provider's JWKS URI (back-channel logout tokens are verified with its keys). */
   jwksUri(): Promise<string | undefined>
@@ -204,12 +207,14 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       try {
         response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
       } catch (error) {
-        throw toTokenSourceError(
-          error,
-          { clientId, issuer },
-          client.credentialSource,
-          'token',
-          client.clientAuth,
+        throw asRefreshRefusal(
+          toTokenSourceError(
+            error,
+            { clientId, issuer },
+            client.credentialSource,
+            'token',
+            client.clientAuth,
+          ),
         )
       } finally {
         keepKeys(config)
@@ -286,7 +291,7 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
  * The provider's words, for an event: at most `limit` characters, control characters (C0, DEL,
  * C1) removed so that a log line cannot be split or recoloured by them.
  */
-function providerWords(value: unknown, limit: number): string | undefined {
+export function providerWords(value: unknown, limit: number): string | undefined {
   if (typeof value !== 'string') return undefined
   // biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point.
   const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '')

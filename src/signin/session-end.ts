@@ -5,7 +5,7 @@
  * @module
  */
 import type { SignInDeps } from './deps.js'
-import type { SessionEndReason } from './events.js'
+import type { RefreshRefusal, SessionEndReason } from './events.js'
 import type { SessionEnder } from './internals.js'
 import { indexOf, type OpenSession } from './session.js'
 
@@ -18,8 +18,9 @@ export function indexesOf(session: Pick<OpenSession, 'issuer' | 'subject' | 'sid
 
 /**
  * Deletes a session and its index entries: those of `session` when it could be read, else
- * `indexes` (the one a back-channel logout walked). An entry left behind (an unreadable
- * session) is dropped the next time its index is walked or grows.
+ * `indexes` (the one a logout from the provider walked). An entry left behind (an unreadable
+ * session) is dropped the next time its index is walked or grows. `refusal` is what the provider
+ * answered to a refused refresh, for the event.
  */
 export async function endSession(
   deps: Pick<SignInDeps, 'settings' | 'stored' | 'emit'>,
@@ -27,6 +28,7 @@ export async function endSession(
   session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'> | undefined,
   reason: SessionEndReason,
   indexes: readonly string[] = [],
+  refusal?: RefreshRefusal,
 ): Promise<void> {
   await deps.stored(
     deps.settings.store.delete(key, session === undefined ? indexes : indexesOf(session)),
@@ -36,6 +38,7 @@ export async function endSession(
     issuer: session?.issuer,
     subject: session?.subject,
     reason,
+    ...(refusal === undefined ? {} : { refusal }),
   })
 }
 

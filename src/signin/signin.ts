@@ -88,7 +88,8 @@ export function createSignIn(options: SignInOptions): SignIn {
     emit,
     stored: deps.stored,
     readOpen: (keys, sessionId, key) => readOpen(deps, keys, sessionId, key),
-    endSession: (key, session, reason) => endSession(deps, key, session, reason),
+    endSession: (key, session, reason, refusal) =>
+      endSession(deps, key, session, reason, [], refusal),
     parametersOf: (product) => deps.productOf(product === '' ? undefined : product).parameters,
   })
   const sessionDeps: SessionDeps = {
