@@ -6,12 +6,20 @@
  *
  * @module
  */
+import { compactVerify } from 'jose'
 import * as oidc from 'openid-client'
 
-import { asRefreshRefusal, clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
-import type { TokenSourceError } from '../client/errors.js'
+import {
+  asRefreshRefusal,
+  clientAuthenticationOf,
+  openidClientCause,
+  refusedAlgorithmOf,
+  toTokenSourceError,
+} from '../client/endpoint.js'
+import { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
+import { resolveSecret } from '../client/secrets.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
 
 /** What the provider answered to a code or a refresh token. */
@@ -53,8 +61,18 @@ export interface SignInProvider {
 
 const ASSUMED_LIFETIME_SECONDS = 60
 
+/** Which ID token algorithms sign-in accepts (`idTokenAlgorithms`, validated). */
+export interface IdTokenAlgorithms {
+  readonly algorithms: readonly string[]
+  /** HS256/HS384/HS512: verified with the client secret instead of the provider's keys. */
+  readonly hmac: boolean
+}
+
 /** Builds the provider glue from the validated client options. */
-export function createSignInProvider(client: NormalizedTokenSourceOptions): SignInProvider {
+export function createSignInProvider(
+  client: NormalizedTokenSourceOptions,
+  idToken: IdTokenAlgorithms,
+): SignInProvider {
   const { server, clientId } = client
   const issuer = server.issuer
   let metadata: Promise<oidc.ServerMetadata> | undefined
@@ -105,7 +123,12 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
 
   async function configuration(): Promise<oidc.Configuration> {
     const config = new oidc.Configuration(
-      await serverMetadata(),
+      // openid-client accepts an ID token in the algorithms the provider advertises, else RS256
+      // only: the accepted ones are this option's instead, whatever the provider says.
+      {
+        ...(await serverMetadata()),
+        id_token_signing_alg_values_supported: [...idToken.algorithms],
+      },
       clientId,
       undefined,
       await clientAuthenticationOf(client),
@@ -116,9 +139,31 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     if (new URL(issuer).protocol === 'http:') oidc.allowInsecureRequests(config)
     // OIDC Core §3.1.3.7 lets a client skip the ID token's signature over TLS; we check it anyway,
     // against the provider's keys, so a compromised token endpoint path cannot name any user.
-    if (config.serverMetadata().jwks_uri !== undefined) oidc.enableNonRepudiationChecks(config)
+    // openid-client verifies asymmetric signatures only: an HMAC one is checked after it, here.
+    if (!idToken.hmac && config.serverMetadata().jwks_uri !== undefined) {
+      oidc.enableNonRepudiationChecks(config)
+    }
     if (jwksCache !== undefined) oidc.setJwksCache(config, jwksCache)
     return config
+  }
+
+  /**
+   * The HMAC of an ID token signed with HS256/HS384/HS512, keyed by the client secret's UTF-8
+   * octets (OpenID Connect Core §10.1), verified by jose. openid-client has checked its claims and
+   * that its `alg` is one of `idTokenAlgorithms` already.
+   *
+   * @throws Error when the signature does not verify.
+   */
+  async function verifyHmac(token: string | undefined): Promise<void> {
+    if (!idToken.hmac || token === undefined) return
+    const secret = await resolveSecret<string>(
+      client.credential as string,
+      { clientId, issuer, option: 'clientSecret' },
+      (value): value is string => typeof value === 'string',
+    )
+    await compactVerify(token, new TextEncoder().encode(secret), {
+      algorithms: [...idToken.algorithms],
+    })
   }
 
   const tokensOf = (
@@ -191,6 +236,13 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       } catch (error) {
         throw callbackError(error)
       }
+      try {
+        await verifyHmac(response.id_token)
+      } catch (error) {
+        // The secret could not be read (it was a moment ago, for the code exchange): an outage.
+        if (error instanceof TokenSourceError) throw unavailable('provider_unavailable', error)
+        throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'id_token', hmacRefusal(error))
+      }
       const tokens = tokensOf(response, true)
       if (tokens.claims === undefined)
         throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'id_token')
@@ -207,6 +259,8 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       try {
         response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
       } catch (error) {
+        const algorithm = refusedAlgorithmOf(error)
+        if (algorithm !== undefined) throw algorithmRefusal(error, algorithm)
         throw asRefreshRefusal(
           toTokenSourceError(
             error,
@@ -218,6 +272,12 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
         )
       } finally {
         keepKeys(config)
+      }
+      try {
+        await verifyHmac(response.id_token)
+      } catch (error) {
+        // As a refreshed ID token whose RS256 signature fails: an answer not to use (503).
+        throw hmacRefusal(error)
       }
       return tokensOf(response, false)
     },
@@ -254,9 +314,55 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     )
   }
 
+  /**
+   * An ID token in an algorithm `idTokenAlgorithms` does not list (or, listed, one openid-client
+   * cannot verify): a configuration error, answered 500 and never retried as an outage. The
+   * cause names the algorithm, the option, and keeps what openid-client said.
+   */
+  function algorithmRefusal(error: unknown, algorithm: string): SignInError {
+    const hmacHint = idToken.hmac
+      ? ''
+      : ' (HS256, HS384 and HS512 alone, and only with a clientSecret: OpenID Connect Core §10.1)'
+    const said = openidClientCause(error)
+    return new SignInError(
+      'ERR_CLIENT_REFUSED',
+      'id_token_algorithm',
+      new TokenSourceError({
+        code: 'ERR_TOKEN_RESPONSE_INVALID',
+        retryable: false,
+        clientId,
+        issuer,
+        message:
+          `token endpoint of ${issuer} gave client "${clientId}" an ID token signed with ` +
+          `${algorithm}, which sign-in does not accept (openid-client: ` +
+          `${said?.cause instanceof Error ? said.cause.message : (said?.message ?? 'refused')}): ` +
+          `list it in the idTokenAlgorithms option (now ${idToken.algorithms.join(', ')})` +
+          `${hmacHint}, or have the provider sign this client's ID tokens with one of those`,
+        cause: said,
+      }),
+    )
+  }
+
+  /** An HMAC-signed ID token whose signature does not verify with the client secret. */
+  function hmacRefusal(error: unknown): TokenSourceError {
+    if (error instanceof TokenSourceError) return error
+    const cause = error instanceof Error ? new Error(error.message) : undefined
+    if (cause !== undefined && error instanceof Error) cause.name = error.name
+    return new TokenSourceError({
+      code: 'ERR_TOKEN_RESPONSE_INVALID',
+      retryable: false,
+      clientId,
+      issuer,
+      message: `token endpoint of ${issuer} gave client "${clientId}" an ID token whose ${idToken.algorithms.join('/')} signature does not verify with the client secret`,
+      cause,
+    })
+  }
+
   /** One place where a failed callback becomes a refusal: by phase, then by openid-client's code. */
   function callbackError(error: unknown): SignInError {
     if (error instanceof SignInError) return error
+    const algorithm = refusedAlgorithmOf(error)
+    if (algorithm !== undefined) return algorithmRefusal(error, algorithm)
     if (error instanceof oidc.AuthorizationResponseError) {
       // The provider sent error=… to the redirect URI (the user declined, or a bad request).
       return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error', undefined, {

@@ -62,6 +62,12 @@ export interface StartProviderOptions {
   readonly interactiveLogin?: boolean
   /** OpenID Connect Back-Channel Logout 1.0: logout tokens to clients' `backchannel_logout_uri`. */
   readonly backchannelLogout?: boolean
+  /**
+   * The ID token algorithms the provider may sign with (oidc-provider's `enabledJWA`), for clients
+   * whose `id_token_signed_response_alg` names one: `HS256`/`HS512` sign with the client secret.
+   * Default: oidc-provider's (asymmetric ones).
+   */
+  readonly idTokenSigningAlgValues?: readonly string[]
   /** Claims added to every JWT access token (the demo's `tenant`). */
   readonly extraTokenClaims?: Readonly<Record<string, unknown>>
   /** Port on 127.0.0.1. Default 0 (a free one). */
@@ -202,6 +208,9 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       clients: options.clients.map((client) => ({ ...client })),
       jwks: { keys: [realmKey(realm)] },
       routes: KEYCLOAK_ROUTES,
+      ...(options.idTokenSigningAlgValues === undefined
+        ? {}
+        : { enabledJWA: { idTokenSigningAlgValues: [...options.idTokenSigningAlgValues] } }),
       scopes: ['openid', 'offline_access', 'profile', 'email', ...resourceScopes.split(' ')],
       features: {
         devInteractions: { enabled: false },
