@@ -94,6 +94,10 @@ export type SignInRefusalReason =
   | 'cross_site'
   | 'unknown_product'
   | 'logout_token'
+  /** A front-channel logout request without exactly one `sid`, or with more than one `iss`. */
+  | 'front_channel_request'
+  /** A front-channel logout request whose `iss` is not this sign-in's issuer. */
+  | 'front_channel_issuer'
   /** A logout token refused by a check of its own (`logout_token_signature`, `logout_token_missing_exp`…). */
   | `logout_token_${LogoutRefusalReason}`
 

@@ -74,11 +74,13 @@ export type SignInOutcome =
       readonly headers: Readonly<Record<string, readonly string[]>>
     }
 
-/** Ends sessions of a user or of a provider session; back-channel logout's part of the core. */
+/** Ends sessions of a user or of a provider session; logout from the provider's part of the core. */
 export interface SessionEnder {
+  /** `reason`: how the provider said so (default `back_channel_logout`). */
   endSessions(
     issuer: string,
     by: { sid?: string | undefined; sub?: string | undefined },
+    reason?: 'back_channel_logout' | 'front_channel_logout',
   ): Promise<number>
 }
 

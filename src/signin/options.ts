@@ -40,6 +40,11 @@ export interface SignInRoutes {
   readonly logout?: string
   /** OpenID Connect Back-Channel Logout endpoint (POST from the provider). Default `/auth/backchannel-logout`. */
   readonly backChannelLogout?: string
+  /**
+   * OpenID Connect Front-Channel Logout endpoint (GET `?iss=…&sid=…`, in an iframe of the
+   * provider's logout page). Default `/auth/frontchannel-logout`.
+   */
+  readonly frontChannelLogout?: string
 }
 
 /** The session: its cookie and its lifetime. */
@@ -448,19 +453,26 @@ function baseUrlOption(value: unknown): string {
 }
 
 function routesOption(value: unknown): Required<SignInRoutes> {
-  const routes = record(value ?? {}, 'routes', ['login', 'callback', 'logout', 'backChannelLogout'])
+  const routes = record(value ?? {}, 'routes', [
+    'login',
+    'callback',
+    'logout',
+    'backChannelLogout',
+    'frontChannelLogout',
+  ])
   const result = {
     login: routes['login'] ?? '/auth/login',
     callback: routes['callback'] ?? '/auth/callback',
     logout: routes['logout'] ?? '/auth/logout',
     backChannelLogout: routes['backChannelLogout'] ?? '/auth/backchannel-logout',
+    frontChannelLogout: routes['frontChannelLogout'] ?? '/auth/frontchannel-logout',
   }
   for (const [name, path] of Object.entries(result)) {
     if (typeof path !== 'string' || !ROUTE.test(path) || path.startsWith('//')) {
       fail(`routes.${name}`, 'must be a path starting with /, without a query', path)
     }
   }
-  if (new Set(Object.values(result)).size !== 4) fail('routes', 'must be four different paths')
+  if (new Set(Object.values(result)).size !== 5) fail('routes', 'must be five different paths')
   return Object.freeze(result as Required<SignInRoutes>)
 }
 

@@ -57,6 +57,12 @@ export interface SignInProvider {
   jwksUri(): Promise<string | undefined>
   /** The end-session URL, or `undefined` when the provider has no end-session endpoint. */
   endSessionUrl(parameters: Record<string, string>): Promise<URL | undefined>
+  /**
+   * Where the provider serves its logout page, which frames front-channel logout: the issuer's
+   * origin, and the end-session endpoint's when discovery names another. Never fails: without the
+   * discovery document, the issuer's origin alone.
+   */
+  logoutPageOrigins(): Promise<readonly string[]>
 }
 
 const ASSUMED_LIFETIME_SECONDS = 60
@@ -287,6 +293,18 @@ export function createSignInProvider(
       } catch (error) {
         throw asSignInError(error)
       }
+    },
+    async logoutPageOrigins() {
+      const origins = [new URL(issuer).origin]
+      const endSession = await serverMetadata().then(
+        (metadata) => metadata.end_session_endpoint,
+        () => undefined,
+      )
+      if (typeof endSession === 'string' && URL.canParse(endSession)) {
+        const { origin, protocol } = new URL(endSession)
+        if (protocol === 'https:' || protocol === 'http:') origins.push(origin)
+      }
+      return [...new Set(origins)]
     },
     async endSessionUrl(parameters) {
       let config: oidc.Configuration

@@ -1,6 +1,6 @@
 /**
- * Ending sessions: one (logout, expiry, an unreadable session) or every session a back-channel
- * logout names, with the sid and sub index entries under which the provider finds them.
+ * Ending sessions: one (logout, expiry, an unreadable session) or every session a back- or
+ * front-channel logout names, with the sid and sub index entries under which they are found.
  *
  * @module
  */
@@ -42,10 +42,10 @@ export async function endSession(
   })
 }
 
-/** Back-channel logout's part of the core: ends the sessions of a provider session or a user. */
+/** Logout from the provider's part of the core: ends the sessions of a provider session or a user. */
 export function sessionEnder(deps: Pick<SignInDeps, 'settings' | 'stored' | 'emit'>): SessionEnder {
   return {
-    async endSessions(from, by) {
+    async endSessions(from, by, reason = 'back_channel_logout') {
       const index =
         by.sid !== undefined
           ? indexOf('sid', from, by.sid)
@@ -54,7 +54,7 @@ export function sessionEnder(deps: Pick<SignInDeps, 'settings' | 'stored' | 'emi
             : undefined
       if (index === undefined) return 0
       const keys = new Set(await deps.stored(deps.settings.store.indexed(index)))
-      for (const key of keys) await endSession(deps, key, undefined, 'back_channel_logout', [index])
+      for (const key of keys) await endSession(deps, key, undefined, reason, [index])
       return keys.size
     },
   }

@@ -87,7 +87,7 @@ describe('createSignIn options', () => {
     [
       'two routes on one path',
       { ...base, routes: { login: '/auth', logout: '/auth' } },
-      '"routes" must be four different paths',
+      '"routes" must be five different paths',
     ],
     [
       'a product resource that is not a URI',
