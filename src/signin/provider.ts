@@ -6,21 +6,25 @@
  *
  * @module
  */
-import { compactVerify } from 'jose'
 import * as oidc from 'openid-client'
 
 import {
   asRefreshRefusal,
   clientAuthenticationOf,
-  openidClientCause,
   refusedAlgorithmOf,
   toTokenSourceError,
 } from '../client/endpoint.js'
 import { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
-import { resolveSecret } from '../client/secrets.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
+import {
+  algorithmRefusal,
+  hmacRefusal,
+  type IdTokenAlgorithms,
+  type IdTokenContext,
+  verifyHmac,
+} from './id-token.js'
 
 /** What the provider answered to a code or a refresh token. */
 export interface ProviderTokens {
@@ -67,13 +71,6 @@ export interface SignInProvider {
 
 const ASSUMED_LIFETIME_SECONDS = 60
 
-/** Which ID token algorithms sign-in accepts (`idTokenAlgorithms`, validated). */
-export interface IdTokenAlgorithms {
-  readonly algorithms: readonly string[]
-  /** HS256/HS384/HS512: verified with the client secret instead of the provider's keys. */
-  readonly hmac: boolean
-}
-
 /** Builds the provider glue from the validated client options. */
 export function createSignInProvider(
   client: NormalizedTokenSourceOptions,
@@ -81,6 +78,12 @@ export function createSignInProvider(
 ): SignInProvider {
   const { server, clientId } = client
   const issuer = server.issuer
+  const idTokenContext: IdTokenContext = {
+    clientId,
+    issuer,
+    credential: client.credential,
+    idToken,
+  }
   let metadata: Promise<oidc.ServerMetadata> | undefined
   // The provider's keys, carried from one Configuration to the next (each request builds its own,
   // so a secret from a function is read per request): one JWKS fetch, not one per sign-in.
@@ -151,25 +154,6 @@ export function createSignInProvider(
     }
     if (jwksCache !== undefined) oidc.setJwksCache(config, jwksCache)
     return config
-  }
-
-  /**
-   * The HMAC of an ID token signed with HS256/HS384/HS512, keyed by the client secret's UTF-8
-   * octets (OpenID Connect Core §10.1), verified by jose. openid-client has checked its claims and
-   * that its `alg` is one of `idTokenAlgorithms` already.
-   *
-   * @throws Error when the signature does not verify.
-   */
-  async function verifyHmac(token: string | undefined): Promise<void> {
-    if (!idToken.hmac || token === undefined) return
-    const secret = await resolveSecret<string>(
-      client.credential as string,
-      { clientId, issuer, option: 'clientSecret' },
-      (value): value is string => typeof value === 'string',
-    )
-    await compactVerify(token, new TextEncoder().encode(secret), {
-      algorithms: [...idToken.algorithms],
-    })
   }
 
   const tokensOf = (
@@ -243,11 +227,15 @@ export function createSignInProvider(
         throw callbackError(error)
       }
       try {
-        await verifyHmac(response.id_token)
+        await verifyHmac(idTokenContext, response.id_token)
       } catch (error) {
         // The secret could not be read (it was a moment ago, for the code exchange): an outage.
         if (error instanceof TokenSourceError) throw unavailable('provider_unavailable', error)
-        throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'id_token', hmacRefusal(error))
+        throw new SignInError(
+          'ERR_SIGNIN_CALLBACK_INVALID',
+          'id_token',
+          hmacRefusal(idTokenContext, error),
+        )
       }
       const tokens = tokensOf(response, true)
       if (tokens.claims === undefined)
@@ -266,7 +254,7 @@ export function createSignInProvider(
         response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
       } catch (error) {
         const algorithm = refusedAlgorithmOf(error)
-        if (algorithm !== undefined) throw algorithmRefusal(error, algorithm)
+        if (algorithm !== undefined) throw algorithmRefusal(idTokenContext, error, algorithm)
         throw asRefreshRefusal(
           toTokenSourceError(
             error,
@@ -280,10 +268,10 @@ export function createSignInProvider(
         keepKeys(config)
       }
       try {
-        await verifyHmac(response.id_token)
+        await verifyHmac(idTokenContext, response.id_token)
       } catch (error) {
         // As a refreshed ID token whose RS256 signature fails: an answer not to use (503).
-        throw hmacRefusal(error)
+        throw hmacRefusal(idTokenContext, error)
       }
       return tokensOf(response, false)
     },
@@ -332,55 +320,11 @@ export function createSignInProvider(
     )
   }
 
-  /**
-   * An ID token in an algorithm `idTokenAlgorithms` does not list (or, listed, one openid-client
-   * cannot verify): a configuration error, answered 500 and never retried as an outage. The
-   * cause names the algorithm, the option, and keeps what openid-client said.
-   */
-  function algorithmRefusal(error: unknown, algorithm: string): SignInError {
-    const hmacHint = idToken.hmac
-      ? ''
-      : ' (HS256, HS384 and HS512 alone, and only with a clientSecret: OpenID Connect Core §10.1)'
-    const said = openidClientCause(error)
-    return new SignInError(
-      'ERR_CLIENT_REFUSED',
-      'id_token_algorithm',
-      new TokenSourceError({
-        code: 'ERR_TOKEN_RESPONSE_INVALID',
-        retryable: false,
-        clientId,
-        issuer,
-        message:
-          `token endpoint of ${issuer} gave client "${clientId}" an ID token signed with ` +
-          `${algorithm}, which sign-in does not accept (openid-client: ` +
-          `${said?.cause instanceof Error ? said.cause.message : (said?.message ?? 'refused')}): ` +
-          `list it in the idTokenAlgorithms option (now ${idToken.algorithms.join(', ')})` +
-          `${hmacHint}, or have the provider sign this client's ID tokens with one of those`,
-        cause: said,
-      }),
-    )
-  }
-
-  /** An HMAC-signed ID token whose signature does not verify with the client secret. */
-  function hmacRefusal(error: unknown): TokenSourceError {
-    if (error instanceof TokenSourceError) return error
-    const cause = error instanceof Error ? new Error(error.message) : undefined
-    if (cause !== undefined && error instanceof Error) cause.name = error.name
-    return new TokenSourceError({
-      code: 'ERR_TOKEN_RESPONSE_INVALID',
-      retryable: false,
-      clientId,
-      issuer,
-      message: `token endpoint of ${issuer} gave client "${clientId}" an ID token whose ${idToken.algorithms.join('/')} signature does not verify with the client secret`,
-      cause,
-    })
-  }
-
   /** One place where a failed callback becomes a refusal: by phase, then by openid-client's code. */
   function callbackError(error: unknown): SignInError {
     if (error instanceof SignInError) return error
     const algorithm = refusedAlgorithmOf(error)
-    if (algorithm !== undefined) return algorithmRefusal(error, algorithm)
+    if (algorithm !== undefined) return algorithmRefusal(idTokenContext, error, algorithm)
     if (error instanceof oidc.AuthorizationResponseError) {
       // The provider sent error=… to the redirect URI (the user declined, or a bad request).
       return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error', undefined, {
