@@ -124,6 +124,52 @@ describe.each(SIGNIN_APPS)('%s: ID token algorithms', (_name, createApp) => {
   )
 })
 
+describe('a refresh whose ID token comes in an algorithm idTokenAlgorithms does not list', () => {
+  it('answers accessToken() with ERR_CLIENT_REFUSED (500) and keeps the session', async () => {
+    const clientId = HMAC_CLIENTS.HS512
+    const clock = manualClock()
+    const events: SignInEvent[] = []
+    const [, createApp] = SIGNIN_APPS[0] as (typeof SIGNIN_APPS)[number]
+    const app = createApp(
+      signInOptions(provider, {
+        clientId,
+        idTokenAlgorithms: ['HS512'],
+        clock,
+        onEvent: (event) => events.push(event),
+      }),
+    )
+    const { cookie } = await signInWith(app, provider)
+    clock.advance(290_000)
+    const now = Math.floor(clock.now() / 1000)
+    // The provider's own RS256 key: a valid signature, in an algorithm this client does not take.
+    const idToken = await provider.sign({
+      iss: provider.issuer(),
+      aud: clientId,
+      sub: 'user-1',
+      iat: now,
+      exp: now + 300,
+    })
+    provider.interceptTokenEndpoint({
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        access_token: 'at',
+        token_type: 'Bearer',
+        expires_in: 300,
+        id_token: idToken,
+      }),
+    })
+    const res = await request(app).get('/token/gateway').set('Cookie', cookie)
+    provider.interceptTokenEndpoint(undefined)
+    expect(res.status).toBe(500)
+    expect(res.body).toEqual({ code: 'ERR_CLIENT_REFUSED' })
+    expect(events).not.toContainEqual(expect.objectContaining({ type: 'session_ended' }))
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
+  })
+})
+
 describe('an HMAC-signed ID token made with another secret', () => {
   /** A callback whose token endpoint answers with an ID token signed by `secret`. */
   async function callbackWithIdTokenSignedBy(secret: string) {
