@@ -4,6 +4,11 @@
  * DEMO_ISSUER_PORT, DEMO_GATEWAY_PORT, DEMO_OFFICE_PORT or DEMO_SIGNIN_PORT to change them (0: any
  * free port). A taken port stops the
  * demo with one line naming the variable that moves it.
+ *
+ * It stops, its ports freed, on SIGINT, SIGTERM or SIGHUP, and when the process that started it
+ * ends: `npm start` execs this process in place of its shell, so npm's forwarded SIGINT and
+ * SIGTERM reach it, and an npm ended otherwise (SIGHUP, which npm does not forward, or SIGKILL)
+ * leaves it with another parent, which it notices within half a second.
  */
 import {
   DEMO_USERS,
@@ -100,9 +105,22 @@ A token by Client Credentials, as a backend would get one:
 Every case at once: npm run walkthrough        Stop: Ctrl-C
 `)
 
-const stop = async () => {
-  await demo.close()
-  process.exit(0)
+/** How long closing may take before the demo exits all the same. */
+const CLOSE_DEADLINE_MS = 5000
+let stopping = false
+const stop = () => {
+  // A second signal while closing: leave at once.
+  if (stopping) process.exit(1)
+  stopping = true
+  setTimeout(() => process.exit(1), CLOSE_DEADLINE_MS).unref()
+  demo.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  )
 }
-process.once('SIGINT', stop)
-process.once('SIGTERM', stop)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stop)
+// The parent ended without a signal for us (npm killed by SIGHUP or SIGKILL): we were adopted.
+const parent = process.ppid
+setInterval(() => {
+  if (!stopping && process.ppid !== parent) stop()
+}, 500).unref()

@@ -1,6 +1,6 @@
 /**
- * Express sign-in: `app.use(signIn(options))` answers the login, callback and logout routes and
- * sets `req.signin` on every other request. Translation only; the behaviour is `createSignIn()`'s.
+ * Express sign-in: `app.use(signIn(options))` answers the login, callback, logout, back-channel and
+ * front-channel logout routes and sets `req.signin` on every other request. Translation only; the behaviour is `createSignIn()`'s.
  *
  * @module
  */

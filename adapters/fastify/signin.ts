@@ -1,6 +1,7 @@
 /**
  * Fastify sign-in (Fastify 4 and 5): `app.register(signIn(options))` answers the login, callback,
- * logout and back-channel logout routes and sets `request.signin` on every other request.
+ * logout, back-channel and front-channel logout routes and sets `request.signin` on every other
+ * request.
  * Translation only; the behaviour is `createSignIn()`'s.
  *
  * @module

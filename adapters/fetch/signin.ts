@@ -1,6 +1,6 @@
 /**
- * Fetch sign-in: `signIn(options)` answers the login, callback, logout and back-channel logout
- * routes as `Response`s and loads the session of every other request, for anything that answers a
+ * Fetch sign-in: `signIn(options)` answers the login, callback, logout, back-channel and
+ * front-channel logout routes as `Response`s and loads the session of every other request, for anything that answers a
  * WHATWG `Request` with a `Response` (Next.js route handlers, `Bun.serve`, `Deno.serve`, Workers).
  * Translation only; the behaviour is `createSignIn()`'s. `tollgate/hono` reuses the translation.
  *

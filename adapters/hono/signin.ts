@@ -1,6 +1,6 @@
 /**
- * Hono sign-in: `app.use(signIn(options))` answers the login, callback, logout and back-channel
- * logout routes and sets `c.var.signin` on every other request. Translation only (through the
+ * Hono sign-in: `app.use(signIn(options))` answers the login, callback, logout, back-channel and
+ * front-channel logout routes and sets `c.var.signin` on every other request. Translation only (through the
  * Fetch adapter's); the behaviour is `createSignIn()`'s.
  *
  * @module

@@ -1,6 +1,6 @@
 /**
- * Koa sign-in: `app.use(signIn(options))` answers the login, callback and logout routes and sets
- * `ctx.state.signin` on every other request. Translation only; the behaviour is `createSignIn()`'s.
+ * Koa sign-in: `app.use(signIn(options))` answers the login, callback, logout, back-channel and
+ * front-channel logout routes and sets `ctx.state.signin` on every other request. Translation only; the behaviour is `createSignIn()`'s.
  *
  * @module
  */

@@ -117,12 +117,19 @@ export function createArrivals(context: ArrivalContext): Arrivals {
     })
   }
 
-  /** One grant request. Refresh-token requests run one at a time: each uses the latest token. */
-  function requestOnce(slot: Slot): Promise<GrantResult> {
-    if (refresh === undefined) return endpoint.request(grant, slot.parameters)
-    return refresh.run((refreshToken) =>
-      endpoint.request('refresh_token', slot.parameters, refreshToken),
-    )
+  /**
+   * One grant request; `sending` is called as it goes out. Refresh-token requests run one at a
+   * time, each with the latest token; none goes out with a refresh token already refused.
+   */
+  function requestOnce(slot: Slot, sending: () => void): Promise<GrantResult> {
+    if (refresh === undefined) {
+      sending()
+      return endpoint.request(grant, slot.parameters)
+    }
+    return refresh.run((refreshToken) => {
+      sending()
+      return endpoint.request('refresh_token', slot.parameters, refreshToken)
+    })
   }
 
   function usable(slot: Slot, at: number): boolean {
@@ -135,10 +142,11 @@ export function createArrivals(context: ArrivalContext): Arrivals {
     const startedAt = performance.now()
     for (let attempt = 1; ; attempt++) {
       if (stopped.aborted) throw closedError()
-      emit?.({ type: 'token_requested', ...slot.facts, attempt, renewal: isRenewal })
       const requestedAt = now()
       try {
-        const result = await requestOnce(slot)
+        const result = await requestOnce(slot, () =>
+          emit?.({ type: 'token_requested', ...slot.facts, attempt, renewal: isRenewal }),
+        )
         const token: SharedToken = {
           accessToken: result.accessToken,
           obtainedAt: requestedAt,

@@ -42,6 +42,9 @@ export interface TokenEndpoint {
 const ASSUMED_LIFETIME_SECONDS = 60
 const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client'])
 const TRANSIENT_ERRORS = new Set(['temporarily_unavailable', 'server_error', 'slow_down'])
+// Refusals of a request's parameters (RFC 6749 §5.2, RFC 8707 §2), not of the grant: the refresh
+// token still serves other scopes and resources.
+const PARAMETER_ERRORS = new Set(['invalid_scope', 'invalid_target'])
 
 // Socket errors where the request certainly never reached the provider.
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'])
@@ -159,13 +162,14 @@ export function createTokenEndpoint(
             ? await oidc.refreshTokenGrant(config, refreshToken as string, body)
             : await oidc.clientCredentialsGrant(config, body)
       } catch (error) {
-        throw toTokenSourceError(
+        const failed = toTokenSourceError(
           error,
           context,
           options.credentialSource,
           'token',
           options.clientAuth,
         )
+        throw grant === 'refresh_token' ? asRefreshRefusal(failed) : failed
       }
       if (response.token_type.toLowerCase() !== 'bearer') {
         throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
@@ -342,6 +346,78 @@ function responseStatus(value: unknown): number | undefined {
 }
 
 /**
+ * A refresh_token grant's failure, with a refusal of the refresh token itself told apart: the
+ * provider answered with an OAuth error that is not the client's (`invalid_client`…), an
+ * outage's (`temporarily_unavailable`…) or a parameter's (`invalid_scope`, `invalid_target`), or
+ * with a bare 400. RFC 6749 §5.2 names a spent, revoked or expired refresh token `invalid_grant`;
+ * providers also answer `invalid_request` for a deleted one. Either way the grant has ended and
+ * sending the token again cannot succeed (and looks like reuse, RFC 9700 §4.14.2).
+ */
+export function asRefreshRefusal(error: TokenSourceError): TokenSourceError {
+  const refused =
+    (error.code === 'ERR_TOKEN_REQUEST_REFUSED' && !PARAMETER_ERRORS.has(error.oauthError ?? '')) ||
+    (error.code === 'ERR_TOKEN_RESPONSE_INVALID' && error.status === 400)
+  if (!refused) return error
+  return failure(
+    'ERR_REFRESH_TOKEN_REFUSED',
+    false,
+    { clientId: error.clientId, issuer: error.issuer },
+    {
+      message:
+        `token endpoint of ${error.issuer} refused the refresh token of client "${error.clientId}" ` +
+        `(${error.oauthError ?? `status ${error.status}`}): its grant has ended (revoked, expired, ` +
+        'unknown or already used), and only a new authorization by the user gives a new one',
+      oauthError: error.oauthError,
+      status: error.status,
+    },
+  )
+}
+
+/** What an openid-client error may say without a response body, a token or a claim value. */
+const SAFE_ALGORITHM = /^[A-Za-z0-9+._-]{1,32}$/
+
+/**
+ * openid-client's error, and oauth4webapi's under it, reduced to their names, fixed messages and
+ * codes (their `cause`s carry response bodies, headers and claims, which may hold a token), plus
+ * the JWS algorithm when one was refused. Kept as the `cause` of an unusable answer, so that an
+ * operator reads what openid-client said ("unsupported JWS algorithm").
+ */
+export function openidClientCause(error: unknown): Error | undefined {
+  if (!(error instanceof oidc.ClientError)) return undefined
+  const inner = error.cause
+  const reduce = (value: Error, cause?: Error) => {
+    const reduced = new Error(value.message, cause === undefined ? undefined : { cause })
+    reduced.name = value.name
+    const code = (value as { code?: unknown }).code
+    if (typeof code === 'string') Object.assign(reduced, { code })
+    return reduced
+  }
+  if (!(inner instanceof Error)) return reduce(error)
+  const algorithm = refusedAlgorithmOf(error)
+  const innerReduced = reduce(inner)
+  if (algorithm !== undefined) Object.assign(innerReduced, { algorithm })
+  return reduce(error, innerReduced)
+}
+
+/**
+ * The JWS `alg` of a JWT openid-client refused for its algorithm: oauth4webapi's "unsupported JWS
+ * algorithm" (it cannot verify it, an HMAC one for instance) or 'unexpected JWT "alg" header
+ * parameter' (not one the client accepts). The value is shown only when it looks like an
+ * algorithm name; `'(unnamed)'` otherwise.
+ */
+export function refusedAlgorithmOf(error: unknown): string | undefined {
+  if (!(error instanceof oidc.ClientError)) return undefined
+  const inner = error.cause
+  if (!(inner instanceof Error)) return undefined
+  const details = inner.cause as { alg?: unknown; header?: { alg?: unknown } } | undefined
+  let alg: unknown
+  if (inner.message === 'unsupported JWS algorithm') alg = details?.alg
+  else if (inner.message === 'unexpected JWT "alg" header parameter') alg = details?.header?.alg
+  else return undefined
+  return typeof alg === 'string' && SAFE_ALGORITHM.test(alg) ? alg : '(unnamed)'
+}
+
+/**
  * `client_secret_basic` form-encodes the client id before Base64 (RFC 6749 §2.3.1), so every
  * character but letters and digits goes out as `%XX`; providers that skip the decoding then look
  * up another client and refuse it.
@@ -386,8 +462,9 @@ function issuerNamedInstead(error: unknown): string | undefined {
 }
 
 /**
- * The one place openid-client's failures become ours. Response bodies, requests and openid-client's
- * own errors are not kept (a response may hold a token); network failures are, as `cause`.
+ * The one place openid-client's failures become ours. Response bodies and requests are not kept (a
+ * response may hold a token): openid-client's errors are kept reduced to their names, fixed
+ * messages and codes ({@link openidClientCause}), network failures as they are, as `cause`.
  * `clientAuth`, when given, lets a refusal of the client say what its authentication method may
  * have to do with it.
  */
@@ -467,8 +544,13 @@ export function toTokenSourceError(
       status,
     })
   }
+  const cause = openidClientCause(error)
+  const said = cause?.cause instanceof Error ? cause.cause.message : cause?.message
   return failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
-    message: `${where} gave client "${context.clientId}" an answer that is not a usable response${status === undefined ? '' : ` (status ${status})`}`,
+    message:
+      `${where} gave client "${context.clientId}" an answer that is not a usable response` +
+      `${status === undefined ? '' : ` (status ${status})`}${said === undefined ? '' : `: ${said}`}`,
     status,
+    cause,
   })
 }

@@ -11,8 +11,14 @@
 export type TokenSourceErrorCode =
   /** The provider refused the client itself (`invalid_client`, `unauthorized_client`). Not retryable. */
   | 'ERR_CLIENT_REFUSED'
-  /** The provider refused the request (`invalid_scope`, `invalid_grant`, `invalid_target`…). Not retryable. */
+  /** The provider refused the request (`invalid_scope`, `invalid_target`, a client_credentials `invalid_grant`…). Not retryable. */
   | 'ERR_TOKEN_REQUEST_REFUSED'
+  /**
+   * The provider refused the refresh token for good (`invalid_grant`, or another OAuth error such
+   * as `invalid_request` for a deleted one, or a bare 400): its grant has ended, and only a new
+   * authorization by the user gives a new one. Not retryable, and never sent again.
+   */
+  | 'ERR_REFRESH_TOKEN_REFUSED'
   /** Network failure, timeout, 429 or 5xx, `temporarily_unavailable`. Retryable. */
   | 'ERR_TOKEN_ENDPOINT_UNAVAILABLE'
   /** A response that is not a token response (or discovery document) tollgate can use. Not retryable. */
@@ -72,6 +78,7 @@ export class TokenSourceError extends Error {
 const CODES = new Set<string>([
   'ERR_CLIENT_REFUSED',
   'ERR_TOKEN_REQUEST_REFUSED',
+  'ERR_REFRESH_TOKEN_REFUSED',
   'ERR_TOKEN_ENDPOINT_UNAVAILABLE',
   'ERR_TOKEN_RESPONSE_INVALID',
   'ERR_SECRET_UNAVAILABLE',

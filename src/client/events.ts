@@ -46,7 +46,10 @@ export type TokenSourceEvent =
       readonly durationMs: number
     } & TokenRequestFacts)
   | ({
-      /** An attempt failed; `willRetry` says whether another attempt follows. */
+      /**
+       * An attempt failed; `willRetry` says whether another attempt follows. Also reported, with
+       * no request sent, when the refresh token was already refused (`ERR_REFRESH_TOKEN_REFUSED`).
+       */
       readonly type: 'token_request_failed'
       readonly code: TokenSourceErrorCode
       readonly retryable: boolean

@@ -6,12 +6,21 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto'
+
 import type { GrantResult } from './endpoint.js'
+import { isTokenSourceError, type TokenSourceError } from './errors.js'
 import { resolveSecret, type SecretInput } from './secrets.js'
 
 /** Runs refresh_token grants one at a time. */
 export interface RefreshTokenHolder {
-  /** Runs `grant` with the current refresh token once every earlier grant has settled. */
+  /**
+   * Runs `grant` with the current refresh token once every earlier grant has settled. A refresh
+   * token the provider refused for good (`ERR_REFRESH_TOKEN_REFUSED`) is never sent again: while
+   * the `refreshToken` option still yields it, `run` fails with that refusal without calling
+   * `grant`; a new one (a function or variable now giving the token of a new authorization) is
+   * taken up.
+   */
   run(grant: (refreshToken: string) => Promise<GrantResult>): Promise<GrantResult>
 }
 
@@ -32,6 +41,9 @@ export function createRefreshTokenHolder(
 ): RefreshTokenHolder {
   let current: string | undefined
   let chain: Promise<unknown> = Promise.resolve()
+  // The refused token, as a digest (it is dead, but still not kept in clear), and the refusal.
+  let refused: { readonly digest: string; readonly error: TokenSourceError } | undefined
+  const digestOf = (token: string) => createHash('sha256').update(token).digest('base64url')
 
   /**
    * Awaits `onRefreshToken`, at most `timeoutMs`: the new token is held in memory either way (the
@@ -59,12 +71,25 @@ export function createRefreshTokenHolder(
   return {
     run(grant) {
       const run = chain.then(async () => {
-        current ??= await resolveSecret<string>(
-          input,
-          { ...context, option: 'refreshToken' },
-          (value): value is string => typeof value === 'string',
-        )
-        const result = await grant(current)
+        if (current === undefined) {
+          const resolved = await resolveSecret<string>(
+            input,
+            { ...context, option: 'refreshToken' },
+            (value): value is string => typeof value === 'string',
+          )
+          if (refused !== undefined && digestOf(resolved) === refused.digest) throw refused.error
+          current = resolved
+        }
+        let result: GrantResult
+        try {
+          result = await grant(current)
+        } catch (error) {
+          if (isTokenSourceError(error) && error.code === 'ERR_REFRESH_TOKEN_REFUSED') {
+            refused = { digest: digestOf(current), error }
+            current = undefined
+          }
+          throw error
+        }
         if (result.refreshToken !== undefined && result.refreshToken !== current) {
           current = result.refreshToken
           await stored(result.refreshToken)

@@ -1,7 +1,7 @@
 /**
  * Configuration failures of sign-in, reported through `warnOnce` when the application gave no
  * `onEvent`: a key ring that cannot be read, a client the provider refuses, a client secret that
- * cannot be read. Without a listener these were silent (a 503 or a 500 and nothing in the logs).
+ * cannot be read, an ID token in an algorithm `idTokenAlgorithms` does not list. Without a listener these were silent (a 503 or a 500 and nothing in the logs).
  * Outages (provider, store) are not configuration and are not reported here.
  *
  * @module
@@ -40,6 +40,15 @@ export function configurationWarning(
   settings: NormalizedSignInOptions,
 ): Omit<ConfigurationWarning, 'now'> | undefined {
   const { clientId, server, credentialSource } = settings.client
+  if (error.reason === 'id_token_algorithm') {
+    // The cause's message names the algorithm, the option and what openid-client said.
+    const said = error.cause instanceof Error ? error.cause.message : ''
+    return {
+      code: 'TOLLGATE_SIGNIN_ID_TOKEN_ALGORITHM',
+      subject: `${server.issuer} ${clientId}`,
+      message: `tollgate/signin: ${said}; sign-in answers 500 until this changes, or ${UNLESS_LISTENING}`,
+    }
+  }
   if (error.code === 'ERR_CLIENT_REFUSED') {
     const cause = error.cause
     const answer = isTokenSourceError(cause)

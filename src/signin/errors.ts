@@ -24,7 +24,9 @@ export type SignInErrorCode =
   | 'ERR_LOGOUT_TOKEN_INVALID'
   /**
    * The provider refused this client at the token endpoint (`invalid_client`,
-   * `unauthorized_client`, a bare 401 or 403): a configuration error, not an outage. 500.
+   * `unauthorized_client`, a bare 401 or 403), refused a product's scope or resource at a refresh
+   * (`invalid_scope`, `invalid_target`), or signed the ID token with an algorithm
+   * `idTokenAlgorithms` does not list: a configuration error, not an outage. 500.
    */
   | 'ERR_CLIENT_REFUSED'
 
@@ -80,6 +82,10 @@ export type SignInRefusalReason =
   | 'code_refused'
   | 'provider_error'
   | 'client_refused'
+  /** The token endpoint refused a product's scope or resource at a refresh (`invalid_scope`, `invalid_target`). */
+  | 'product_refused'
+  /** The provider signed the ID token with an algorithm `idTokenAlgorithms` does not list. */
+  | 'id_token_algorithm'
   | 'provider_unavailable'
   | 'store_unavailable'
   | 'refresh_lock_lost'
@@ -88,6 +94,10 @@ export type SignInRefusalReason =
   | 'cross_site'
   | 'unknown_product'
   | 'logout_token'
+  /** A front-channel logout request without exactly one `sid`, or with more than one `iss`. */
+  | 'front_channel_request'
+  /** A front-channel logout request whose `iss` is not this sign-in's issuer. */
+  | 'front_channel_issuer'
   /** A logout token refused by a check of its own (`logout_token_signature`, `logout_token_missing_exp`…). */
   | `logout_token_${LogoutRefusalReason}`
 

@@ -14,7 +14,18 @@ export type SessionEndReason =
   | 'unreadable'
   | 'refresh_refused'
   | 'back_channel_logout'
+  | 'front_channel_logout'
   | 'replaced'
+
+/**
+ * What the token endpoint answered when it refused a session's refresh token: its OAuth `error`
+ * (`invalid_grant`, `invalid_request`…; at most 64 characters, control characters removed) and
+ * the HTTP status. Its `error_description` is not carried: a provider may quote the token in it.
+ */
+export interface RefreshRefusal {
+  readonly error: string | undefined
+  readonly status: number | undefined
+}
 
 /** Everything sign-in reports. Discriminated by `type`. */
 export type SignInEvent =
@@ -53,6 +64,11 @@ export type SignInEvent =
       readonly issuer: string | undefined
       readonly subject: string | undefined
       readonly reason: SessionEndReason
+      /**
+       * With `reason: 'refresh_refused'`: what the provider answered, when it answered (a session
+       * without a refresh token ends without one).
+       */
+      readonly refusal?: RefreshRefusal
     }
   | {
       /**

@@ -16,7 +16,12 @@ export type { IssuerOptions, KeycloakOptions } from '../token/issuers.js'
 export { keycloak } from '../token/issuers.js'
 export type { ProviderErrorWords, SignInErrorCode, SignInRefusalReason } from './errors.js'
 export { isSignInError, SignInError } from './errors.js'
-export type { SessionEndReason, SignInEvent, SignInEventListener } from './events.js'
+export type {
+  RefreshRefusal,
+  SessionEndReason,
+  SignInEvent,
+  SignInEventListener,
+} from './events.js'
 export type { SignInKey } from './key-ring.js'
 export type {
   SessionOptions,

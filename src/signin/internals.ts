@@ -52,9 +52,11 @@ export interface SignInContext {
    * session across every instance sharing the store.
    *
    * @throws SignInError `ERR_SIGNIN_REQUIRED` (401) when there is no session or it ended (the
-   * refresh token was refused: `invalid_grant`); `ERR_CLIENT_REFUSED` (500) when the token
-   * endpoint refused this client (a configuration error; the session stays);
-   * `ERR_SIGNIN_UNAVAILABLE` (503) when the provider or the store cannot be reached.
+   * refresh token was refused for good: `invalid_grant`, `invalid_request`, a bare 400…);
+   * `ERR_CLIENT_REFUSED` (500) when the token endpoint refused this client or this product's
+   * scope or resource (a configuration error; the session stays); `ERR_SIGNIN_UNAVAILABLE` (503)
+   * when the provider (network, timeout, 5xx, 429, `temporarily_unavailable`) or the store cannot
+   * be reached.
    * @throws TypeError when `product` is not one of the `products`.
    */
   accessToken(product?: string): Promise<string>
@@ -72,11 +74,13 @@ export type SignInOutcome =
       readonly headers: Readonly<Record<string, readonly string[]>>
     }
 
-/** Ends sessions of a user or of a provider session; back-channel logout's part of the core. */
+/** Ends sessions of a user or of a provider session; logout from the provider's part of the core. */
 export interface SessionEnder {
+  /** `reason`: how the provider said so (default `back_channel_logout`). */
   endSessions(
     issuer: string,
     by: { sid?: string | undefined; sub?: string | undefined },
+    reason?: 'back_channel_logout' | 'front_channel_logout',
   ): Promise<number>
 }
 

@@ -40,6 +40,11 @@ export interface SignInRoutes {
   readonly logout?: string
   /** OpenID Connect Back-Channel Logout endpoint (POST from the provider). Default `/auth/backchannel-logout`. */
   readonly backChannelLogout?: string
+  /**
+   * OpenID Connect Front-Channel Logout endpoint (GET `?iss=…&sid=…`, in an iframe of the
+   * provider's logout page). Default `/auth/frontchannel-logout`.
+   */
+  readonly frontChannelLogout?: string
 }
 
 /** The session: its cookie and its lifetime. */
@@ -108,6 +113,15 @@ export interface SignInOptions {
   /** Where the provider sends the user after signing out. Default `{baseUrl}/`. */
   readonly postLogoutRedirectUri?: string
   /**
+   * The JWS algorithms an ID token may be signed with. Default: the asymmetric ones (`RS256`,
+   * `RS384`, `RS512`, `PS256`, `PS384`, `PS512`, `ES256`, `ES384`, `ES512`, `EdDSA`, `Ed25519`),
+   * verified against the provider's keys. `HS256`, `HS384` and `HS512` (keyed by the client
+   * secret, OpenID Connect Core §10.1) only when listed here, alone (a client's ID tokens are
+   * signed one way), and only with a `clientSecret`. An ID token in another algorithm ends the
+   * callback with `ERR_CLIENT_REFUSED` (500), naming the algorithm and this option.
+   */
+  readonly idTokenAlgorithms?: readonly string[]
+  /**
    * Back-channel logout tokens. `requireExp` (default `true`): a logout token without `exp` is
    * refused, as Back-Channel Logout 1.0 final requires; `false` accepts one while its `iat` is at
    * most 120 s old (providers built on earlier drafts), its `jti` accepted once in that window.
@@ -149,6 +163,10 @@ export interface NormalizedSignInOptions {
   readonly refreshBeforeExpiryMs: number
   readonly lockMs: number
   readonly postLogoutRedirectUri: string
+  /** The accepted ID token algorithms: asymmetric ones, or HMAC ones alone (`idTokenHmac`). */
+  readonly idTokenAlgorithms: readonly string[]
+  /** `true` when `idTokenAlgorithms` are HS256/HS384/HS512, verified with the client secret. */
+  readonly idTokenHmac: boolean
   readonly logoutTokenRequireExp: boolean
   readonly onEvent: SignInEventListener | undefined
   readonly now: () => number
@@ -178,6 +196,7 @@ const OWN_KEYS = [
   'session',
   'refresh',
   'postLogoutRedirectUri',
+  'idTokenAlgorithms',
   'logoutToken',
   'onEvent',
 ]
@@ -277,6 +296,7 @@ function normalize(input: unknown): NormalizedSignInOptions {
     options.postLogoutRedirectUri === undefined
       ? `${baseUrl}/`
       : absoluteUrl(options.postLogoutRedirectUri, 'postLogoutRedirectUri')
+  const idTokenAlgorithms = idTokenAlgorithmsOption(options.idTokenAlgorithms, client.clientAuth)
   return Object.freeze({
     client,
     baseUrl,
@@ -302,6 +322,8 @@ function normalize(input: unknown): NormalizedSignInOptions {
       }) * 1000,
     lockMs: refreshLockMs(refresh['lockMs'], client.timeoutMs),
     postLogoutRedirectUri,
+    idTokenAlgorithms,
+    idTokenHmac: idTokenAlgorithms.every((algorithm) => HMAC_ALGORITHMS.includes(algorithm)),
     logoutTokenRequireExp: boolean(
       record(options.logoutToken ?? {}, 'logoutToken', ['requireExp'])['requireExp'],
       'logoutToken.requireExp',
@@ -310,6 +332,60 @@ function normalize(input: unknown): NormalizedSignInOptions {
     onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
     now: client.now,
   })
+}
+
+/** The asymmetric JWS algorithms openid-client verifies an ID token with, against the provider's keys. */
+export const ASYMMETRIC_ID_TOKEN_ALGORITHMS: readonly string[] = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+]
+/** OpenID Connect Core §10.1: an HMAC over the client secret's UTF-8 octets. */
+const HMAC_ALGORITHMS: readonly string[] = ['HS256', 'HS384', 'HS512']
+
+/**
+ * `idTokenAlgorithms`: asymmetric algorithms, or HMAC ones alone and only with a client secret
+ * (they are keyed by it). Mixed, one kind could stand in for the other (an ID token "signed"
+ * with HS256 over a public key, RFC 8725 §2.1), and a client's ID tokens are signed one way.
+ */
+function idTokenAlgorithmsOption(value: unknown, clientAuth: string): readonly string[] {
+  if (value === undefined) return ASYMMETRIC_ID_TOKEN_ALGORITHMS
+  const known = [...ASYMMETRIC_ID_TOKEN_ALGORITHMS, ...HMAC_ALGORITHMS]
+  if (!Array.isArray(value) || value.length === 0) {
+    fail('idTokenAlgorithms', `must be a non-empty array of ${known.join(', ')}`, value)
+  }
+  for (const [index, algorithm] of value.entries()) {
+    if (typeof algorithm === 'string' && known.includes(algorithm)) continue
+    const path = `idTokenAlgorithms[${index}]`
+    const expectation = `must be one of ${known.join(', ')}`
+    // An algorithm name is no secret: shown when it is short enough to be one.
+    if (typeof algorithm === 'string' && algorithm.length <= 16) {
+      fail(path, expectation, algorithm, { show: true })
+    }
+    fail(path, expectation, algorithm)
+  }
+  const hmac = value.filter((algorithm: string) => HMAC_ALGORITHMS.includes(algorithm))
+  if (hmac.length > 0 && hmac.length < value.length) {
+    fail(
+      'idTokenAlgorithms',
+      'must list HS256, HS384 and HS512 alone or not at all: a client’s ID tokens are signed one way (its id_token_signed_response_alg), and a list of both kinds would let one stand in for the other',
+    )
+  }
+  if (hmac.length > 0 && clientAuth === 'private_key_jwt') {
+    fail(
+      'idTokenAlgorithms',
+      'may list HS256, HS384 or HS512 only with a clientSecret: they are keyed by the client secret (OpenID Connect Core §10.1), and this client authenticates with privateKey',
+    )
+  }
+  return Object.freeze([...new Set(value as string[])])
 }
 
 const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
@@ -377,19 +453,26 @@ function baseUrlOption(value: unknown): string {
 }
 
 function routesOption(value: unknown): Required<SignInRoutes> {
-  const routes = record(value ?? {}, 'routes', ['login', 'callback', 'logout', 'backChannelLogout'])
+  const routes = record(value ?? {}, 'routes', [
+    'login',
+    'callback',
+    'logout',
+    'backChannelLogout',
+    'frontChannelLogout',
+  ])
   const result = {
     login: routes['login'] ?? '/auth/login',
     callback: routes['callback'] ?? '/auth/callback',
     logout: routes['logout'] ?? '/auth/logout',
     backChannelLogout: routes['backChannelLogout'] ?? '/auth/backchannel-logout',
+    frontChannelLogout: routes['frontChannelLogout'] ?? '/auth/frontchannel-logout',
   }
   for (const [name, path] of Object.entries(result)) {
     if (typeof path !== 'string' || !ROUTE.test(path) || path.startsWith('//')) {
       fail(`routes.${name}`, 'must be a path starting with /, without a query', path)
     }
   }
-  if (new Set(Object.values(result)).size !== 4) fail('routes', 'must be four different paths')
+  if (new Set(Object.values(result)).size !== 5) fail('routes', 'must be five different paths')
   return Object.freeze(result as Required<SignInRoutes>)
 }
 

@@ -8,11 +8,23 @@
  */
 import * as oidc from 'openid-client'
 
-import { clientAuthenticationOf, toTokenSourceError } from '../client/endpoint.js'
-import type { TokenSourceError } from '../client/errors.js'
+import {
+  asRefreshRefusal,
+  clientAuthenticationOf,
+  refusedAlgorithmOf,
+  toTokenSourceError,
+} from '../client/endpoint.js'
+import { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
+import {
+  algorithmRefusal,
+  hmacRefusal,
+  type IdTokenAlgorithms,
+  type IdTokenContext,
+  verifyHmac,
+} from './id-token.js'
 
 /** What the provider answered to a code or a refresh token. */
 export interface ProviderTokens {
@@ -40,20 +52,38 @@ export interface SignInProvider {
     checks: CallbackChecks,
     product: NormalizedParameters | undefined,
   ): Promise<ProviderTokens>
-  /** @throws TokenSourceError from the token endpoint (`oauthError: 'invalid_grant'` when refused). */
+  /**
+   * @throws TokenSourceError from the token endpoint: `ERR_REFRESH_TOKEN_REFUSED` when the provider
+   * refused the refresh token for good (`invalid_grant`, `invalid_request`, a bare 400…).
+   */
   refresh(refreshToken: string, product: NormalizedParameters | undefined): Promise<ProviderTokens>
   /** The provider's JWKS URI (back-channel logout tokens are verified with its keys). */
   jwksUri(): Promise<string | undefined>
   /** The end-session URL, or `undefined` when the provider has no end-session endpoint. */
   endSessionUrl(parameters: Record<string, string>): Promise<URL | undefined>
+  /**
+   * Where the provider serves its logout page, which frames front-channel logout: the issuer's
+   * origin, and the end-session endpoint's when discovery names another. Never fails: without the
+   * discovery document, the issuer's origin alone.
+   */
+  logoutPageOrigins(): Promise<readonly string[]>
 }
 
 const ASSUMED_LIFETIME_SECONDS = 60
 
 /** Builds the provider glue from the validated client options. */
-export function createSignInProvider(client: NormalizedTokenSourceOptions): SignInProvider {
+export function createSignInProvider(
+  client: NormalizedTokenSourceOptions,
+  idToken: IdTokenAlgorithms,
+): SignInProvider {
   const { server, clientId } = client
   const issuer = server.issuer
+  const idTokenContext: IdTokenContext = {
+    clientId,
+    issuer,
+    credential: client.credential,
+    idToken,
+  }
   let metadata: Promise<oidc.ServerMetadata> | undefined
   // The provider's keys, carried from one Configuration to the next (each request builds its own,
   // so a secret from a function is read per request): one JWKS fetch, not one per sign-in.
@@ -102,7 +132,12 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
 
   async function configuration(): Promise<oidc.Configuration> {
     const config = new oidc.Configuration(
-      await serverMetadata(),
+      // openid-client accepts an ID token in the algorithms the provider advertises, else RS256
+      // only: the accepted ones are this option's instead, whatever the provider says.
+      {
+        ...(await serverMetadata()),
+        id_token_signing_alg_values_supported: [...idToken.algorithms],
+      },
       clientId,
       undefined,
       await clientAuthenticationOf(client),
@@ -113,7 +148,10 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
     if (new URL(issuer).protocol === 'http:') oidc.allowInsecureRequests(config)
     // OIDC Core §3.1.3.7 lets a client skip the ID token's signature over TLS; we check it anyway,
     // against the provider's keys, so a compromised token endpoint path cannot name any user.
-    if (config.serverMetadata().jwks_uri !== undefined) oidc.enableNonRepudiationChecks(config)
+    // openid-client verifies asymmetric signatures only: an HMAC one is checked after it, here.
+    if (!idToken.hmac && config.serverMetadata().jwks_uri !== undefined) {
+      oidc.enableNonRepudiationChecks(config)
+    }
     if (jwksCache !== undefined) oidc.setJwksCache(config, jwksCache)
     return config
   }
@@ -188,6 +226,17 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       } catch (error) {
         throw callbackError(error)
       }
+      try {
+        await verifyHmac(idTokenContext, response.id_token)
+      } catch (error) {
+        // The secret could not be read (it was a moment ago, for the code exchange): an outage.
+        if (error instanceof TokenSourceError) throw unavailable('provider_unavailable', error)
+        throw new SignInError(
+          'ERR_SIGNIN_CALLBACK_INVALID',
+          'id_token',
+          hmacRefusal(idTokenContext, error),
+        )
+      }
       const tokens = tokensOf(response, true)
       if (tokens.claims === undefined)
         throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'id_token')
@@ -204,15 +253,25 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       try {
         response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
       } catch (error) {
-        throw toTokenSourceError(
-          error,
-          { clientId, issuer },
-          client.credentialSource,
-          'token',
-          client.clientAuth,
+        const algorithm = refusedAlgorithmOf(error)
+        if (algorithm !== undefined) throw algorithmRefusal(idTokenContext, error, algorithm)
+        throw asRefreshRefusal(
+          toTokenSourceError(
+            error,
+            { clientId, issuer },
+            client.credentialSource,
+            'token',
+            client.clientAuth,
+          ),
         )
       } finally {
         keepKeys(config)
+      }
+      try {
+        await verifyHmac(idTokenContext, response.id_token)
+      } catch (error) {
+        // As a refreshed ID token whose RS256 signature fails: an answer not to use (503).
+        throw hmacRefusal(idTokenContext, error)
       }
       return tokensOf(response, false)
     },
@@ -222,6 +281,18 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
       } catch (error) {
         throw asSignInError(error)
       }
+    },
+    async logoutPageOrigins() {
+      const origins = [new URL(issuer).origin]
+      const endSession = await serverMetadata().then(
+        (metadata) => metadata.end_session_endpoint,
+        () => undefined,
+      )
+      if (typeof endSession === 'string' && URL.canParse(endSession)) {
+        const { origin, protocol } = new URL(endSession)
+        if (protocol === 'https:' || protocol === 'http:') origins.push(origin)
+      }
+      return [...new Set(origins)]
     },
     async endSessionUrl(parameters) {
       let config: oidc.Configuration
@@ -252,6 +323,8 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
   /** One place where a failed callback becomes a refusal: by phase, then by openid-client's code. */
   function callbackError(error: unknown): SignInError {
     if (error instanceof SignInError) return error
+    const algorithm = refusedAlgorithmOf(error)
+    if (algorithm !== undefined) return algorithmRefusal(idTokenContext, error, algorithm)
     if (error instanceof oidc.AuthorizationResponseError) {
       // The provider sent error=… to the redirect URI (the user declined, or a bad request).
       return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error', undefined, {
@@ -286,7 +359,7 @@ export function createSignInProvider(client: NormalizedTokenSourceOptions): Sign
  * The provider's words, for an event: at most `limit` characters, control characters (C0, DEL,
  * C1) removed so that a log line cannot be split or recoloured by them.
  */
-function providerWords(value: unknown, limit: number): string | undefined {
+export function providerWords(value: unknown, limit: number): string | undefined {
   if (typeof value !== 'string') return undefined
   // biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point.
   const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '')

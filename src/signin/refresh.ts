@@ -13,10 +13,10 @@ import { isTokenSourceError } from '../client/errors.js'
 import type { NormalizedParameters } from '../client/parameters.js'
 import type { Emit } from '../events.js'
 import { isSignInError, SignInError } from './errors.js'
-import type { SessionEndReason, SignInEvent } from './events.js'
+import type { RefreshRefusal, SessionEndReason, SignInEvent } from './events.js'
 import type { KeyRing } from './key-ring.js'
 import type { NormalizedSignInOptions } from './options.js'
-import { isClientRefusal, type SignInProvider } from './provider.js'
+import { isClientRefusal, providerWords, type SignInProvider } from './provider.js'
 import { type OpenSession, sealSession } from './session.js'
 
 /** How often a waiting instance looks for the refreshing instance's result, in ms. */
@@ -35,6 +35,7 @@ export interface RefreshContext {
     key: string,
     session: Pick<OpenSession, 'issuer' | 'subject' | 'sid'> | undefined,
     reason: SessionEndReason,
+    refusal?: RefreshRefusal,
   ): Promise<void>
   /** The request parameters of a product (`''`: the sign-in's own token). */
   parametersOf(product: string): NormalizedParameters | undefined
@@ -108,14 +109,28 @@ export function createRefresher(context: RefreshContext): Refresher {
         tokens = await provider.refresh(session.refreshToken, parameters)
       } catch (error) {
         if (isSignInError(error)) throw error
-        if (isTokenSourceError(error) && error.oauthError === 'invalid_grant') {
-          // The refresh token is spent, revoked or expired: the session cannot go on.
-          await endSession(key, session, 'refresh_refused')
-          throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused', error)
-        }
-        // The client, not the session, was refused: the session stays for when it is fixed.
-        if (isTokenSourceError(error) && isClientRefusal(error)) {
-          throw new SignInError('ERR_CLIENT_REFUSED', 'client_refused', error)
+        // Only a network failure, a timeout, a 5xx, a 429 or temporarily_unavailable is an
+        // outage (503, the session kept for when the provider is back).
+        if (isTokenSourceError(error)) {
+          if (error.code === 'ERR_REFRESH_TOKEN_REFUSED') {
+            // Refused for good (spent, revoked, expired or deleted): the session cannot go on,
+            // and answering 503 would send the same dead token on every later request.
+            await endSession(key, session, 'refresh_refused', {
+              error: providerWords(error.oauthError, 64),
+              status: error.status,
+            })
+            throw new SignInError('ERR_SIGNIN_REQUIRED', 'refresh_refused', error)
+          }
+          // The client, not the session, was refused: the session stays for when it is fixed.
+          if (isClientRefusal(error)) {
+            throw new SignInError('ERR_CLIENT_REFUSED', 'client_refused', error)
+          }
+          // invalid_scope, invalid_target: this product's parameters, not the grant, were
+          // refused. Ending the session would discard a refresh token that still serves the
+          // other products, and sign the user in again into the same refusal.
+          if (error.code === 'ERR_TOKEN_REQUEST_REFUSED') {
+            throw new SignInError('ERR_CLIENT_REFUSED', 'product_refused', error)
+          }
         }
         throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'provider_unavailable', error)
       }

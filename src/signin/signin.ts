@@ -7,7 +7,7 @@
  * translate requests and responses, nothing more.
  *
  * Each route is a function of its own (`login.ts`, `callback.ts`, `logout.ts`,
- * `backchannel.ts`, `session-context.ts`, `require-user.ts`) taking the parts it shares with the
+ * `backchannel.ts`, `frontchannel.ts`, `session-context.ts`, `require-user.ts`) taking the parts it shares with the
  * others (`deps.ts`); this file validates the options and wires them.
  *
  * @module
@@ -16,6 +16,7 @@ import { createBackChannelLogout } from './backchannel.js'
 import { callback } from './callback.js'
 import { createSignInDeps } from './deps.js'
 import { isSignInError } from './errors.js'
+import { frontChannelLogout } from './frontchannel.js'
 import type {
   SignInContext,
   SignInInternals,
@@ -88,7 +89,8 @@ export function createSignIn(options: SignInOptions): SignIn {
     emit,
     stored: deps.stored,
     readOpen: (keys, sessionId, key) => readOpen(deps, keys, sessionId, key),
-    endSession: (key, session, reason) => endSession(deps, key, session, reason),
+    endSession: (key, session, reason, refusal) =>
+      endSession(deps, key, session, reason, [], refusal),
     parametersOf: (product) => deps.productOf(product === '' ? undefined : product).parameters,
   })
   const sessionDeps: SessionDeps = {
@@ -113,6 +115,10 @@ export function createSignIn(options: SignInOptions): SignIn {
             return { response: await logout(deps, request) }
           case routes.backChannelLogout:
             return { response: await backChannel(internals, request) }
+          case routes.frontChannelLogout:
+            return {
+              response: await frontChannelLogout(deps, internals.sessions, request, path),
+            }
         }
         return await loadSession(sessionDeps, request)
       } catch (error) {

@@ -48,7 +48,13 @@ export interface DevClient {
   readonly grantTypes?: readonly DevGrantType[] | undefined
   /** Where the authorization endpoint may send the browser back (sign-in's callback). */
   readonly redirectUris?: readonly string[] | undefined
-  /** Where the end-session endpoint may send the browser after sign-out. */
+  /**
+   * Where the end-session endpoint may send the browser after sign-out. Default: the origin of
+   * each of `redirectUris` with `/` (`http://127.0.0.1:3000/` for a redirect URI
+   * `http://127.0.0.1:3000/auth/callback`), which is where `tollgate/signin` sends it by default
+   * (`{baseUrl}/`); `[]` registers none. A sign-out asking for another one is refused with
+   * `post_logout_redirect_uri not registered`, and the provider session stays.
+   */
   readonly postLogoutRedirectUris?: readonly string[] | undefined
   /** OpenID Connect Back-Channel Logout 1.0: where logout tokens are POSTed. */
   readonly backchannelLogoutUri?: string | undefined
@@ -321,7 +327,8 @@ function normalizeClient(
     grantTypes,
     redirectUris,
     postLogoutRedirectUris:
-      list(client['postLogoutRedirectUris'], `${path}.postLogoutRedirectUris`, url) ?? [],
+      list(client['postLogoutRedirectUris'], `${path}.postLogoutRedirectUris`, url) ??
+      Object.freeze([...new Set(redirectUris.map((uri) => `${new URL(uri).origin}/`))]),
     backchannelLogoutUri:
       client['backchannelLogoutUri'] === undefined
         ? undefined

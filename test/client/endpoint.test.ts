@@ -3,6 +3,8 @@
  * loopback, Keycloak paths), with each token verified by tollgate's own gate: the end-to-end proof
  * that what the client side obtains, the resource-server side admits.
  */
+import { inspect } from 'node:util'
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   createTokenSource,
@@ -321,6 +323,20 @@ describe('answers that are not a token', () => {
       name: 'TokenSourceError',
       ...expected,
     })
+  })
+
+  it('keeps what openid-client said about an unusable answer, without the answer itself', async () => {
+    answer = { status: 200, body: '{"token_type":"Bearer","expires_in":300,"leak":"rt-SECRET"}' }
+    const error = await rejectionOf(source().get())
+    expect(error.message).toBe(
+      `token endpoint of ${faultyUrl}/realms/acme gave client "billing-sync" an answer that is not a usable response: "response" body "access_token" property must be a string`,
+    )
+    expect(error['cause']).toMatchObject({
+      name: 'ClientError',
+      code: 'OAUTH_INVALID_RESPONSE',
+      cause: { name: 'OperationProcessingError', code: 'OAUTH_INVALID_RESPONSE' },
+    })
+    expect(inspect(error, { depth: 10 })).not.toContain('rt-SECRET')
   })
 
   it('classifies a provider that does not answer within timeoutMs as retryable', async () => {

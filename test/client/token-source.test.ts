@@ -371,6 +371,88 @@ describe('refresh tokens', () => {
     ])
   })
 
+  it('stops at a refresh token the provider deleted (400 invalid_request) with ERR_REFRESH_TOKEN_REFUSED, and never sends it again', async () => {
+    let sent = 0
+    const counting: typeof fetch = (input, init) => {
+      if (String(init?.body ?? '').includes('grant_type=refresh_token')) sent++
+      return fetch(input, init)
+    }
+    const { source, clock, events } = setup({
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: await refreshToken(),
+      fetch: counting,
+    })
+    provider.interceptTokenEndpoint({
+      status: 400,
+      contentType: 'application/json',
+      body: JSON.stringify({ error: 'invalid_request', error_description: 'unknown token' }),
+    })
+    let first: Error & Record<string, unknown>
+    try {
+      first = await rejectionOf(source.get())
+    } finally {
+      provider.interceptTokenEndpoint(undefined)
+    }
+    expect(first).toMatchObject({
+      code: 'ERR_REFRESH_TOKEN_REFUSED',
+      retryable: false,
+      oauthError: 'invalid_request',
+      status: 400,
+      retryAfterSeconds: undefined,
+    })
+    expect(first.message).toBe(
+      `token endpoint of ${provider.issuer()} refused the refresh token of client "office-web" (invalid_request): ` +
+        'its grant has ended (revoked, expired, unknown or already used), and only a new authorization by the user gives a new one',
+    )
+    // Later calls, for any parameters and long after, fail the same way without a request.
+    for (const parameters of [undefined, { resource: 'urn:platform:office' }]) {
+      clock.advance(600_000)
+      expect(await rejectionOf(source.get(parameters))).toMatchObject({
+        code: 'ERR_REFRESH_TOKEN_REFUSED',
+      })
+    }
+    expect(sent).toBe(1)
+    expect(events.filter((event) => event.type === 'token_requested')).toHaveLength(1)
+    expect(
+      events.flatMap((event) =>
+        event.type === 'token_request_failed' ? [[event.code, event.willRetry]] : [],
+      ),
+    ).toEqual([
+      ['ERR_REFRESH_TOKEN_REFUSED', false],
+      ['ERR_REFRESH_TOKEN_REFUSED', false],
+      ['ERR_REFRESH_TOKEN_REFUSED', false],
+    ])
+  })
+
+  it('refuses a rotated-out refresh token the provider answers invalid_grant to, then takes up the new one its refreshToken function gives', async () => {
+    const stale = await refreshToken()
+    const first = setup({
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: stale,
+      resource: 'urn:platform:office',
+    })
+    await first.source.get()
+    first.source.close()
+    let current = stale
+    const { source } = setup({
+      clientId: 'office-web',
+      clientSecret: WEB_SECRET,
+      refreshToken: () => current,
+      resource: 'urn:platform:office',
+    })
+    expect(await rejectionOf(source.get())).toMatchObject({
+      code: 'ERR_REFRESH_TOKEN_REFUSED',
+      oauthError: 'invalid_grant',
+    })
+    expect(await rejectionOf(source.get())).toMatchObject({ code: 'ERR_REFRESH_TOKEN_REFUSED' })
+    expect(provider.grants.filter((grant) => grant.grantType === 'refresh_token')).toHaveLength(2)
+    // The user authorized again: the function now gives the new refresh token.
+    current = await refreshToken()
+    expect(claimsOf(await source.get())['aud']).toBe('office')
+  })
+
   it('renews before the access token expires, with the rotated refresh token', async () => {
     const { source, clock } = setup({
       clientId: 'office-web',

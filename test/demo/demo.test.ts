@@ -1,11 +1,40 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { type Demo, startDemo } from '../../demo/servers.js'
 import { runWalkthrough, type Step } from '../../demo/walkthrough.js'
+import { freePort } from '../helpers/redis.js'
+
+/** The processes of a process group, from /proc (field 5 of `stat` is the group). */
+function processGroup(pgid: number): number[] {
+  const members: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      // `comm` (field 2) is in parentheses and may hold spaces: count from its end.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      if (Number(fields[2]) === pgid && fields[0] !== 'Z') members.push(Number(entry))
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return members
+}
+
+/** `true` when nothing listens on `port` of 127.0.0.1: this test can listen there itself. */
+function free(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer()
+    probe.once('error', () => resolve(false))
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)))
+  })
+}
 
 describe('demo walkthrough', () => {
   let demo: Demo
@@ -64,4 +93,57 @@ describe('npm start', () => {
       `demo: port ${port} (${service}) is in use; set ${variable} to another port, or ${variable}=0 for any free one`,
     ])
   })
+})
+
+describe('npm start, stopped by a signal to npm', () => {
+  it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
+    '%s to the npm process stops every process it started and frees every port',
+    async (signal) => {
+      const ports = [await freePort(), await freePort(), await freePort(), await freePort()]
+      const [issuer, gateway, office, signIn] = ports.map(String)
+      // Its own process group, so that whatever it started can be found, and nothing else.
+      const npm = spawn('npm', ['start'], {
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          DEMO_ISSUER_PORT: issuer,
+          DEMO_GATEWAY_PORT: gateway,
+          DEMO_OFFICE_PORT: office,
+          DEMO_SIGNIN_PORT: signIn,
+        },
+      })
+      const pgid = npm.pid as number
+      let output = ''
+      npm.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString()
+      })
+      npm.stderr.on('data', (chunk: Buffer) => {
+        output += chunk.toString()
+      })
+      const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()))
+      try {
+        while (!output.includes('Every case at once: npm run walkthrough')) {
+          if (npm.exitCode !== null) throw new Error(`npm start ended:\n${output}`)
+          await sleep(100)
+        }
+        expect(processGroup(pgid).length).toBeGreaterThan(1)
+        expect(await Promise.all(ports.map(free))).toEqual([false, false, false, false])
+
+        process.kill(pgid, signal)
+        // npm exits once its child has (a bounded wait: a demo that never hears of the signal
+        // keeps npm waiting, and the assertions below say so).
+        await Promise.race([exited, sleep(20_000)])
+        // The demo closes its servers and exits; an adopted one notices within half a second.
+        const deadline = performance.now() + 15_000
+        while (processGroup(pgid).length > 0 && performance.now() < deadline) await sleep(100)
+        expect(npm.exitCode !== null || npm.signalCode !== null).toBe(true)
+        expect(processGroup(pgid)).toEqual([])
+        expect(await Promise.all(ports.map(free))).toEqual([true, true, true, true])
+      } finally {
+        for (const pid of processGroup(pgid)) process.kill(pid, 'SIGKILL')
+      }
+    },
+    60_000,
+  )
 })

@@ -62,6 +62,19 @@ export interface StartProviderOptions {
   readonly interactiveLogin?: boolean
   /** OpenID Connect Back-Channel Logout 1.0: logout tokens to clients' `backchannel_logout_uri`. */
   readonly backchannelLogout?: boolean
+  /**
+   * OpenID Connect Front-Channel Logout 1.0, which oidc-provider v9 does not implement, emulated:
+   * after the end-session confirmation the provider answers a page that loads, in an iframe each,
+   * the `frontchannel_logout_uri` of every client of that provider session with `iss` and `sid`
+   * (§2, §3), then goes where it would have redirected once they have loaded.
+   */
+  readonly frontchannelLogout?: boolean
+  /**
+   * The ID token algorithms the provider may sign with (oidc-provider's `enabledJWA`), for clients
+   * whose `id_token_signed_response_alg` names one: `HS256`/`HS512` sign with the client secret.
+   * Default: oidc-provider's (asymmetric ones).
+   */
+  readonly idTokenSigningAlgValues?: readonly string[]
   /** Claims added to every JWT access token (the demo's `tenant`). */
   readonly extraTokenClaims?: Readonly<Record<string, unknown>>
   /** Port on 127.0.0.1. Default 0 (a free one). */
@@ -162,6 +175,22 @@ function signingKey(): JsonWebKey {
   return { ...privateKey.export({ format: 'jwk' }), kid: 'rs-1', alg: 'RS256', use: 'sig' }
 }
 
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`)
+
+/** The provider's page of Front-Channel Logout 1.0 §3: the clients' iframes, then `target`. */
+function frontChannelPage(urls: readonly string[], target: string): string {
+  const frames = urls
+    .map((url) => `<iframe src="${escapeHtml(url)}" onload="loaded()" title="sign-out"></iframe>`)
+    .join('\n')
+  return `<!doctype html>
+<html><head><title>Signing out</title>
+<script>let left = ${urls.length}; function loaded() { if (--left === 0) location.replace(${JSON.stringify(target).replace(/</g, '\\u003c')}) }</script>
+</head><body><h1>Signing out</h1>
+${frames}
+</body></html>`
+}
+
 function listen(server: Server, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject)
@@ -202,6 +231,16 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       clients: options.clients.map((client) => ({ ...client })),
       jwks: { keys: [realmKey(realm)] },
       routes: KEYCLOAK_ROUTES,
+      ...(options.frontchannelLogout === true
+        ? {
+            extraClientMetadata: {
+              properties: ['frontchannel_logout_uri', 'frontchannel_logout_session_required'],
+            },
+          }
+        : {}),
+      ...(options.idTokenSigningAlgValues === undefined
+        ? {}
+        : { enabledJWA: { idTokenSigningAlgValues: [...options.idTokenSigningAlgValues] } }),
       scopes: ['openid', 'offline_access', 'profile', 'email', ...resourceScopes.split(' ')],
       features: {
         devInteractions: { enabled: false },
@@ -292,10 +331,75 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
           : ((error as { error?: string } | undefined)?.error ?? 'server_error'),
       })
     }
+    if (options.frontchannelLogout === true) emulateFrontChannelLogout(provider, issuer)
     provider.on('grant.success', (ctx) => record(ctx, true))
     provider.on('grant.error', (ctx, error) => record(ctx, false, error))
     providers.set(realm, provider)
     handlers.set(realm, provider.callback())
+  }
+
+  /** The front-channel logout URIs of the registered clients, by client id. */
+  function frontChannelUris(): Map<string, string> {
+    const uris = new Map<string, string>()
+    for (const client of options.clients) {
+      const uri = (client as { frontchannel_logout_uri?: unknown }).frontchannel_logout_uri
+      if (typeof client.client_id === 'string' && typeof uri === 'string') {
+        uris.set(client.client_id, uri)
+      }
+    }
+    return uris
+  }
+
+  function emulateFrontChannelLogout(provider: Provider, issuer: string): void {
+    const uris = frontChannelUris()
+    const frames = new WeakMap<object, string[]>()
+    // The part of oidc-provider's (Koa) context and session this needs; it declares no types.
+    interface EndSessionContext {
+      oidc: { session?: { authorizations?: object; sidFor(clientId: string): string | undefined } }
+      status: number
+      type: string
+      body: unknown
+      response: { get(field: string): string }
+      remove(field: string): void
+    }
+    const app = provider as unknown as {
+      use(middleware: (ctx: EndSessionContext, next: () => Promise<void>) => Promise<void>): void
+      Client: { prototype: { clientId: string; includeSid(): boolean } }
+    }
+    // §3: ID tokens carry `sid` for a client with front-channel logout, as they do for one with
+    // back-channel logout (the only case oidc-provider knows).
+    const { prototype } = app.Client
+    const includeSid = prototype.includeSid
+    prototype.includeSid = function (this: { clientId: string }) {
+      return uris.has(this.clientId) || includeSid.call(this)
+    }
+    // The confirmation has ended the provider session (removed from storage, still in memory):
+    // its clients and their sids are read here, before the answer is written.
+    provider.on('end_session.success', (...args: unknown[]) => {
+      const ctx = args[0] as EndSessionContext
+      const session = ctx.oidc.session
+      const urls: string[] = []
+      for (const clientId of Object.keys(session?.authorizations ?? {})) {
+        const uri = uris.get(clientId)
+        const sid = session?.sidFor(clientId)
+        if (uri === undefined || sid === undefined) continue
+        const url = new URL(uri)
+        url.searchParams.set('iss', issuer)
+        url.searchParams.set('sid', sid)
+        urls.push(url.href)
+      }
+      frames.set(ctx, urls)
+    })
+    app.use(async (ctx, next) => {
+      await next()
+      const urls = frames.get(ctx)
+      const target = ctx.response.get('location')
+      if (urls === undefined || urls.length === 0 || ctx.status !== 303 || target === '') return
+      ctx.remove('location')
+      ctx.status = 200
+      ctx.type = 'html'
+      ctx.body = frontChannelPage(urls, target)
+    })
   }
 
   async function finishInteraction(

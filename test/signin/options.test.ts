@@ -87,7 +87,7 @@ describe('createSignIn options', () => {
     [
       'two routes on one path',
       { ...base, routes: { login: '/auth', logout: '/auth' } },
-      '"routes" must be four different paths',
+      '"routes" must be five different paths',
     ],
     [
       'a product resource that is not a URI',
@@ -125,6 +125,31 @@ describe('createSignIn options', () => {
       { ...base, timeoutMs: 5000, refresh: { lockMs: 15_000 } },
       '"refresh.lockMs" must exceed 3 × timeoutMs (15000): a refresh must end within its lock',
     ],
+    [
+      'ID token algorithms that are not an array',
+      { ...base, idTokenAlgorithms: 'RS256' },
+      '"idTokenAlgorithms" must be a non-empty array of RS256, RS384',
+    ],
+    [
+      'the ID token algorithm none',
+      { ...base, idTokenAlgorithms: ['RS256', 'none'] },
+      '"idTokenAlgorithms[1]" must be one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA, Ed25519, HS256, HS384, HS512 (got \'none\')',
+    ],
+    [
+      'HMAC and asymmetric ID token algorithms together',
+      { ...base, idTokenAlgorithms: ['HS256', 'RS256'] },
+      '"idTokenAlgorithms" must list HS256, HS384 and HS512 alone or not at all',
+    ],
+    [
+      'HMAC ID token algorithms for a client without a secret',
+      {
+        ...base,
+        clientSecret: undefined,
+        privateKey: fromEnv('OFFICE_WEB_KEY'),
+        idTokenAlgorithms: ['HS512'],
+      },
+      '"idTokenAlgorithms" may list HS256, HS384 or HS512 only with a clientSecret',
+    ],
   ])('refuses %s, naming the option', (_case, options, expected) => {
     const message = messageOf(options)
     expect(message.startsWith('createSignIn(options): ')).toBe(true)
@@ -150,6 +175,32 @@ describe('createSignIn options', () => {
     expect(() =>
       createSignIn({ ...base, baseUrl: 'http://127.0.0.1:3000', session: { secureCookie: false } }),
     ).not.toThrow()
+  })
+
+  it('accepts asymmetric ID token algorithms by default, and HMAC ones only when listed alone', () => {
+    expect(normalizeSignInOptions(base)).toMatchObject({
+      idTokenAlgorithms: [
+        'RS256',
+        'RS384',
+        'RS512',
+        'PS256',
+        'PS384',
+        'PS512',
+        'ES256',
+        'ES384',
+        'ES512',
+        'EdDSA',
+        'Ed25519',
+      ],
+      idTokenHmac: false,
+    })
+    expect(
+      normalizeSignInOptions({ ...base, idTokenAlgorithms: ['HS512', 'HS256'] }),
+    ).toMatchObject({ idTokenAlgorithms: ['HS512', 'HS256'], idTokenHmac: true })
+    expect(normalizeSignInOptions({ ...base, idTokenAlgorithms: ['ES256'] })).toMatchObject({
+      idTokenAlgorithms: ['ES256'],
+      idTokenHmac: false,
+    })
   })
 
   it('never repeats a secret given by mistake in another option', () => {
