@@ -29,7 +29,7 @@ describe('the local sign-in sample of docs/testing.md, in chromium', () => {
     expect(samples).toHaveLength(1)
     const port = await freePort()
     origin = `http://127.0.0.1:${port}`
-    program = startSample(samples[0] as (typeof samples)[number], { PORT: String(port) })
+    program = startSample(samples[0] as (typeof samples)[number], { env: { PORT: String(port) } })
     // It answers once the provider has started and the application listens.
     for (;;) {
       if (program.child.exitCode !== null) {

@@ -29,6 +29,23 @@ export const CLIENTS: ScenarioTable = {
         expect(await program.finished()).toBe("orders-job [ 'orders:read' ]\n")
       },
     },
+    'A complete local sign-in: `signIn()` and the development provider': {
+      promises:
+        'GET / 200 "Not signed in" with a link to /auth/login; /auth/login 302 to the provider\'s authorization endpoint with PKCE S256; GET /api/orders without a token 401 (the browser run is test/testing/local-signin-sample.test.ts)',
+      async run({ start }) {
+        const program = await start()
+        const home = await program.fetch('/')
+        expect(home.status).toBe(200)
+        expect(await home.text()).toContain('Not signed in. <a id="sign-in" href="/auth/login">')
+        const login = await program.fetch('/auth/login', { redirect: 'manual' })
+        expect(login.status).toBe(302)
+        const authorization = new URL(login.headers.get('location') ?? '')
+        expect(authorization.hostname).toBe('127.0.0.1')
+        expect(authorization.searchParams.get('client_id')).toBe('orders-web')
+        expect(authorization.searchParams.get('code_challenge_method')).toBe('S256')
+        expect((await program.fetch('/api/orders')).status).toBe(401)
+      },
+    },
   },
 
   'docs/clients.md': {
