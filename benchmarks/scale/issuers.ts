@@ -72,6 +72,8 @@ export async function run(): Promise<string> {
           jwksUri: jwksUri(index),
         })),
         audience: AUDIENCE,
+        // A loaded machine serving 1,000 fetches at once must not time them out: counts matter here.
+        jwks: { timeoutMs: 10_000 },
       })
       const calls: string[] = []
       for (let call = 0; call < 2; call++) {
@@ -79,8 +81,8 @@ export async function run(): Promise<string> {
         const started = process.hrtime.bigint()
         const report = await gate.ready()
         const elapsed = Number(process.hrtime.bigint() - started)
-        if (!report.ready) throw new Error(`ready() with ${size} issuers: not ready`)
-        calls.push(`${server.fetches() - before} fetches, ${ms(elapsed)} ms`)
+        const unready = report.ready ? '' : ' (not ready)'
+        calls.push(`${server.fetches() - before} fetches, ${ms(elapsed)} ms${unready}`)
       }
       await gate.close()
       rows.push(

@@ -1,7 +1,7 @@
 /**
  * Per-tenant entries in process memory with an expiry and a bound, and no timer: the memory
  * store's windows and the limiter's memory of spent tenants (issue 30). A `Map` from tenant id to
- * a slot; each slot's expiry and count in typed arrays; and a queue of slots in the order their
+ * a slot; each slot's expiry and count side by side in a typed array; and a queue of slots in the order their
  * entries were opened, which the table sweeps a few at a time as entries are opened. Every
  * operation is O(1) (amortized), whatever the number of tenants, and a tenant costs a `Map`
  * entry, its id and about 40 bytes of arrays.
@@ -25,10 +25,11 @@ export class TenantTable {
   private readonly slots = new Map<string, number>()
   /** Slot → tenant id, `undefined` for a free slot. */
   private tenants: (string | undefined)[] = []
-  /** Slot → expiry, ms since the epoch. */
-  private expiry = new Float64Array(INITIAL_SLOTS)
-  /** Slot → count (points consumed in a window). */
-  private counts = new Float64Array(INITIAL_SLOTS)
+  /**
+   * Slot → expiry (ms since the epoch) at `2 × slot`, and count (points consumed in a window) at
+   * `2 × slot + 1`: side by side, a lookup reads both from one cache line.
+   */
+  private entries = new Float64Array(2 * INITIAL_SLOTS)
   private readonly freeSlots: number[] = []
   /** Slots handed out so far; below it, a slot is in use or in `freeSlots`. */
   private allocated = 0
@@ -51,30 +52,30 @@ export class TenantTable {
   find(tenant: string, now: number): number {
     const slot = this.slots.get(tenant)
     if (slot === undefined) return -1
-    if ((this.expiry[slot] as number) > now) return slot
+    if ((this.entries[2 * slot] as number) > now) return slot
     this.remove(slot)
     return -1
   }
 
   /** When the entry in `slot` expires, ms since the epoch. */
   expiresAt(slot: number): number {
-    return this.expiry[slot] as number
+    return this.entries[2 * slot] as number
   }
 
   /** The count of the entry in `slot`. */
   count(slot: number): number {
-    return this.counts[slot] as number
+    return this.entries[2 * slot + 1] as number
   }
 
   /** Adds `amount` (negative to take it back) to the count of the entry in `slot`. */
   add(slot: number, amount: number): void {
-    ;(this.counts as Float64Array)[slot] = (this.counts[slot] as number) + amount
+    this.entries[2 * slot + 1] = (this.entries[2 * slot + 1] as number) + amount
   }
 
   /** Moves the expiry of the entry in `slot`. */
   expireAt(slot: number, expiresAt: number): void {
-    if (this.expiry[slot] === expiresAt) return
-    this.expiry[slot] = expiresAt
+    if (this.entries[2 * slot] === expiresAt) return
+    this.entries[2 * slot] = expiresAt
     this.enqueue(slot, expiresAt)
   }
 
@@ -89,8 +90,8 @@ export class TenantTable {
     const slot = this.freeSlots.pop() ?? this.allocate()
     this.slots.set(tenant, slot)
     this.tenants[slot] = tenant
-    this.expiry[slot] = expiresAt
-    this.counts[slot] = count
+    this.entries[2 * slot] = expiresAt
+    this.entries[2 * slot + 1] = count
     this.enqueue(slot, expiresAt)
     return slot
   }
@@ -114,7 +115,9 @@ export class TenantTable {
   /** Whether the queue's front entry no longer describes its slot (removed, reused, moved). */
   private frontIsStale(): boolean {
     const slot = this.queueSlots[this.head] as number
-    return this.tenants[slot] === undefined || this.expiry[slot] !== this.queueExpiry[this.head]
+    return (
+      this.tenants[slot] === undefined || this.entries[2 * slot] !== this.queueExpiry[this.head]
+    )
   }
 
   private dequeue(): void {
@@ -151,10 +154,9 @@ export class TenantTable {
 
   private allocate(): number {
     const slot = this.allocated++
-    if (slot >= this.expiry.length) {
-      const length = Math.min(this.expiry.length * 2, Math.max(this.capacity, INITIAL_SLOTS))
-      this.expiry = grown(this.expiry, length)
-      this.counts = grown(this.counts, length)
+    if (2 * slot >= this.entries.length) {
+      const slots = Math.min(this.entries.length, Math.max(this.capacity, INITIAL_SLOTS))
+      this.entries = grown(this.entries, 2 * slots)
     }
     return slot
   }
@@ -182,7 +184,7 @@ export class TenantTable {
       const from = (this.head + index) % length
       const slot = this.queueSlots[from] as number
       const expiresAt = this.queueExpiry[from] as number
-      if (this.tenants[slot] === undefined || this.expiry[slot] !== expiresAt) continue
+      if (this.tenants[slot] === undefined || this.entries[2 * slot] !== expiresAt) continue
       slots[kept] = slot
       expiries[kept] = expiresAt
       kept++

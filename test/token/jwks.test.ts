@@ -662,6 +662,22 @@ describe('issuers sharing one jwksUri (issue 30)', () => {
     await gate.close()
   })
 
+  it('report a failed fetch of their key set once, naming the first issuer, and each issuer unavailable', async () => {
+    issuer.setFault({ kind: 'status', status: 500 })
+    const events: GateEvent[] = []
+    const gate = createGate(sharedOptions(events))
+    const report = await gate.ready()
+    expect(report.ready).toBe(false)
+    expect(report.issuers.map(({ state, lastFailure }) => [state, lastFailure])).toEqual([
+      ['unavailable', 'status'],
+      ['unavailable', 'status'],
+    ])
+    expect(events.filter((event) => event.type === 'jwks_refresh_failed')).toEqual([
+      expect.objectContaining({ issuer: issuer.issuer('acme'), status: 500 }),
+    ])
+    await gate.close()
+  })
+
   it('admit tokens of both issuers with one fetch', async () => {
     const gate = createGate(sharedOptions())
     const own = await issuer.mint({ aud: 'gateway' })
