@@ -396,13 +396,15 @@ function consumeInMemory(
   now: number,
 ): Outcome {
   const states: State[] = []
-  for (const [index, window] of plan.windows.entries()) {
+  const { windows } = plan
+  for (let index = 0; index < windows.length; index++) {
+    const window = windows[index] as Window
     const { memory } = window
     const slot = memory.consume(tenant, points, now)
     if (slot === -1) {
       // Full: what the shorter windows counted for this request is taken back, as nothing was
       // decided by them.
-      for (const counted of plan.windows.slice(0, index)) {
+      for (const counted of windows.slice(0, index)) {
         const taken = counted.memory.find(tenant, now)
         if (taken !== -1) counted.memory.refund(taken, points)
       }
