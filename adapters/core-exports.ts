@@ -91,6 +91,7 @@ export type {
 export {
   auth0,
   bearerChallenge,
+  CostExceedsLimitError,
   cognito,
   createGate,
   DpopNonceError,

@@ -21,6 +21,7 @@ export type TollgateErrorCode =
   | 'ERR_TENANT_REFUSED'
   | 'ERR_INSUFFICIENT_SCOPE'
   | 'ERR_RATE_LIMITED'
+  | 'ERR_COST_EXCEEDS_LIMIT'
   | 'ERR_JWKS_UNAVAILABLE'
   | 'ERR_LIMITER_UNAVAILABLE'
   | 'ERR_REVOCATION_UNAVAILABLE'
@@ -119,6 +120,7 @@ export type RefusalReason =
   // Authorization, limits, availability
   | 'insufficient_scope'
   | 'rate_limited'
+  | 'cost_exceeds_limit'
   | 'jwks_unavailable'
   | 'limiter_unavailable'
   | 'revocation_unavailable'
@@ -335,6 +337,39 @@ export class RateLimitedError extends TollgateError<'ERR_RATE_LIMITED'> {
   }
 }
 
+/**
+ * 403 `access_denied`: the request costs more points (`rateLimit.cost`) than the smallest window
+ * of the tenant's plan holds, so no wait would ever admit it; refused before any store is asked.
+ * Not a 429: a client told to retry would retry for ever. Carries the plan's `RateLimit-Policy`,
+ * so that the client can see the quota its request exceeds.
+ */
+export class CostExceedsLimitError extends TollgateError<'ERR_COST_EXCEEDS_LIMIT'> {
+  /** The request's cost, in points. */
+  readonly cost: number
+  /** The points of the plan's smallest window: the most any request may cost. */
+  readonly limit: number
+
+  constructor(
+    options: ErrorOptions & {
+      readonly cost: number
+      readonly limit: number
+      readonly headers?: Readonly<Record<string, string>>
+    },
+  ) {
+    super({
+      reason: 'cost_exceeds_limit',
+      ...options,
+      code: 'ERR_COST_EXCEEDS_LIMIT',
+      status: 403,
+      error: 'access_denied',
+      message: 'request cost exceeds the rate limit',
+      headers: { ...options.headers },
+    })
+    this.cost = options.cost
+    this.limit = options.limit
+  }
+}
+
 /** Codes of a 503. */
 export type UnavailableCode =
   | 'ERR_JWKS_UNAVAILABLE'
@@ -452,6 +487,7 @@ export type AnyTollgateError =
   | InsufficientScopeError
   | TenantRefusedError
   | RateLimitedError
+  | CostExceedsLimitError
   | ServiceUnavailableError<'ERR_JWKS_UNAVAILABLE'>
   | ServiceUnavailableError<'ERR_LIMITER_UNAVAILABLE'>
   | ServiceUnavailableError<'ERR_REVOCATION_UNAVAILABLE'>
@@ -469,6 +505,7 @@ const CODES = new Set<string>([
   'ERR_TENANT_REFUSED',
   'ERR_INSUFFICIENT_SCOPE',
   'ERR_RATE_LIMITED',
+  'ERR_COST_EXCEEDS_LIMIT',
   'ERR_JWKS_UNAVAILABLE',
   'ERR_LIMITER_UNAVAILABLE',
   'ERR_REVOCATION_UNAVAILABLE',

@@ -28,6 +28,7 @@ export type {
 } from './errors.js'
 export {
   bearerChallenge,
+  CostExceedsLimitError,
   DpopNonceError,
   InsufficientScopeError,
   InvalidDpopProofError,

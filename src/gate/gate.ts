@@ -17,7 +17,7 @@ import { planNameOf } from '../limits/options.js'
 import { createTenantLimiter } from '../limits/rate-limit.js'
 import { createTenantResolver } from '../limits/tenant.js'
 import { createResourceMetadata } from '../metadata/resource-metadata.js'
-import { IssuerKeys } from '../token/jwks.js'
+import { IssuerKeys, KeySets } from '../token/jwks.js'
 import { createVerdictCaches, createVerifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
 import { createAdmission, type Decide } from './admission.js'
@@ -133,12 +133,14 @@ export function openGate(
     dpop: dpopOptions && { mode: dpopOptions.mode, algorithms: dpopOptions.algorithms },
   })
   const hooks = { emit, onKeysRetired: caches?.purgeRetired }
+  // Issuers naming one jwksUri share its key set: one fetch for all of them (issue 30).
+  const keySets = new KeySets()
   const issuers = new Map(
     normalized.issuers.map((issuer) => [
       issuer.issuer,
       {
         realm: issuer.realm,
-        keys: new IssuerKeys(issuer, normalized.algorithms, normalized.jwks, hooks),
+        keys: new IssuerKeys(issuer, normalized.algorithms, normalized.jwks, hooks, keySets),
       },
     ]),
   )

@@ -35,10 +35,19 @@ export function createReadiness(
 ): Readiness {
   const allKeys = [...issuers.values()].map((entry) => entry.keys)
 
+  /**
+   * Warms (`ready()`: only what is not fresh) or refreshes each key set once, however many of
+   * the selected issuers share it, then reports every issuer.
+   */
   async function report(selected: readonly IssuerKeys[], now: boolean): Promise<ReadyReport> {
-    const statuses = await Promise.all(
-      selected.map((keys) => (now ? keys.refreshNow() : keys.warm())),
-    )
+    const settling = new Map<IssuerKeys['keySet'], Promise<unknown>>()
+    for (const keys of selected) {
+      if (!settling.has(keys.keySet)) {
+        settling.set(keys.keySet, now ? keys.refreshNow() : keys.warm())
+      }
+    }
+    await Promise.all(settling.values())
+    const statuses = selected.map((keys) => keys.status())
     return {
       ready: statuses.every((status) => status.state !== 'unavailable'),
       issuers: statuses,

@@ -12,7 +12,8 @@ import {
   type SequentialStore,
   type SequentialStoreWindow,
 } from './sequential.js'
-import type { StoreCount } from './store.js'
+import type { StoreWindow } from './store.js'
+import { LimiterStoreError, type StoreCount } from './store.js'
 
 /**
  * What tollgate uses of a rate-limiter-flexible limiter (`RateLimiterAbstract`): its `points`
@@ -75,13 +76,15 @@ async function consumeOne(
   key: string,
   points: number,
 ): Promise<StoreCount> {
+  let result: unknown
   try {
-    return countOf(await window.limiter.consume(key, points))
+    result = await window.limiter.consume(key, points)
   } catch (rejection) {
     // rate-limiter-flexible rejects with its result (not an Error) when the key goes over.
-    if (!(rejection instanceof Error) && isResult(rejection)) return countOf(rejection)
-    throw rejection
+    if (rejection instanceof Error || !isResult(rejection)) throw rejection
+    result = rejection
   }
+  return countOf(result, window, points)
 }
 
 function isResult(value: unknown): value is { consumedPoints: number; msBeforeNext: number } {
@@ -90,9 +93,34 @@ function isResult(value: unknown): value is { consumedPoints: number; msBeforeNe
   return typeof consumedPoints === 'number' && typeof msBeforeNext === 'number'
 }
 
-function countOf(result: unknown): StoreCount {
+/**
+ * The count a `RateLimiterRes` gives, or an `ERR_STORE_ANSWER` (which fails this request, not the
+ * store) when it is no count of this window: consumed points that are not a whole number at
+ * least the points just added, or no finite `msBeforeNext`. A reset later than the window's end
+ * is the window's end: neither `Retry-After` nor the memory of spent tenants outlasts a window.
+ */
+function countOf(result: unknown, window: StoreWindow, points: number): StoreCount {
   if (!isResult(result)) {
-    throw new TypeError('a rate-limiter-flexible limiter resolved without a RateLimiterRes')
+    throw new LimiterStoreError(
+      'ERR_STORE_ANSWER',
+      'a rate-limiter-flexible limiter resolved without a RateLimiterRes',
+    )
   }
-  return { consumed: result.consumedPoints, msBeforeReset: result.msBeforeNext }
+  const { consumedPoints, msBeforeNext } = result
+  if (!Number.isSafeInteger(consumedPoints) || consumedPoints < points) {
+    throw new LimiterStoreError(
+      'ERR_STORE_ANSWER',
+      `a rate-limiter-flexible limiter answered consumedPoints ${consumedPoints}, not a whole number ≥ the ${points} points added`,
+    )
+  }
+  if (!Number.isFinite(msBeforeNext)) {
+    throw new LimiterStoreError(
+      'ERR_STORE_ANSWER',
+      `a rate-limiter-flexible limiter answered msBeforeNext ${msBeforeNext}, not a number of ms`,
+    )
+  }
+  return {
+    consumed: consumedPoints,
+    msBeforeReset: Math.min(msBeforeNext, window.durationSeconds * 1000),
+  }
 }

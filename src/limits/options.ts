@@ -71,7 +71,11 @@ export interface RateLimitOptions {
    * which wins over `defaultPlan`. Every value must name a configured plan.
    */
   readonly tenantPlans?: Readonly<Record<string, string>> | ReadonlyMap<string, string>
-  /** Points a request costs. Default: 1. A cost above a window's points is always refused. */
+  /**
+   * Points a request costs. Default: 1. A cost above the points of the plan's smallest window can
+   * never be admitted: it is refused before any store is asked, with 403
+   * `ERR_COST_EXCEEDS_LIMIT` (see `docs/stores.md`, "Request cost").
+   */
   readonly cost?: RateLimitCost
   /**
    * `'memory'` (default, this process only), `{ redis }` (tollgate's own script, shared by every
@@ -122,6 +126,17 @@ export interface RateLimitOptions {
   readonly fallbackDivisor?: number | 'auto'
   /** `'draft-10'` (default), `'legacy'` (`X-RateLimit-*`), `'both'`, or `false` for none. */
   readonly headers?: RateLimitHeaderMode
+  /**
+   * Tenants this process keeps in memory, per window of each plan (1 to 100,000,000; default
+   * 1,000,000, about 100 bytes a tenant): the windows of the memory store and of the fallback,
+   * and the tenants a shared store said are spent. A window is forgotten once it ends, without a
+   * timer. With this many windows that have not ended, a tenant with none is answered 503
+   * `ERR_LIMITER_UNAVAILABLE` (`Retry-After`: when the oldest ends) instead of being counted from
+   * zero: a window is never forgotten before it ends, so no tenant is admitted more than its
+   * points within one. The memory of spent tenants forgets the oldest instead (the store still
+   * counts them). See `docs/operating.md`, "Limiter memory".
+   */
+  readonly maxTenants?: number
 }
 
 const WINDOW_KEYS = ['points', 'durationSeconds', 'name']
@@ -138,6 +153,7 @@ const OPTION_KEYS = [
   'onStoreError',
   'fallbackDivisor',
   'headers',
+  'maxTenants',
 ]
 
 /** {@link RateLimitOptions} with every default filled in; plans keyed by name in a Map. */
@@ -157,7 +173,11 @@ export interface NormalizedRateLimitOptions {
   readonly onStoreError: StoreFailurePolicy
   readonly fallbackDivisor: number | 'auto'
   readonly headers: RateLimitHeaderMode
+  readonly maxTenants: number
 }
+
+/** Default of {@link RateLimitOptions.maxTenants}. */
+export const DEFAULT_MAX_TENANTS = 1_000_000
 
 /**
  * Validates {@link RateLimitOptions} once, at construction.
@@ -227,6 +247,11 @@ export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOp
     ]),
     fallbackDivisor: fallbackDivisorOption(options.fallbackDivisor),
     headers: oneOf(options.headers, 'rateLimit.headers', ['draft-10', 'legacy', 'both', false]),
+    maxTenants: integer(options.maxTenants, 'rateLimit.maxTenants', {
+      fallback: DEFAULT_MAX_TENANTS,
+      min: 1,
+      max: 100_000_000,
+    }),
   })
 }
 

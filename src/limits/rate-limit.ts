@@ -7,10 +7,11 @@
  *
  * @module
  */
-import { RateLimitedError, ServiceUnavailableError } from '../errors.js'
+import { CostExceedsLimitError, RateLimitedError, ServiceUnavailableError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { RequestLike } from '../types.js'
 import { summarize } from '../validate.js'
+import { warnOnce } from '../warnings.js'
 import { type LimiterClock, systemClock } from './clock.js'
 import type { FlexibleLimiterLike } from './flexible.js'
 import { createFlexibleStore } from './flexible.js'
@@ -20,8 +21,9 @@ import { MemoryWindow } from './memory.js'
 import type { NormalizedRateLimitOptions, RateLimitWindow } from './options.js'
 import { createRedisStore } from './redis.js'
 import { createSharedLimiterStore } from './shared.js'
-import type { StoreCount } from './store.js'
+import { LimiterStoreError, type StoreCount } from './store.js'
 import type { ResolvedTenant, VerifiedToken } from './tenant.js'
+import { TenantTable } from './tenant-table.js'
 
 export type {
   FlexibleLimiterFactory,
@@ -50,8 +52,10 @@ export interface TenantLimiter {
    * probe of a failed store before asking it; a closed Redis connection fails the request over
    * at once. With a `flexible` or `shared` store, the windows are asked one after the other
    * within that deadline, and a refusal by a longer window leaves the shorter ones charged (no refund).
-   * Only the application's own `cost` function, or a cost that is not an integer ≥ 1, makes it
-   * throw anything else.
+   * A cost above the points of the plan's smallest window throws `CostExceedsLimitError` (403)
+   * before any store is asked; with `maxTenants` windows held in memory that have not ended, a
+   * tenant without one gets `ServiceUnavailableError` (503). Only the application's own `cost`
+   * function, or a cost that is not an integer ≥ 1, makes it throw anything else.
    */
   consume(
     tenant: ResolvedTenant,
@@ -78,13 +82,20 @@ interface Window extends HeaderWindow {
   readonly limiter: FlexibleLimiterLike
   /** The window in process memory: the store without Redis, the fallback with it. */
   readonly memory: MemoryWindow
-  /** Tenants the store reported as spent, until their window resets: refused without asking. */
-  readonly blocked: Map<string, number>
+  /**
+   * Tenants a shared store reported as spent, until their window resets: refused without asking.
+   * Bounded by `maxTenants`; when full, the oldest is forgotten (the store still refuses it).
+   */
+  readonly blocked: TenantTable
 }
 
 interface Plan {
   readonly windows: readonly Window[]
   readonly headers: PlanHeaders
+  /** The points of its smallest window: no request may cost more. */
+  readonly maxCost: number
+  /** The window with those points, named in the refusal's detail. */
+  readonly maxCostWindow: string
 }
 
 interface State extends WindowState {
@@ -94,9 +105,12 @@ interface State extends WindowState {
 type Outcome =
   | { readonly admitted: true; readonly states: readonly State[] }
   | { readonly admitted: false; readonly state: State }
+  /** Process memory holds `maxTenants` windows that have not ended; the oldest ends in `retryAfterMs`. */
+  | { readonly admitted: false; readonly state: undefined; readonly retryAfterMs: number }
 
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
-const MAX_BLOCKED_PER_WINDOW = 10_000
+/** Code of the process warning for a full memory, without an event listener. */
+export const LIMITER_FULL_WARNING_CODE = 'TOLLGATE_LIMITER_FULL'
 
 /**
  * Returns the limiter the gate calls after tenant resolution, from options that
@@ -124,9 +138,18 @@ export function createTenantLimiter(
         window,
         windows.length,
         o.flexible?.get(`${planName}:${window.durationSeconds}`),
+        o.maxTenants,
       ),
     )
-    plans.set(planName, { windows: built, headers: createPlanHeaders(o.headers, built) })
+    const smallest = built.reduce((least, window) =>
+      window.points < least.points ? window : least,
+    )
+    plans.set(planName, {
+      windows: built,
+      headers: createPlanHeaders(o.headers, built),
+      maxCost: smallest.points,
+      maxCostWindow: smallest.name,
+    })
   }
   const defaultPlan = plans.get(o.defaultPlan) as Plan
   const denyRetryAfterSeconds = Math.max(1, secondsUntil(o.storeRetryIntervalMs))
@@ -141,6 +164,7 @@ export function createTenantLimiter(
   function settle(tenant: string, plan: Plan, outcome: Outcome): Record<string, string> {
     if (outcome.admitted) return plan.headers.admitted(outcome.states)
     const { state } = outcome
+    if (state === undefined) throw memoryFull(outcome.retryAfterMs)
     emit?.({ type: 'rate_limited', tenant, policy: state.window.name })
     throw new RateLimitedError({
       retryAfterSeconds: state.msBeforeReset / 1000,
@@ -148,14 +172,60 @@ export function createTenantLimiter(
     })
   }
 
+  /** A `limiter_store_error` event, at most one a second. */
+  function reportStoreError(error: unknown, now: number): void {
+    if (now - lastErrorEventAt < STORE_ERROR_EVENT_INTERVAL_MS) return
+    lastErrorEventAt = now
+    emit?.({ type: 'limiter_store_error', error })
+  }
+
+  /**
+   * The 503 for a tenant that process memory cannot count: `maxTenants` windows that have not
+   * ended are held. Reported like a store error, or once in ten minutes as a process warning
+   * when nobody listens.
+   */
+  function memoryFull(retryAfterMs: number): ServiceUnavailableError {
+    const error = new LimiterStoreError(
+      'ERR_STORE_FULL',
+      `rate-limit memory holds rateLimit.maxTenants (${o.maxTenants}) windows that have not ended: ` +
+        'tenants without one are refused (503) until the oldest ends; raise rateLimit.maxTenants ' +
+        'if this many tenants are expected within a window',
+    )
+    if (emit !== undefined) reportStoreError(error, clock.now())
+    else {
+      warnOnce({
+        code: LIMITER_FULL_WARNING_CODE,
+        subject: 'rateLimit.maxTenants',
+        message: error.message,
+      })
+    }
+    return new ServiceUnavailableError({
+      code: 'ERR_LIMITER_UNAVAILABLE',
+      retryAfterSeconds: retryAfterMs / 1000,
+      cause: error,
+    })
+  }
+
+  /** The cost of a request, checked: a cost no window can ever admit is refused here. */
+  function costOf(plan: Plan, request: RequestLike, verified: VerifiedToken): number {
+    if (o.cost === undefined) return 1
+    const cost: unknown = o.cost(request, verified)
+    if (typeof cost === 'number' && cost > plan.maxCost) {
+      throw new CostExceedsLimitError({
+        cost,
+        limit: plan.maxCost,
+        headers: plan.headers.unknown(),
+        detail: { cost, limit: plan.maxCost, policy: plan.maxCostWindow },
+      })
+    }
+    return checkedCost(cost)
+  }
+
   function storeFailed(error: unknown): void {
     const now = clock.now()
     lastError = error
     retryAt = now + o.storeRetryIntervalMs
-    if (now - lastErrorEventAt >= STORE_ERROR_EVENT_INTERVAL_MS) {
-      lastErrorEventAt = now
-      emit?.({ type: 'limiter_store_error', error })
-    }
+    reportStoreError(error, now)
     if (!degraded) {
       degraded = true
       emit?.({ type: 'limiter_fallback', engaged: true, policy: o.onStoreError })
@@ -189,13 +259,13 @@ export function createTenantLimiter(
     verified: VerifiedToken,
   ): Record<string, string> {
     const plan = planOf(tenant)
-    const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
+    const points = costOf(plan, request, verified)
     const id = tenant.id
-    const blocked = blockedState(plan, id, clock.now())
-    if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
-    const outcome = consumeInMemory(plan, id, points, 1, clock.now())
-    rememberSpent(id, outcome, clock.now())
-    return settle(id, plan, outcome)
+    const now = clock.now()
+    // The windows themselves say which are spent: no memory of spent tenants beside them.
+    const spent = spentInMemory(plan, id, now)
+    if (spent !== undefined) return settle(id, plan, { admitted: false, state: spent })
+    return settle(id, plan, consumeInMemory(plan, id, points, 1, now))
   }
 
   async function consume(
@@ -205,7 +275,7 @@ export function createTenantLimiter(
   ): Promise<Record<string, string>> {
     if (store === undefined) return consumeNow(tenant, request, verified)
     const plan = planOf(tenant)
-    const points = o.cost === undefined ? 1 : checkedCost(o.cost(request, verified))
+    const points = costOf(plan, request, verified)
     const id = tenant.id
     const blocked = blockedState(plan, id, clock.now())
     if (blocked !== undefined) return settle(id, plan, { admitted: false, state: blocked })
@@ -224,22 +294,34 @@ export function createTenantLimiter(
         })
       }
     }
-    let outcome: Outcome
+    let counts: StoreCount[] | undefined
+    let error: unknown
     try {
-      outcome = outcomeOf(plan, await store.consume(id, plan.windows, points))
-      if (probed !== undefined && degraded) {
+      counts = await store.consume(id, plan.windows, points)
+    } catch (caught) {
+      error = caught
+    }
+    // An answer the store should not have given fails this request only: the store did answer,
+    // and one tenant's odd counter (or a store bug on one key) must not send every tenant to
+    // the fallback.
+    const answered = counts !== undefined || isAnswerError(error)
+    try {
+      if (!answered) storeFailed(error)
+      else if (probed !== undefined && degraded) {
         degraded = false
         emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
       }
-    } catch (error) {
-      storeFailed(error)
-      return fallback(id, plan, points, error)
     } finally {
       if (probed !== undefined) {
         probe = undefined
         probed(!degraded)
       }
     }
+    if (counts === undefined) {
+      if (answered) reportStoreError(error, clock.now())
+      return fallback(id, plan, points, error)
+    }
+    const outcome = outcomeOf(plan, counts)
     rememberSpent(id, outcome, clock.now())
     return settle(id, plan, outcome)
   }
@@ -314,14 +396,53 @@ function consumeInMemory(
   now: number,
 ): Outcome {
   const states: State[] = []
-  for (const window of plan.windows) {
-    const count = window.memory.consume(tenant, points, now)
+  const { windows } = plan
+  for (let index = 0; index < windows.length; index++) {
+    const window = windows[index] as Window
+    const { memory } = window
+    const slot = memory.consume(tenant, points, now)
+    if (slot === -1) {
+      // Full: what the shorter windows counted for this request is taken back, as nothing was
+      // decided by them.
+      for (const counted of windows.slice(0, index)) {
+        const taken = counted.memory.find(tenant, now)
+        if (taken !== -1) counted.memory.refund(taken, points)
+      }
+      return { admitted: false, state: undefined, retryAfterMs: memory.msUntilRoom(now) }
+    }
     const share = Math.ceil(window.points / divisor)
-    const [state, admitted] = stateOf(window, count.consumed, count.resetAt - now, share)
+    const [state, admitted] = stateOf(
+      window,
+      memory.consumed(slot),
+      memory.resetAt(slot) - now,
+      share,
+    )
     if (!admitted) return { admitted: false, state }
     states.push(state)
   }
   return { admitted: true, states }
+}
+
+/**
+ * With the memory store: the spent window that resets last, from the windows themselves (a
+ * window whose points are all consumed refuses everything until it resets).
+ */
+function spentInMemory(plan: Plan, tenant: string, now: number): State | undefined {
+  let state: State | undefined
+  for (const window of plan.windows) {
+    const slot = window.memory.find(tenant, now)
+    if (slot === -1 || window.memory.consumed(slot) < window.points) continue
+    const msBeforeReset = window.memory.resetAt(slot) - now
+    if (state === undefined || msBeforeReset > state.msBeforeReset) {
+      state = { window, remaining: 0, msBeforeReset }
+    }
+  }
+  return state
+}
+
+/** A store that answered, but not what its contract says: it fails the request, not the store. */
+function isAnswerError(error: unknown): boolean {
+  return error instanceof LimiterStoreError && error.code === 'ERR_STORE_ANSWER'
 }
 
 function stateOf(
@@ -341,11 +462,11 @@ function stateOf(
 function blockedState(plan: Plan, tenant: string, now: number): State | undefined {
   let state: State | undefined
   for (const window of plan.windows) {
-    const until = window.blocked.get(tenant)
-    if (until === undefined) continue
-    if (until <= now) window.blocked.delete(tenant)
-    else if (state === undefined || until - now > state.msBeforeReset) {
-      state = { window, remaining: 0, msBeforeReset: until - now }
+    const slot = window.blocked.find(tenant, now)
+    if (slot === -1) continue
+    const msBeforeReset = window.blocked.expiresAt(slot) - now
+    if (state === undefined || msBeforeReset > state.msBeforeReset) {
+      state = { window, remaining: 0, msBeforeReset }
     }
   }
   return state
@@ -354,19 +475,23 @@ function blockedState(plan: Plan, tenant: string, now: number): State | undefine
 /**
  * A window with no points left refuses everything until it resets: later requests are refused
  * from process memory, without a store round trip (and without a Redis call while it is down).
+ * O(1) whatever the number of spent tenants; when `maxTenants` are remembered, the oldest is
+ * forgotten, and the store refuses it again.
  */
 function rememberSpent(tenant: string, outcome: Outcome, now: number): void {
-  const states = outcome.admitted ? outcome.states : [outcome.state]
-  for (const { window, remaining, msBeforeReset } of states) {
-    if (remaining > 0) continue
-    const { blocked } = window
-    if (blocked.size >= MAX_BLOCKED_PER_WINDOW && !blocked.has(tenant)) {
-      for (const [key, until] of blocked) if (until <= now) blocked.delete(key)
-      // Still full: stay bounded and let the store refuse this tenant.
-      if (blocked.size >= MAX_BLOCKED_PER_WINDOW) continue
-    }
-    blocked.set(tenant, now + msBeforeReset)
+  if (outcome.admitted) {
+    for (const state of outcome.states) if (state.remaining <= 0) remember(tenant, state, now)
+  } else if (outcome.state !== undefined) {
+    remember(tenant, outcome.state, now)
   }
+}
+
+function remember(tenant: string, state: State, now: number): void {
+  const { blocked } = state.window
+  const until = now + state.msBeforeReset
+  const slot = blocked.find(tenant, now)
+  if (slot === -1) blocked.open(tenant, 0, until, now, true)
+  else blocked.expireAt(slot, until)
 }
 
 /** The limiter of a window when the store is not rate-limiter-flexible: never called. */
@@ -388,6 +513,7 @@ function buildWindow(
   window: RateLimitWindow,
   count: number,
   limiter: FlexibleLimiterLike | undefined,
+  maxTenants: number,
 ): Window {
   const name = window.name ?? (count === 1 ? plan : `${plan}-${window.durationSeconds}s`)
   return {
@@ -396,7 +522,7 @@ function buildWindow(
     points: window.points,
     durationSeconds: window.durationSeconds,
     keySuffix: `:${plan}:${window.durationSeconds}`,
-    memory: new MemoryWindow(window.durationSeconds),
-    blocked: new Map(),
+    memory: new MemoryWindow(window.durationSeconds, maxTenants),
+    blocked: new TenantTable(maxTenants),
   }
 }

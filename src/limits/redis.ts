@@ -190,7 +190,7 @@ export function createRedisStore(
             const receivedAt = clock.now()
             learnClockOffset(Number(answer[1]), sentAt, receivedAt)
             if (settled) return
-            if (answer[0] === 1) return finish(undefined, countsOf(answer))
+            if (answer[0] === 1) return finish(undefined, countsOf(answer, windows))
             if (!corrected && receivedAt < startedAt + timeoutMs) {
               // Redis says late, yet its answer came before our deadline: our estimate of its
               // clock was too low (a clock step forward, now learnt). Ask once more.
@@ -223,10 +223,18 @@ export function createRedisStore(
   return { consume, instances: () => instances }
 }
 
-function countsOf(reply: readonly number[]): StoreCount[] {
+/**
+ * The script's counts. A key given a longer TTL by someone else (the script never does) resets at
+ * the window's end as far as the limiter is concerned: a reset is never further than a window.
+ */
+function countsOf(reply: readonly number[], windows: readonly StoreWindow[]): StoreCount[] {
   const counts: StoreCount[] = []
   for (let index = 2; index + 1 < reply.length; index += 2) {
-    counts.push({ consumed: Number(reply[index]), msBeforeReset: Number(reply[index + 1]) })
+    const window = windows[(index - 2) / 2] as StoreWindow
+    counts.push({
+      consumed: Number(reply[index]),
+      msBeforeReset: Math.min(Number(reply[index + 1]), window.durationSeconds * 1000),
+    })
   }
   return counts
 }

@@ -16,8 +16,17 @@ export type LimiterStoreErrorCode =
   | 'ERR_STORE_CLOSED'
   /** Redis ran the command after its deadline and counted nothing. */
   | 'ERR_STORE_LATE'
-  /** A `SharedStore` answered something else than its contract says; the message names what. */
+  /**
+   * The store answered something else than its contract says (a `SharedStore`'s count below the
+   * amount added, a `RateLimiterRes` without numbers…); the message names what. It fails that
+   * request (by `onStoreError`), not the store: other tenants' requests still go to it.
+   */
   | 'ERR_STORE_ANSWER'
+  /**
+   * Process memory holds `rateLimit.maxTenants` windows that have not ended: a tenant without one
+   * is answered 503 until the oldest ends.
+   */
+  | 'ERR_STORE_FULL'
 
 /** The `error` of a `limiter_store_error` event when the store did not answer in time or at all. */
 export class LimiterStoreError extends Error {

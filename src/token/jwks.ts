@@ -1,7 +1,8 @@
 /**
- * Signing keys of one issuer: fetched from its JWKS URI (or found through OpenID discovery),
- * filtered to keys that may verify the allowed algorithms, imported once per refresh, and kept
- * fresh without making requests wait on the provider.
+ * Signing keys of the configured issuers: fetched from each JWKS URI (or found through OpenID
+ * discovery), filtered to keys that may verify the allowed algorithms, imported once per refresh,
+ * and kept fresh without making requests wait on the provider. Issuers of a gate that name the
+ * same JWKS URI share one key set (one fetch, one cache, one cooldown).
  *
  * - Concurrent misses share one fetch (single flight).
  * - An unknown `kid` refetches after a short interval (`minCooldownMs`, which such a request waits
@@ -105,8 +106,15 @@ const NOTHING = (): void => undefined
 const MAX_KEYLESS_CANDIDATES = 4
 const MAX_REQUESTED_KIDS = 64
 
-/** The keys of one configured issuer. */
-export class IssuerKeys {
+/**
+ * The key set at one address (a JWKS URI, or the one an issuer's discovery document names):
+ * fetched, cached, refreshed and refetched for unknown kids as the module comment says. Issuers
+ * of one gate that name the same `jwksUri` share one ({@link KeySets}): one fetch, one cache, one
+ * unknown-kid backoff (a kid unknown to one of them is unknown to all, since they read the same
+ * keys), and one series of `jwks_*` events, named after the first of those issuers.
+ */
+export class KeySet {
+  /** The issuer its events name, and the one a discovery document must name. */
   readonly issuer: string
   private jwksUri: string | undefined
   private readonly discoveryUri: string | undefined
@@ -158,10 +166,9 @@ export class IssuerKeys {
    * have started before the provider changed its keys). Keys that are gone stop verifying, and the
    * verdicts they made are purged, as soon as it resolves.
    */
-  async refreshNow(): Promise<IssuerKeysStatus> {
+  async refreshNow(): Promise<void> {
     if (this.pending !== undefined) await this.pending
     await this.refresh()
-    return this.status()
   }
 
   /** Aborts a fetch under way and starts no other; keys already fetched keep verifying. */
@@ -177,12 +184,14 @@ export class IssuerKeys {
    * and not when the answer is known without one; what it throws rejects the lookup (the
    * verifier refuses another issuer's token there, which must never make the gate fetch).
    *
+   * @param issuer The issuer of the token, named in the 503's detail.
    * @throws ServiceUnavailableError `ERR_JWKS_UNAVAILABLE` when no usable keys can be had.
    */
   async resolve(
     kid: string | undefined,
     alg: JWSAlgorithm,
     beforeFetch: () => void = NOTHING,
+    issuer: string = this.issuer,
   ): Promise<readonly PreparedKey[]> {
     const now = Date.now()
     const age = now - this.fetchedAt
@@ -201,7 +210,7 @@ export class IssuerKeys {
     if (Date.now() - this.fetchedAt < maxAgeMs + this.options.staleIfErrorMs) {
       return this.match(kid, alg)
     }
-    throw this.unavailable()
+    throw this.unavailable(issuer)
   }
 
   /**
@@ -238,13 +247,19 @@ export class IssuerKeys {
     return age < this.options.maxAgeMs + this.options.staleIfErrorMs
   }
 
-  /** Fetches now unless a fetch is under way or backing off after a failure; resolves when settled. */
-  async warm(): Promise<IssuerKeysStatus> {
-    if (this.pending !== undefined || this.mayAttempt(Date.now())) await this.refresh()
-    return this.status()
+  /**
+   * For `gate.ready()`: nothing while the keys are fresh (within `maxAgeMs`: issue 30, a
+   * readiness probe must not refetch every key set on every call); else fetches unless backing
+   * off after a failure, or waits for the fetch under way. Resolves when settled.
+   */
+  async warm(): Promise<void> {
+    const now = Date.now()
+    if (now - this.fetchedAt < this.options.maxAgeMs) return
+    if (this.pending !== undefined || this.mayAttempt(now)) await this.refresh()
   }
 
-  status(): IssuerKeysStatus {
+  /** How the keys stand, reported for `issuer` (one of those sharing them). */
+  status(issuer: string = this.issuer): IssuerKeysStatus {
     const age = Date.now() - this.fetchedAt
     const state =
       age < this.options.maxAgeMs
@@ -253,7 +268,7 @@ export class IssuerKeys {
           ? 'stale'
           : 'unavailable'
     return {
-      issuer: this.issuer,
+      issuer,
       state,
       keys: state === 'unavailable' ? 0 : this.byFingerprint.size,
       fetchedAt: Number.isFinite(this.fetchedAt) ? this.fetchedAt : undefined,
@@ -356,14 +371,14 @@ export class IssuerKeys {
     return now - this.lastAttemptAt >= backoff
   }
 
-  private unavailable(): ServiceUnavailableError {
+  private unavailable(issuer: string): ServiceUnavailableError {
     const backoff = this.failureBackoffMs
     const waitMs = this.lastAttemptAt + backoff - Date.now()
     return new ServiceUnavailableError({
       code: 'ERR_JWKS_UNAVAILABLE',
       retryAfterSeconds: waitMs / 1000,
       detail: {
-        issuer: this.issuer,
+        issuer,
         lastFailure: this.lastFailure?.reason,
         lastFailureStatus: this.lastFailure?.status,
         lastFailureUrl: this.lastFailure?.url,
@@ -502,5 +517,89 @@ export class IssuerKeys {
     if (age >= this.options.maxAgeMs && age < this.options.maxAgeMs + this.options.staleIfErrorMs) {
       this.emit?.({ type: 'jwks_stale', issuer: this.issuer, ageMs: age })
     }
+  }
+}
+
+/**
+ * The key sets of one gate, by `jwksUri`: issuers that name the same one (Entra's multi-tenant
+ * `common` keys, several realms behind one proxy) share one {@link KeySet}. An issuer found
+ * through discovery keeps its own: its document must name it.
+ */
+export class KeySets {
+  private readonly byUri = new Map<string, KeySet>()
+
+  /** The key set at `jwksUri`, created by `create` the first time. */
+  at(jwksUri: string, create: () => KeySet): KeySet {
+    let keySet = this.byUri.get(jwksUri)
+    if (keySet === undefined) {
+      keySet = create()
+      this.byUri.set(jwksUri, keySet)
+    }
+    return keySet
+  }
+}
+
+/** The keys of one configured issuer: its {@link KeySet}, own or shared, seen as this issuer's. */
+export class IssuerKeys {
+  readonly issuer: string
+  /** Where its keys come from; the same object for issuers sharing a `jwksUri` in one gate. */
+  readonly keySet: KeySet
+
+  /**
+   * @param shared The gate's {@link KeySets}: with it, an issuer naming a `jwksUri` another issuer
+   * of the gate already named shares that issuer's key set. Without it, the key set is its own.
+   */
+  constructor(
+    issuer: { issuer: string; jwksUri: string | undefined; discovery: boolean },
+    algorithms: readonly JWSAlgorithm[],
+    options: NormalizedJWKSOptions,
+    hooks: { readonly emit: Emit; readonly onKeysRetired: (() => void) | undefined },
+    shared?: KeySets,
+  ) {
+    this.issuer = issuer.issuer
+    const create = () => new KeySet(issuer, algorithms, options, hooks)
+    const { jwksUri } = issuer
+    this.keySet =
+      shared !== undefined && jwksUri !== undefined ? shared.at(jwksUri, create) : create()
+  }
+
+  /** See {@link KeySet.refreshNow}; resolves to this issuer's status. */
+  async refreshNow(): Promise<IssuerKeysStatus> {
+    await this.keySet.refreshNow()
+    return this.status()
+  }
+
+  /** See {@link KeySet.close}: closes the key set for every issuer sharing it. */
+  close(): void {
+    this.keySet.close()
+  }
+
+  /** See {@link KeySet.resolve}. */
+  resolve(
+    kid: string | undefined,
+    alg: JWSAlgorithm,
+    beforeFetch?: () => void,
+  ): Promise<readonly PreparedKey[]> {
+    return this.keySet.resolve(kid, alg, beforeFetch, this.issuer)
+  }
+
+  /** See {@link KeySet.resolveNow}. */
+  resolveNow(kid: string | undefined, alg: JWSAlgorithm): readonly PreparedKey[] | undefined {
+    return this.keySet.resolveNow(kid, alg)
+  }
+
+  /** See {@link KeySet.stillUsable}. */
+  stillUsable(now: number): boolean {
+    return this.keySet.stillUsable(now)
+  }
+
+  /** See {@link KeySet.warm}; resolves to this issuer's status. */
+  async warm(): Promise<IssuerKeysStatus> {
+    await this.keySet.warm()
+    return this.status()
+  }
+
+  status(): IssuerKeysStatus {
+    return this.keySet.status(this.issuer)
   }
 }

@@ -129,11 +129,16 @@ const MAX_SHOWN_ISS = 200
 // pair) and line separators: what could forge, hide or reorder a log line.
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu
 
+/** Configured issuers an `unknown_issuer` refusal names at most, closest to the token's `iss` first. */
+const MAX_SHOWN_ISSUERS = 5
+
 /**
  * The one exception to "no detail before the signature": an `iss` that matches no configured
  * issuer is the usual sign of a misconfiguration (a doubled `/realms/`, a frontend URL), and
  * without it operators see nothing to compare. Named `unverifiedIss`, bounded and stripped of
- * control characters, beside the configured issuers; in the `rejected` event only, never rendered.
+ * control characters, beside how many issuers are configured and up to
+ * {@link MAX_SHOWN_ISSUERS} of them, those sharing the longest prefix with it (issue 30: listing
+ * all of 1,000 issuers made 37 KB per refusal); in the `rejected` event only, never rendered.
  */
 function unknownIssuer(iss: unknown, expected: readonly string[]): InvalidTokenError {
   const shown =
@@ -147,8 +152,55 @@ function unknownIssuer(iss: unknown, expected: readonly string[]): InvalidTokenE
         : `(${iss === null ? 'null' : typeof iss})`
   return new InvalidTokenError({
     reason: 'unknown_issuer',
-    detail: { unverifiedIss: shown, expected },
+    detail: {
+      unverifiedIss: shown,
+      configured: expected.length,
+      expected: closestIssuers(typeof iss === 'string' ? shown : undefined, expected),
+    },
   })
+}
+
+/** Each verifier's issuers in code-unit order, sorted once: a refusal costs O(log n). */
+const sortedIssuers = new WeakMap<readonly string[], readonly string[]>()
+
+/**
+ * Up to {@link MAX_SHOWN_ISSUERS} of `expected`: all of them (in configured order) when there are
+ * no more; else those sharing the longest prefix with `iss`, longest first (the first ones
+ * configured when there is no `iss` to compare). In sorted order, the issuers sharing the longest
+ * prefix with a string lie on either side of where it would be inserted, so a binary search and
+ * a walk outwards find them.
+ */
+function closestIssuers(iss: string | undefined, expected: readonly string[]): readonly string[] {
+  if (expected.length <= MAX_SHOWN_ISSUERS) return expected
+  if (iss === undefined) return expected.slice(0, MAX_SHOWN_ISSUERS)
+  let sorted = sortedIssuers.get(expected)
+  if (sorted === undefined) {
+    sorted = [...expected].sort()
+    sortedIssuers.set(expected, sorted)
+  }
+  let high = sorted.length
+  for (let low = 0; low < high; ) {
+    const middle = (low + high) >>> 1
+    if ((sorted[middle] as string) < iss) low = middle + 1
+    else high = middle
+  }
+  let below = high - 1
+  let above = high
+  const closest: string[] = []
+  while (closest.length < MAX_SHOWN_ISSUERS) {
+    const down = below >= 0 ? commonPrefix(iss, sorted[below] as string) : -1
+    const up = above < sorted.length ? commonPrefix(iss, sorted[above] as string) : -1
+    if (up > down) closest.push(sorted[above++] as string)
+    else closest.push(sorted[below--] as string)
+  }
+  return closest
+}
+
+function commonPrefix(a: string, b: string): number {
+  const length = Math.min(a.length, b.length)
+  let index = 0
+  while (index < length && a.charCodeAt(index) === b.charCodeAt(index)) index++
+  return index
 }
 
 /** Creates the verification step of one gate. */

@@ -149,6 +149,7 @@ describe('gate.check', () => {
       ])
       expect(refusals[1]?.detail).toEqual({
         unverifiedIss: issuer.issuer('beta'),
+        configured: 1,
         expected: [issuer.issuer('acme')],
       })
       expect(Object.getOwnPropertyDescriptor(refusals[1], 'reason')?.value).toBe('unknown_issuer')
@@ -178,7 +179,11 @@ describe('gate.check', () => {
         ['unknown_kid', undefined],
         [
           'unknown_issuer',
-          { unverifiedIss: issuer.issuer('beta'), expected: [issuer.issuer('acme')] },
+          {
+            unverifiedIss: issuer.issuer('beta'),
+            configured: 1,
+            expected: [issuer.issuer('acme')],
+          },
         ],
       ])
     })

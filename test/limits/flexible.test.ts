@@ -188,6 +188,69 @@ describe('rateLimit.store: { flexible } (options)', () => {
   })
 })
 
+/**
+ * A limiter of the window that answers `odd` for tenant acme's key, and a well-formed
+ * `RateLimiterRes` (1 point consumed, the whole window left) for anyone else's.
+ */
+function oddLimiter(window: FlexibleWindow, odd: unknown, calls: string[]) {
+  return {
+    points: window.points,
+    duration: window.durationSeconds,
+    consume(key: string, points = 1) {
+      calls.push(key)
+      if (key.includes('{acme}')) return Promise.resolve(odd)
+      return Promise.resolve({
+        consumedPoints: points,
+        msBeforeNext: window.durationSeconds * 1000,
+      })
+    },
+  }
+}
+
+describe('rateLimit.store: { flexible } answering what no window can (issue 35)', () => {
+  it('caps an msBeforeNext past the window at the window: Retry-After 60, not 3600', async () => {
+    const calls: string[] = []
+    const limiter = limiterWith({
+      windows: [{ points: 1, durationSeconds: 60 }],
+      store: {
+        flexible: (window) =>
+          oddLimiter(window, { consumedPoints: 2, msBeforeNext: 3_600_000 }, calls),
+      },
+    })
+    const refused = await limiter.consume(tenant('acme'), get, token).catch((error) => error)
+    expect(refused).toMatchObject({ status: 429, headers: { 'Retry-After': '60' } })
+  })
+
+  it.each<[string, unknown]>([
+    ['no RateLimiterRes', undefined],
+    ['consumedPoints that are NaN', { consumedPoints: Number.NaN, msBeforeNext: 1000 }],
+    ['consumedPoints below the points added', { consumedPoints: 0, msBeforeNext: 1000 }],
+    ['an infinite msBeforeNext', { consumedPoints: 1, msBeforeNext: Number.POSITIVE_INFINITY }],
+  ])(
+    'fails only the request whose limiter answered %s: the fallback decides it, the store stays in use',
+    async (_name, odd) => {
+      const events: GateEvent[] = []
+      const calls: string[] = []
+      const limiter = limiterWith(
+        {
+          windows: [{ points: 5, durationSeconds: 60 }],
+          store: { flexible: (window) => oddLimiter(window, odd, calls) },
+          onStoreError: 'deny',
+        },
+        { events },
+      )
+      expect(await statusOf(limiter, 'acme')).toBe(503)
+      expect(events).toContainEqual({
+        type: 'limiter_store_error',
+        error: expect.objectContaining({ name: 'LimiterStoreError', code: 'ERR_STORE_ANSWER' }),
+      })
+      expect(await statusOf(limiter, 'globex')).toBe(200)
+      expect(calls).toEqual(['{acme}:default:60', '{globex}:default:60'])
+      expect(events.filter((event) => event.type === 'limiter_fallback')).toEqual([])
+    },
+  )
+})
+
 describe('rateLimit.store: { flexible } on PostgreSQL (RateLimiterPostgres)', () => {
   let server: PostgresServer
 

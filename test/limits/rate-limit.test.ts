@@ -4,17 +4,23 @@ import { RateLimitedError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
 import { normalizeRateLimitOptions } from '../../src/limits/options.js'
 import type { RateLimitOptions, TenantLimiter } from '../../src/limits/rate-limit.js'
-import { createTenantLimiter } from '../../src/limits/rate-limit.js'
+import { createTenantLimiter, LIMITER_FULL_WARNING_CODE } from '../../src/limits/rate-limit.js'
 import type { ResolvedTenant } from '../../src/limits/tenant.js'
 import type { RequestLike } from '../../src/types.js'
-import { get, token } from '../helpers/limiter-fixtures.js'
+import { resetWarningsForTests } from '../../src/warnings.js'
+import { get, ManualClock, token } from '../helpers/limiter-fixtures.js'
 
 const NOW = Date.parse('2025-01-01T00:00:00.000Z')
 const acme: ResolvedTenant = { id: 'acme', plan: undefined }
 
-function limiterWith(options: RateLimitOptions, events?: GateEvent[]): TenantLimiter {
+function limiterWith(
+  options: RateLimitOptions,
+  events?: GateEvent[],
+  clock?: ManualClock,
+): TenantLimiter {
   return createTenantLimiter(normalizeRateLimitOptions(options), {
     emit: events === undefined ? undefined : (event) => events.push(event),
+    ...(clock === undefined ? {} : { clock }),
   })
 }
 
@@ -256,7 +262,7 @@ describe('createTenantLimiter (memory store)', () => {
       expect(spy).toHaveBeenCalledWith(get, token)
     })
 
-    it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '2', null, undefined])(
+    it.each([0, -1, 1.5, Number.NaN, '2', null, undefined])(
       'rejects with a TypeError when the cost function returns %s',
       async (value) => {
         const limiter = limiterWith({
@@ -268,6 +274,63 @@ describe('createTenantLimiter (memory store)', () => {
         )
       },
     )
+  })
+
+  describe('a cost no window can admit (issue 35, finding 3)', () => {
+    // The smallest window by points is the longer one: the cap is the fewest points, not the
+    // shortest duration.
+    const windows = [
+      { points: 100, durationSeconds: 60 },
+      { points: 10, durationSeconds: 3600, name: 'hourly' },
+    ]
+
+    it.each([11, 1000, Number.MAX_SAFE_INTEGER, 2 ** 53, 1e300, Number.POSITIVE_INFINITY])(
+      'refuses a cost of %s, above the smallest window’s points, with 403 ERR_COST_EXCEEDS_LIMIT and counts nothing',
+      async (cost) => {
+        const events: GateEvent[] = []
+        const limiter = limiterWith(
+          { windows, cost: (request) => (request.url === '/bulk' ? cost : 1) },
+          events,
+        )
+        const refused = await attempt(limiter, acme, { ...get, url: '/bulk' })
+        expect(refused).toMatchObject({
+          status: 403,
+          headers: { 'RateLimit-Policy': '"default-60s";q=100;w=60, "hourly";q=10;w=3600' },
+          error: {
+            code: 'ERR_COST_EXCEEDS_LIMIT',
+            reason: 'cost_exceeds_limit',
+            cost,
+            limit: 10,
+            detail: { cost, limit: 10, policy: 'hourly' },
+          },
+        })
+        expect(refused.headers['Retry-After']).toBeUndefined()
+        expect(events).toEqual([])
+        // Nothing was counted: the next request of cost 1 finds every point but its own.
+        expect((await attempt(limiter)).headers['RateLimit']).toBe(
+          '"default-60s";r=99;t=60, "hourly";r=9;t=3600',
+        )
+      },
+    )
+
+    it('admits a cost equal to the smallest window’s points', async () => {
+      const limiter = limiterWith({ windows, cost: () => 10 })
+      expect((await attempt(limiter)).status).toBe(200)
+      expect((await attempt(limiter)).status).toBe(429)
+    })
+
+    it('judges the cost against the plan of the tenant', async () => {
+      const limiter = limiterWith({
+        plans: {
+          free: [{ points: 5, durationSeconds: 60 }],
+          pro: [{ points: 50, durationSeconds: 60 }],
+        },
+        defaultPlan: 'free',
+        cost: () => 20,
+      })
+      expect((await attempt(limiter, { id: 'acme', plan: 'free' })).status).toBe(403)
+      expect((await attempt(limiter, { id: 'acme', plan: 'pro' })).status).toBe(200)
+    })
   })
 
   it('keeps tenants apart: one tenant over its limit never refuses another', async () => {
@@ -288,7 +351,7 @@ describe('createTenantLimiter (memory store)', () => {
     expect(await admittedCount(limiter, 3)).toBe(2)
   })
 
-  it('forgets tenants that went quiet once their windows end', async () => {
+  it('holds no timer for any tenant window: windows end by the clock alone (issue 30)', async () => {
     vi.useFakeTimers({ now: NOW })
     const limiter = limiterWith({
       windows: [
@@ -299,32 +362,143 @@ describe('createTenantLimiter (memory store)', () => {
     for (let index = 0; index < 1000; index++) {
       await limiter.consume({ id: `tenant-${index}`, plan: undefined }, get, token)
     }
-    // The memory store holds one expiry timer per tenant window; the count goes with it.
-    expect(vi.getTimerCount()).toBe(2000)
-    vi.advanceTimersByTime(1000)
-    expect(vi.getTimerCount()).toBe(1000)
-    vi.advanceTimersByTime(29_000)
+    // rate-limiter-flexible's memory store, and this one before issue 30, held 2,000 here.
     expect(vi.getTimerCount()).toBe(0)
+    vi.advanceTimersByTime(1000)
     expect((await attempt(limiter, { id: 'tenant-0', plan: undefined })).headers['RateLimit']).toBe(
+      '"default-1s";r=4;t=1, "default-30s";r=48;t=29',
+    )
+    vi.advanceTimersByTime(29_000)
+    expect((await attempt(limiter, { id: 'tenant-1', plan: undefined })).headers['RateLimit']).toBe(
       '"default-1s";r=4;t=1, "default-30s";r=49;t=30',
     )
+    expect(vi.getTimerCount()).toBe(0)
   })
 
-  it('keeps refusing correctly once 10 000 spent tenants fill the in-process block list', async () => {
-    // Only the clock is faked: 10 000 fake timers would make the fake scheduler crawl.
-    vi.useFakeTimers({ now: NOW, toFake: ['Date'] })
-    const limiter = limiterWith({ windows: [{ points: 1, durationSeconds: 1 }] })
-    for (let index = 0; index < 10_000; index++) {
-      await limiter.consume({ id: `tenant-${index}`, plan: undefined }, get, token)
-    }
-    // The list is full: the next spent tenant is refused by the store instead.
-    const late = { id: 'late', plan: undefined }
-    expect(await admittedCount(limiter, 3, late)).toBe(1)
-    expect((await attempt(limiter, { id: 'tenant-0', plan: undefined })).status).toBe(429)
-    // Expired entries make room again.
-    vi.setSystemTime(NOW + 1000)
-    expect(await admittedCount(limiter, 3, { id: 'later', plan: undefined })).toBe(1)
-    expect(await admittedCount(limiter, 2, { id: 'tenant-0', plan: undefined })).toBe(1)
+  describe('maxTenants (issue 30)', () => {
+    const tenant = (id: string): ResolvedTenant => ({ id, plan: undefined })
+
+    it('answers 503 ERR_LIMITER_UNAVAILABLE to a new tenant while maxTenants windows have not ended, with Retry-After when the oldest ends', async () => {
+      const clock = new ManualClock()
+      const events: GateEvent[] = []
+      const limiter = limiterWith(
+        { windows: [{ points: 3, durationSeconds: 60 }], maxTenants: 2 },
+        events,
+        clock,
+      )
+      expect((await attempt(limiter, tenant('a'))).status).toBe(200)
+      clock.advance(20_000)
+      expect((await attempt(limiter, tenant('b'))).status).toBe(200)
+      clock.advance(5_000)
+      const refused = await attempt(limiter, tenant('c'))
+      expect(refused).toMatchObject({
+        status: 503,
+        headers: { 'Retry-After': '35' },
+        error: {
+          code: 'ERR_LIMITER_UNAVAILABLE',
+          reason: 'limiter_unavailable',
+          cause: { name: 'LimiterStoreError', code: 'ERR_STORE_FULL' },
+        },
+      })
+      expect(events).toContainEqual({
+        type: 'limiter_store_error',
+        error: expect.objectContaining({ code: 'ERR_STORE_FULL' }),
+      })
+      // The tenants held are still limited exactly, and c is counted once a window ends.
+      expect(await admittedCount(limiter, 5, tenant('a'))).toBe(2)
+      clock.advance(35_000)
+      expect((await attempt(limiter, tenant('c'))).headers['RateLimit']).toBe('"default";r=2;t=60')
+      expect((await attempt(limiter, tenant('a'))).status).toBe(503)
+      expect(await admittedCount(limiter, 5, tenant('b'))).toBe(2)
+    })
+
+    it('warns once, without an onEvent listener, naming the option to raise', async () => {
+      resetWarningsForTests()
+      const warnings: Array<Error & { code?: string }> = []
+      const onWarning = (warning: Error) => warnings.push(warning)
+      process.on('warning', onWarning)
+      try {
+        const limiter = limiterWith({
+          windows: [{ points: 3, durationSeconds: 60 }],
+          maxTenants: 1,
+        })
+        await attempt(limiter, tenant('a'))
+        for (let index = 0; index < 20; index++) await attempt(limiter, tenant(`new-${index}`))
+        await new Promise((resolve) => setImmediate(resolve))
+      } finally {
+        process.off('warning', onWarning)
+        resetWarningsForTests()
+      }
+      const full = warnings.filter((warning) => warning.code === LIMITER_FULL_WARNING_CODE)
+      expect(full).toHaveLength(1)
+      expect(full[0]?.message).toContain('rateLimit.maxTenants (1)')
+    })
+
+    it('takes back what the shorter windows counted for a request a full longer window could not count', async () => {
+      const clock = new ManualClock()
+      const limiter = limiterWith(
+        {
+          windows: [
+            { points: 5, durationSeconds: 1 },
+            { points: 50, durationSeconds: 3600 },
+          ],
+          maxTenants: 1,
+        },
+        [],
+        clock,
+      )
+      expect((await attempt(limiter, tenant('a'))).status).toBe(200)
+      clock.advance(1000)
+      // b fits in the 1-second window (a's ended) but not in the hour (a's has not).
+      for (let index = 0; index < 3; index++) {
+        expect((await attempt(limiter, tenant('b'))).status).toBe(503)
+      }
+      clock.advance(3_599_000)
+      expect((await attempt(limiter, tenant('b'))).headers['RateLimit']).toBe(
+        '"default-1s";r=4;t=1, "default-3600s";r=49;t=3600',
+      )
+    })
+
+    it('never admits a tenant more than its points within one of its windows, whatever the churn of tenants and time', async () => {
+      const clock = new ManualClock()
+      const points = 3
+      const durationMs = 10_000
+      const limiter = limiterWith(
+        { windows: [{ points, durationSeconds: durationMs / 1000 }], maxTenants: 5 },
+        [],
+        clock,
+      )
+      let seed = 11
+      const random = () => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+        return seed / 2 ** 31
+      }
+      const admitted = new Map<string, number[]>()
+      const statuses = new Map<number, number>()
+      for (let step = 0; step < 5000; step++) {
+        clock.advance(Math.floor(random() * 400))
+        const id = `t${Math.floor(random() * 20)}`
+        const { status } = await attempt(limiter, tenant(id))
+        statuses.set(status, (statuses.get(status) ?? 0) + 1)
+        if (status === 200) admitted.set(id, [...(admitted.get(id) ?? []), clock.now()])
+      }
+      // Every answer was decided: admitted, over the limit, or not counted while memory was full.
+      expect([...statuses.keys()].sort()).toEqual([200, 429, 503])
+      // With cost 1, a window opens at an admitted request (a 503 counts nothing): greedy windows
+      // over each tenant's admitted times are the limiter's own, and none holds more than points.
+      for (const [id, times] of admitted) {
+        let start = Number.NEGATIVE_INFINITY
+        let inWindow = 0
+        for (const at of times) {
+          if (at >= start + durationMs) {
+            start = at
+            inWindow = 0
+          }
+          inWindow++
+          expect(inWindow, `${id}: window opened at ${start}`).toBeLessThanOrEqual(points)
+        }
+      }
+    })
   })
 
   it('reports each refusal as a rate_limited event with tenant and policy name', async () => {
@@ -334,6 +508,17 @@ describe('createTenantLimiter (memory store)', () => {
     await attempt(limiter)
     await attempt(limiter, { id: 'globex', plan: undefined })
     expect(events).toEqual([{ type: 'rate_limited', tenant: 'acme', policy: 'default' }])
+  })
+
+  it('keeps 1,000,000 tenants per window unless maxTenants says otherwise', () => {
+    expect(
+      normalizeRateLimitOptions({ windows: [{ points: 1, durationSeconds: 1 }] }),
+    ).toMatchObject({
+      maxTenants: 1_000_000,
+    })
+    expect(
+      normalizeRateLimitOptions({ windows: [{ points: 1, durationSeconds: 1 }], maxTenants: 5000 }),
+    ).toMatchObject({ maxTenants: 5000 })
   })
 
   describe('option validation', () => {
@@ -564,6 +749,21 @@ describe('createTenantLimiter (memory store)', () => {
         /"rateLimit.headers" must be one of 'draft-10', 'legacy', 'both', false/,
       ],
       ['headers: true', { windows, headers: true }, /"rateLimit.headers" must be one of/],
+      [
+        'a maxTenants of 0',
+        { windows, maxTenants: 0 },
+        /"rateLimit.maxTenants" must be a whole number from 1 to 100000000 \(got number 0\)/,
+      ],
+      [
+        'a fractional maxTenants',
+        { windows, maxTenants: 1.5 },
+        /"rateLimit.maxTenants" must be a whole number from 1 to 100000000/,
+      ],
+      [
+        'maxTenants as a string',
+        { windows, maxTenants: '1000' },
+        /"rateLimit.maxTenants" must be a whole number from 1 to 100000000/,
+      ],
     ])('throws a TypeError for %s', (_name, options, message) => {
       const create = () => limiterWith(options as RateLimitOptions)
       expect(create).toThrow(TypeError)

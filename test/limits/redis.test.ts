@@ -226,6 +226,20 @@ describe('createTenantLimiter (Redis store)', () => {
     expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
   })
 
+  it('never answers a Retry-After past the window, whatever TTL another client gave the key (issue 35)', async () => {
+    const keyPrefix = nextPrefix()
+    await admin.set(`${keyPrefix}:{acme}:default:60`, 5, 'EX', 3600)
+    const limiter = await limiterOnServer({
+      keyPrefix,
+      windows: [{ points: 5, durationSeconds: 60 }],
+      storeTimeoutMs: ROOMY_TIMEOUT_MS,
+    })
+    expect(await attempt(limiter)).toMatchObject({
+      status: 429,
+      headers: { 'Retry-After': '60', RateLimit: '"default";r=0;t=60' },
+    })
+  })
+
   it('refuses a spent tenant from process memory, without a Redis call', async ({ annotate }) => {
     const events: GateEvent[] = []
     const limiter = await limiterOnServer(

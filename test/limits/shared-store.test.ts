@@ -11,7 +11,7 @@ import { normalizeRateLimitOptions } from '../../src/limits/options.js'
 import type { RateLimitOptions, TenantLimiter } from '../../src/limits/rate-limit.js'
 import { createTenantLimiter } from '../../src/limits/rate-limit.js'
 import type { ResolvedTenant } from '../../src/limits/tenant.js'
-import type { SharedStore } from '../../src/shared-store.js'
+import { checkedIncrement, type SharedStore } from '../../src/shared-store.js'
 import type { RequestLike } from '../../src/types.js'
 import { get, ManualClock, token } from '../helpers/limiter-fixtures.js'
 
@@ -230,30 +230,171 @@ const MALFORMED: ReadonlyArray<[string, unknown, string]> = [
   ],
 ]
 
+describe('rateLimit.store: { shared } answering past its window (issue 35)', () => {
+  /** A store that answers `msBeforeReset` for acme's counter, counting correctly otherwise. */
+  function storeAnswering(msBeforeReset: number, count: number, clock: ManualClock) {
+    const shared = mapStore(() => clock.now())
+    const store: SharedStore & { acmeCalls: number } = {
+      acmeCalls: 0,
+      increment(key, amount, ttlMs) {
+        if (!key.includes('{acme}')) return shared.increment(key, amount, ttlMs)
+        store.acmeCalls++
+        return Promise.resolve({ count, msBeforeReset })
+      },
+      claimOnce: shared.claimOnce,
+    }
+    return store
+  }
+
+  it('caps a reset of 3,600,000 ms for a 60 s window at the window: Retry-After 60, and the store asked again after 60 s', async () => {
+    const clock = new ManualClock()
+    const store = storeAnswering(3_600_000, 2, clock)
+    const limiter = limiterWith(
+      { windows: [{ points: 1, durationSeconds: 60 }], store: { shared: store } },
+      { clock },
+    )
+    expect(await answerOf(limiter)).toMatchObject({
+      status: 429,
+      headers: { 'Retry-After': '60', RateLimit: '"default";r=0;t=60' },
+    })
+    clock.advance(59_999)
+    // Refused from memory until the window's end, without the store.
+    expect((await answerOf(limiter)).status).toBe(429)
+    expect(store.acmeCalls).toBe(1)
+    clock.advance(1)
+    await answerOf(limiter)
+    expect(store.acmeCalls).toBe(2)
+  })
+
+  it('refuses a tenant whose counter answers { count: MAX, msBeforeReset: MAX } for one window at most, and nobody else', async () => {
+    const clock = new ManualClock()
+    const events: GateEvent[] = []
+    const store = storeAnswering(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, clock)
+    const limiter = limiterWith(
+      { windows: [{ points: 5, durationSeconds: 60 }], store: { shared: store } },
+      { clock, events },
+    )
+    expect(await answerOf(limiter)).toMatchObject({ status: 429, headers: { 'Retry-After': '60' } })
+    expect(await answerOf(limiter, 'globex')).toMatchObject({ status: 200 })
+    expect(events.map(({ type }) => type)).toEqual(['rate_limited'])
+    clock.advance(60_000)
+    await answerOf(limiter)
+    expect(store.acmeCalls).toBe(2)
+  })
+
+  it('checkedIncrement caps msBeforeReset at ttlMs', () => {
+    expect(checkedIncrement({ count: 2, msBeforeReset: 3_600_000 }, 1, 60_000)).toEqual({
+      count: 2,
+      msBeforeReset: 60_000,
+    })
+    expect(checkedIncrement({ count: 2, msBeforeReset: 1234 }, 1, 60_000)).toEqual({
+      count: 2,
+      msBeforeReset: 1234,
+    })
+  })
+})
+
+describe('rateLimit.store: { shared } and the request cost (issue 35)', () => {
+  it('refuses a cost above the smallest window with 403 before calling the store, and leaves every other tenant to the store', async () => {
+    const shared = mapStore()
+    const events: GateEvent[] = []
+    const limiter = limiterWith(
+      {
+        windows: [{ points: 10, durationSeconds: 60 }],
+        store: { shared },
+        // As an application that takes the cost from a header.
+        cost: (request) => Number(request.headers['x-cost'] ?? 1),
+      },
+      { events },
+    )
+    const huge = { ...get, headers: { 'x-cost': '9007199254740991' } }
+    expect(await answerOf(limiter, 'acme', huge)).toMatchObject({
+      status: 403,
+      code: 'ERR_COST_EXCEEDS_LIMIT',
+    })
+    expect(shared.calls).toEqual([])
+    expect(await answerOf(limiter, 'globex')).toMatchObject({ status: 200 })
+    expect(await answerOf(limiter, 'acme')).toMatchObject({
+      status: 200,
+      headers: { RateLimit: '"default";r=9;t=60' },
+    })
+    expect(events.map(({ type }) => type)).toEqual([])
+  })
+})
+
+describe('rateLimit.store: { shared } with its memory of spent tenants full (issue 30)', () => {
+  it('still admits every tenant exactly its points: tenants forgotten from memory are refused by the store', async () => {
+    const shared = mapStore()
+    const limiter = limiterWith({
+      windows: [{ points: 2, durationSeconds: 60 }],
+      store: { shared },
+      maxTenants: 3,
+    })
+    const admitted = new Map<string, number>()
+    for (let round = 0; round < 6; round++) {
+      for (let index = 0; index < 10; index++) {
+        const id = `tenant-${index}`
+        if ((await answerOf(limiter, id)).status === 200) {
+          admitted.set(id, (admitted.get(id) ?? 0) + 1)
+        }
+      }
+    }
+    expect([...admitted.values()]).toEqual(Array.from({ length: 10 }, () => 2))
+    // 20 admitted and 10 first refusals went to the store; with only 3 spent tenants remembered,
+    // most later refusals did too, and none was admitted.
+    expect(shared.calls.length).toBeGreaterThan(30)
+  })
+})
+
 describe('rateLimit.store: { shared } that fails', () => {
   const windows = [{ points: 2, durationSeconds: 60 }]
 
   it.each(MALFORMED)(
-    'takes an answer of %s for a store failure, named in the event: the fallback decides',
+    'fails only the request it answered with %s: the fallback decides it, the store stays in use for every other (issue 35)',
     async (_name, answer, message) => {
       const events: GateEvent[] = []
-      const limiter = limiterWith(
-        {
-          windows,
-          store: { shared: failingStore(async () => answer as never) },
-          storeRetryIntervalMs: 0,
-        },
-        { events },
-      )
+      const shared = mapStore()
+      // The store misbehaves on one tenant's counter only.
+      const store: SharedStore = {
+        increment: (key, amount, ttlMs) =>
+          key.includes('{acme}')
+            ? Promise.resolve(answer as never)
+            : shared.increment(key, amount, ttlMs),
+        claimOnce: shared.claimOnce,
+      }
+      const limiter = limiterWith({ windows, store: { shared: store } }, { events })
       const answers = [await answerOf(limiter), await answerOf(limiter), await answerOf(limiter)]
-      // The memory fallback applies the same window: 2 admitted, then 429 from memory.
+      // The memory fallback applies the same window to acme: 2 admitted, then 429 from memory.
       expect(answers.map(({ status }) => status)).toEqual([200, 200, 429])
       expect(storeErrors(events)[0]).toMatchObject({
         error: { name: 'LimiterStoreError', code: 'ERR_STORE_ANSWER' },
       })
       const error = (storeErrors(events)[0] as { error: Error }).error
       expect(error.message).toContain(message)
-      expect(events).toContainEqual({ type: 'limiter_fallback', engaged: true, policy: 'memory' })
+      // Not a store failure: nobody else is sent to the fallback, and the store is not skipped.
+      expect(events.filter((event) => event.type === 'limiter_fallback')).toEqual([])
+      expect(await answerOf(limiter, 'globex')).toMatchObject({
+        status: 200,
+        headers: { RateLimit: '"default";r=1;t=60' },
+      })
+      expect(shared.calls.map(({ key }) => key)).toEqual(['tollgate:rl:{globex}:default:60'])
+    },
+  )
+
+  it.each([
+    ['deny', 503, 'ERR_LIMITER_UNAVAILABLE'],
+    ['allow', 200, undefined],
+  ] as const)(
+    "answers a malformed answer's request by onStoreError '%s'",
+    async (policy, status, code) => {
+      const limiter = limiterWith({
+        windows,
+        store: { shared: failingStore(async () => ({ count: Number.NaN }) as never) },
+        onStoreError: policy,
+      })
+      const answer = await answerOf(limiter)
+      expect(answer.status).toBe(status)
+      expect(answer.code).toBe(code)
     },
   )
 

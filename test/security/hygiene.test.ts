@@ -267,7 +267,16 @@ describe('errors and events in the core', () => {
       // and the `iss` of a token from no configured issuer, bounded and named unverifiedIss.
       const { detail } = error as { detail?: Record<string, unknown> }
       for (const key of Object.keys(detail ?? {})) {
-        expect(['aud', 'expected', 'claim', 'exp', 'iat', 'nbf', 'unverifiedIss']).toContain(key)
+        expect([
+          'aud',
+          'expected',
+          'configured',
+          'claim',
+          'exp',
+          'iat',
+          'nbf',
+          'unverifiedIss',
+        ]).toContain(key)
       }
       expectNoMarkers(
         inspect({ ...detail, aud: undefined, unverifiedIss: undefined }, { depth: 10 }),

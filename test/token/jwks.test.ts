@@ -6,7 +6,12 @@ import { createGate } from '../../src/gate/gate.js'
 import type { TestIssuerFault } from '../../src/testing/faults.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
-import { IssuerKeys, JWKS_WARNING_CODE, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
+import {
+  IssuerKeys,
+  JWKS_WARNING_CODE,
+  KeySets,
+  type NormalizedJWKSOptions,
+} from '../../src/token/jwks.js'
 import { resetWarningsForTests } from '../../src/warnings.js'
 
 const OPTIONS: NormalizedJWKSOptions = {
@@ -592,4 +597,167 @@ describe('configuration failures without an onEvent listener', () => {
     )
     return { keys }
   }
+})
+
+describe('gate.ready() fetches only what is not fresh (issue 30)', () => {
+  const START = Date.UTC(2032, 0, 1)
+
+  it('fetches each key set on the first call, and nothing on a second call within maxAgeMs', async () => {
+    vi.useFakeTimers({ now: START, toFake: ['Date'] })
+    const gate = createGate({
+      issuers: keycloak({ authUrl: issuer.url, realms: ['acme', 'beta'] }),
+      audience: 'gateway',
+      jwks: { maxAgeMs: 60_000 },
+    })
+    expect((await gate.ready()).ready).toBe(true)
+    expect([issuer.fetchCount('acme'), issuer.fetchCount('beta')]).toEqual([1, 1])
+    vi.setSystemTime(START + 59_999)
+    const again = await gate.ready()
+    expect(again.issuers.map((status) => status.state)).toEqual(['fresh', 'fresh'])
+    expect([issuer.fetchCount('acme'), issuer.fetchCount('beta')]).toEqual([1, 1])
+    // Past maxAgeMs the keys are not fresh: the next call fetches them again.
+    vi.setSystemTime(START + 60_000)
+    await gate.ready()
+    expect([issuer.fetchCount('acme'), issuer.fetchCount('beta')]).toEqual([2, 2])
+    await gate.close()
+  })
+
+  it('makes no fetch for an IssuerKeys whose keys are fresh', async () => {
+    const { keys } = keysOf()
+    expect((await keys.warm()).state).toBe('fresh')
+    expect((await keys.warm()).state).toBe('fresh')
+    expect(issuer.fetchCount()).toBe(1)
+  })
+})
+
+describe('issuers sharing one jwksUri (issue 30)', () => {
+  /** Two issuers whose keys are both at acme's JWKS (realms behind one proxy, Entra's `common`). */
+  const OTHER = 'https://proxy.example/realms/other'
+  function sharedOptions(events: GateEvent[] = []) {
+    return {
+      issuers: [
+        { issuer: issuer.issuer('acme'), jwksUri: issuer.jwksUri('acme') },
+        { issuer: OTHER, jwksUri: issuer.jwksUri('acme') },
+      ],
+      audience: 'gateway',
+      onEvent: (event: GateEvent) => events.push(event),
+    }
+  }
+
+  it('fetch their key set once for ready(), report each issuer, and name the first in the events', async () => {
+    const events: GateEvent[] = []
+    const gate = createGate(sharedOptions(events))
+    const report = await gate.ready()
+    expect(issuer.fetchCount('acme')).toBe(1)
+    expect(report.issuers.map(({ issuer: name, state }) => [name, state])).toEqual([
+      [issuer.issuer('acme'), 'fresh'],
+      [OTHER, 'fresh'],
+    ])
+    expect(report.issuers[0]?.fetchedAt).toBe(report.issuers[1]?.fetchedAt)
+    expect(events.filter((event) => event.type === 'jwks_refreshed')).toEqual([
+      expect.objectContaining({ issuer: issuer.issuer('acme') }),
+    ])
+    await gate.refresh()
+    expect(issuer.fetchCount('acme')).toBe(2)
+    await gate.close()
+  })
+
+  it('report a failed fetch of their key set once, naming the first issuer, and each issuer unavailable', async () => {
+    issuer.setFault({ kind: 'status', status: 500 })
+    const events: GateEvent[] = []
+    const gate = createGate(sharedOptions(events))
+    const report = await gate.ready()
+    expect(report.ready).toBe(false)
+    expect(report.issuers.map(({ state, lastFailure }) => [state, lastFailure])).toEqual([
+      ['unavailable', 'status'],
+      ['unavailable', 'status'],
+    ])
+    expect(events.filter((event) => event.type === 'jwks_refresh_failed')).toEqual([
+      expect.objectContaining({ issuer: issuer.issuer('acme'), status: 500 }),
+    ])
+    await gate.close()
+  })
+
+  it('admit tokens of both issuers with one fetch', async () => {
+    const gate = createGate(sharedOptions())
+    const own = await issuer.mint({ aud: 'gateway' })
+    const other = await issuer.mint({ aud: 'gateway', iss: OTHER })
+    expect((await gate.check({ headers: { authorization: `Bearer ${own}` } })).auth?.issuer).toBe(
+      issuer.issuer('acme'),
+    )
+    expect((await gate.check({ headers: { authorization: `Bearer ${other}` } })).auth?.issuer).toBe(
+      OTHER,
+    )
+    expect(issuer.fetchCount('acme')).toBe(1)
+    await gate.close()
+  })
+
+  it('let a refetch for a rotated key, made for one issuer, serve the other', async () => {
+    const gate = createGate(sharedOptions())
+    await gate.ready()
+    const rotated = await issuer.rotate({ alg: 'RS256' })
+    const other = await issuer.mint({ aud: 'gateway', iss: OTHER }, { kid: rotated })
+    const own = await issuer.mint({ aud: 'gateway' }, { kid: rotated })
+    expect((await gate.check({ headers: { authorization: `Bearer ${other}` } })).auth?.issuer).toBe(
+      OTHER,
+    )
+    expect(issuer.fetchCount('acme')).toBe(2)
+    expect((await gate.check({ headers: { authorization: `Bearer ${own}` } })).auth?.issuer).toBe(
+      issuer.issuer('acme'),
+    )
+    expect(issuer.fetchCount('acme')).toBe(2)
+    await gate.close()
+  })
+
+  it('share the unknown-kid backoff: a kid unknown to one is refused at once for the other while refetches back off', async () => {
+    vi.useFakeTimers({ now: 1_000_000 })
+    const fetchedAt: number[] = []
+    const fetch: typeof globalThis.fetch = async () => {
+      fetchedAt.push(Date.now())
+      return new Response(JSON.stringify(issuer.jwks('acme')), { status: 200 })
+    }
+    const sets = new KeySets()
+    const hooks = { emit: undefined, onKeysRetired: undefined }
+    const options = { ...OPTIONS, fetch }
+    const uri = issuer.jwksUri('acme')
+    const algorithms = ['RS256'] as const
+    const a = new IssuerKeys(
+      { issuer: 'https://a.example', jwksUri: uri, discovery: false },
+      algorithms,
+      options,
+      hooks,
+      sets,
+    )
+    const b = new IssuerKeys(
+      { issuer: 'https://b.example', jwksUri: uri, discovery: false },
+      algorithms,
+      options,
+      hooks,
+      sets,
+    )
+    expect(a.keySet).toBe(b.keySet)
+    expect(await b.resolve(kidOf('RS256'), 'RS256')).toHaveLength(1)
+    const lookup = a.resolve('random-a', 'RS256')
+    await vi.advanceTimersByTimeAsync(600)
+    expect(await lookup).toEqual([])
+    expect(fetchedAt).toEqual([1_000_000, 1_000_500])
+    // The next refetch is 1000 ms after the last, for b's kids as for a's.
+    expect(await b.resolve('random-b', 'RS256')).toEqual([])
+    expect(fetchedAt).toHaveLength(2)
+  })
+
+  it('keeps separate key sets for issuers with their own jwksUri, and without KeySets', () => {
+    const sets = new KeySets()
+    const hooks = { emit: undefined, onKeysRetired: undefined }
+    const entry = (name: string, realm: string) => ({
+      issuer: name,
+      jwksUri: issuer.jwksUri(realm),
+      discovery: false,
+    })
+    const a = new IssuerKeys(entry('a', 'acme'), ['RS256'], OPTIONS, hooks, sets)
+    const b = new IssuerKeys(entry('b', 'beta'), ['RS256'], OPTIONS, hooks, sets)
+    const c = new IssuerKeys(entry('c', 'acme'), ['RS256'], OPTIONS, hooks)
+    expect(a.keySet).not.toBe(b.keySet)
+    expect(a.keySet).not.toBe(c.keySet)
+  })
 })

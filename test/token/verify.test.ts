@@ -49,6 +49,7 @@ describe('unknown_issuer', () => {
     )
     expect(rejected.detail).toEqual({
       unverifiedIss: 'https://sso.example.com/realms/acme/realms/acme',
+      configured: 2,
       expected: [issuer.issuer('acme'), issuer.issuer('beta')],
     })
   })
