@@ -1,0 +1,142 @@
+/**
+ * A full reload of the revocation list from Redis, in pages: when an instance starts, and when the
+ * log of changes cannot bring it up to date (a new epoch, a gap past what the log keeps). Each
+ * page is one short script (HSCAN of `PAGE_SIZE` fields, expired ones dropped, with the sequence
+ * number it is as of); the event loop runs between pages, and changes published meanwhile are
+ * applied as they come. A page's copy of an entry is not applied over a change to it that is
+ * newer than the page (`touched`).
+ *
+ * Redis is not a reliable source of *absence*: restarted from an older RDB snapshot it has lost
+ * the revocations made since; `allkeys-lru` may evict the entries hash alone; a write this
+ * instance queued may not have reached it yet. So an entry held here that no page returned is kept,
+ * and written back, unless its removal is known (a tombstone in Redis, or an unrevoke queued
+ * here). Removals are the only way an entry leaves early. When Redis went back in time
+ * (`dataLoss`), an entry both hold keeps the stricter copy; otherwise Redis's copy is taken.
+ *
+ * @module
+ */
+import { identityOf, type RevocationEntry, type RevocationList } from './list.js'
+import { type RedisLink, yieldToLoop } from './redis-link.js'
+import { PAGE, storedEntryOf, TOMBSTONES } from './redis-scripts.js'
+import type { PendingWrites } from './redis-writes.js'
+
+/** Fields per page: a few milliseconds of Redis time and of this process's. */
+export const PAGE_SIZE = 1000
+/** Entries of the list visited between two yields when looking for those no page returned. */
+const WALK_STEP = 10_000
+/** Identities per tombstone check. */
+const TOMBSTONE_BATCH = 200
+
+/** What a reload works on: the sync's state, in one record. */
+export interface ReloadState {
+  readonly link: RedisLink
+  readonly list: RevocationList
+  readonly writes: PendingWrites
+  /** The sequence number of the last change applied to each identity lately. */
+  readonly touched: Map<string, number>
+  readonly closed: () => boolean
+}
+
+/** The stricter of two copies of one identity: the later not-before, the later expiry. */
+export function stricter(a: RevocationEntry, b: RevocationEntry): RevocationEntry {
+  if (b.notBefore <= a.notBefore && b.expiresAt <= a.expiresAt) return a
+  return {
+    ...a,
+    notBefore: Math.max(a.notBefore, b.notBefore),
+    expiresAt: Math.max(a.expiresAt, b.expiresAt),
+  }
+}
+
+/**
+ * Applies one stored copy read as of change `asOf`; returns the copy to write back when the
+ * one held here is stricter and Redis must learn it.
+ */
+export function applyStored(
+  state: ReloadState,
+  field: string,
+  value: string,
+  asOf: number,
+  dataLoss: boolean,
+  nowMs: number,
+): RevocationEntry | undefined {
+  const newer = state.touched.get(field)
+  if (newer !== undefined && newer > asOf) return undefined
+  const stored = storedEntryOf(field, value)
+  if (stored === undefined || stored.expiresAt <= nowMs) return undefined
+  const queued = state.writes.queued(field)
+  // An unrevoke queued here wins over the copy Redis still has; the queue writes it.
+  if (queued === false) return undefined
+  const local = state.list.get(stored)
+  if (local === undefined || (!dataLoss && queued !== true)) {
+    state.list.set(stored)
+    return undefined
+  }
+  const kept = stricter(stored, local)
+  state.list.set(kept)
+  return kept === stored ? undefined : kept
+}
+
+/**
+ * Reloads every entry; resolves with the number of entries queued to be written back. Rejects on a
+ * store failure: what was applied stays.
+ */
+export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<number> {
+  const { link, list } = state
+  const mark = ++list.mark
+  const writeBack: RevocationEntry[] = []
+  let cursor = '0'
+  do {
+    const [next, seqText, live] = await link.run<[string, string, string[]]>(
+      PAGE,
+      [link.keys.entries, link.keys.seq],
+      [cursor, PAGE_SIZE, Date.now()],
+    )
+    if (state.closed()) return 0
+    const asOf = Number(seqText) || 0
+    const now = Date.now()
+    for (let i = 0; i + 1 < live.length; i += 2) {
+      const back = applyStored(state, live[i] as string, live[i + 1] as string, asOf, dataLoss, now)
+      if (back !== undefined) writeBack.push(back)
+    }
+    cursor = String(next)
+    await yieldToLoop()
+  } while (cursor !== '0')
+  await settleUnseen(state, mark, writeBack)
+  return state.writes.writeBack(writeBack)
+}
+
+/** Entries held here that no page returned: dropped when Redis has their tombstone, else written back. */
+async function settleUnseen(
+  state: ReloadState,
+  mark: number,
+  writeBack: RevocationEntry[],
+): Promise<void> {
+  const unseen: (RevocationEntry & { readonly mark: number })[] = []
+  let steps = 0
+  const now = Date.now()
+  for (const entry of state.list.walk()) {
+    if (entry.mark !== mark && entry.expiresAt > now) unseen.push(entry)
+    if (++steps % WALK_STEP === 0) await yieldToLoop()
+  }
+  for (let start = 0; start < unseen.length; start += TOMBSTONE_BATCH) {
+    const batch = unseen.slice(start, start + TOMBSTONE_BATCH)
+    const fields = batch.map(identityOf)
+    const removed = new Set(
+      await state.link.run<string[]>(
+        TOMBSTONES,
+        [state.link.keys.removed],
+        [Date.now(), ...fields],
+      ),
+    )
+    for (const [index, entry] of batch.entries()) {
+      const field = fields[index] as string
+      const queued = state.writes.queued(field)
+      if (queued === false) continue
+      // Changed since the walk (a message, a lookup, a revoke here), or gone: nothing to settle.
+      if (state.list.markOf(entry) !== entry.mark) continue
+      // Removed on purpose (and not revoked again here since): let it go.
+      if (removed.has(field) && queued !== true) state.list.remove(entry)
+      else writeBack.push(entry)
+    }
+  }
+}
