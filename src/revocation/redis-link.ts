@@ -4,8 +4,10 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto'
 import type { Emit } from '../events.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './options.js'
+import { CLAIM } from './redis-scripts.js'
 
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
 
@@ -73,6 +75,18 @@ export class RedisLink {
     })
     call.catch(() => {})
     return Promise.race([call, deadline]).finally(() => clearTimeout(timer))
+  }
+
+  /** Records `key` for `ttlMs` unless recorded: `true` the first time, `undefined` when Redis failed. */
+  async claimOnce(key: string, ttlMs: number): Promise<boolean | undefined> {
+    const hashed = createHash('sha256').update(key).digest('base64url')
+    try {
+      const reply = await this.run<string | null>(CLAIM, [this.keys.seen(hashed)], [ttlMs])
+      return reply === 'OK'
+    } catch (error) {
+      this.storeError(error)
+      return undefined
+    }
   }
 
   /** A `revocation_store_error` event, at most one a second. */

@@ -77,10 +77,10 @@ export function applyStored(
 }
 
 /**
- * Reloads every entry; resolves with the number of entries queued to be written back. Rejects on a
- * store failure: what was applied stays.
+ * Reloads every entry, then writes back what Redis lacks. Rejects on a store failure: what was
+ * applied stays.
  */
-export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<number> {
+export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<void> {
   const { link, list } = state
   const mark = ++list.mark
   const writeBack: RevocationEntry[] = []
@@ -91,7 +91,7 @@ export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<
       [link.keys.entries, link.keys.seq],
       [cursor, PAGE_SIZE, Date.now()],
     )
-    if (state.closed()) return 0
+    if (state.closed()) return
     const asOf = Number(seqText) || 0
     const now = Date.now()
     for (let i = 0; i + 1 < live.length; i += 2) {
@@ -102,7 +102,15 @@ export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<
     await yieldToLoop()
   } while (cursor !== '0')
   await settleUnseen(state, mark, writeBack)
-  return state.writes.writeBack(writeBack)
+  const lost = state.writes.writeBack(writeBack)
+  if (lost === 0) return
+  // Redis lost these (or a queued write of ours has not reached it yet): every instance needs them.
+  state.link.storeError(
+    new Error(
+      `the revocation store lacked ${lost} entries this instance enforces (restarted from an older snapshot, evicted, or not written yet); writing them back`,
+    ),
+  )
+  await state.writes.flush()
 }
 
 /** Entries held here that no page returned: dropped when Redis has their tombstone, else written back. */

@@ -11,16 +11,22 @@
  *
  * @module
  */
-import { createHash, randomUUID } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import type { Emit } from '../events.js'
-import { identityOf, type RevocationIdentity, type RevocationList } from './list.js'
+import {
+  identityOf,
+  type RevocationEntry,
+  type RevocationIdentity,
+  type RevocationList,
+} from './list.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './options.js'
 import { applyChange, type ChangesState, catchUp } from './redis-changes.js'
 import { RedisLink } from './redis-link.js'
 import { type Lookups, startLookups } from './redis-lookup.js'
 import { checkPersistence } from './redis-persistence.js'
 import { reloadAll } from './redis-reload.js'
-import { CLAIM, parseMessage } from './redis-scripts.js'
+import { ResyncSchedule } from './redis-schedule.js'
+import { parseMessage } from './redis-scripts.js'
 import { sweepExpired } from './redis-sweep.js'
 import { PendingWrites } from './redis-writes.js'
 
@@ -68,16 +74,13 @@ export class RedisSync implements ChangesState {
   private closedNow = false
   private held = false
   private readonly lookups: Lookups
-  private resyncing: Promise<void> | undefined
-  private again = false
-  private retryTimer: NodeJS.Timeout | undefined
+  private readonly schedule: ResyncSchedule
   /** The `load` hook still to run before the next reload, and why. */
   private loadDue: 'start' | 'store_lost' | undefined
   private persistenceChecked = false
   /** A full reload that has not finished (a store failure stopped it), and whether Redis lost data. */
   private unfinished: boolean | undefined
   private readonly subscriber: Subscriber
-  private readonly periodic: NodeJS.Timeout
   readonly closed = () => this.closedNow
 
   private readonly options: NormalizedRevocationOptions
@@ -96,23 +99,26 @@ export class RedisSync implements ChangesState {
     this.writes = new PendingWrites(this.link, this.origin)
     this.lookups = startLookups(this, context.onLive)
     this.loadDue = context.load === undefined ? undefined : 'start'
+    this.schedule = new ResyncSchedule(
+      options.resyncIntervalMs,
+      (periodic) => this.resync(periodic),
+      () => this.forgetTouched(),
+    )
     const subscriber = client.duplicate() as Subscriber
     this.subscriber = subscriber
     subscriber.on('error', (error) => this.link.storeError(error))
     subscriber.on('message', (channel, text) => this.onMessage(channel, text))
-    subscriber.on('ready', () => void this.runResync(false))
+    subscriber.on('ready', () => void this.schedule.now())
     subscriber.on('close', () => {
       this.lookups.stop()
       this.setSynced(false)
     })
     // A duplicate of a `lazyConnect` client waits for a command that would never come.
     if (subscriber.status === 'wait') subscriber.connect().catch((e) => this.link.storeError(e))
-    this.periodic = setInterval(() => void this.runResync(true), options.resyncIntervalMs)
-    this.periodic.unref()
   }
 
-  add = (entry: Parameters<PendingWrites['change']>[0]) => this.change(entry, true)
-  remove = (entry: Parameters<PendingWrites['change']>[0]) => this.change(entry, false)
+  add = (entry: RevocationEntry) => this.change(entry, true)
+  remove = (entry: RevocationEntry) => this.change(entry, false)
 
   /** While the first load runs: what Redis holds for these identities (see `redis-lookup.ts`). */
   lookup(identities: readonly RevocationIdentity[]): Promise<boolean> | boolean {
@@ -120,38 +126,26 @@ export class RedisSync implements ChangesState {
   }
 
   /** Records `key` for `ttlMs` unless recorded: `true` the first time, `undefined` when Redis failed. */
-  async claimOnce(key: string, ttlMs: number): Promise<boolean | undefined> {
-    const hashed = createHash('sha256').update(key).digest('base64url')
-    try {
-      const reply = await this.link.run<string | null>(
-        CLAIM,
-        [this.link.keys.seen(hashed)],
-        [ttlMs],
-      )
-      return reply === 'OK'
-    } catch (error) {
-      this.link.storeError(error)
-      return undefined
-    }
+  claimOnce(key: string, ttlMs: number): Promise<boolean | undefined> {
+    return this.link.claimOnce(key, ttlMs)
   }
 
   close(): void {
     this.closedNow = true
     this.lookups.stop()
-    clearInterval(this.periodic)
-    clearTimeout(this.retryTimer)
+    this.schedule.close()
     this.subscriber.disconnect()
   }
 
   /** Called when the lookups of the first load are done: changes seen since may be forgotten. */
   forgetTouched(): void {
-    if (this.resyncing !== undefined || this.lookups.busy()) return
+    if (this.schedule.busy || this.lookups.busy()) return
     if (this.lastSeq >= this.highestSeen) this.touched.clear()
   }
 
-  private async change(entry: Parameters<PendingWrites['change']>[0], add: boolean) {
+  private async change(entry: RevocationEntry, add: boolean) {
     const written = await this.writes.change(entry, add)
-    if (!written) this.scheduleResync(Math.min(RETRY_MS, this.options.resyncIntervalMs))
+    if (!written) this.schedule.later(Math.min(RETRY_MS, this.options.resyncIntervalMs))
     return written
   }
 
@@ -159,7 +153,7 @@ export class RedisSync implements ChangesState {
     if (channel !== this.link.keys.channel || typeof text !== 'string') return
     const message = parseMessage(text)
     // A gap means a message was lost (pub/sub is at most once): the log has it.
-    if (message !== undefined && applyChange(this, message, false)) this.scheduleResync(0)
+    if (message !== undefined && applyChange(this, message, false)) this.schedule.later(0)
   }
 
   private setSynced(value: boolean): void {
@@ -198,17 +192,8 @@ export class RedisSync implements ChangesState {
         this.highestSeen = Math.max(this.highestSeen, needed.seq)
         if (!this.held && !loadFailed) this.lookups.start()
         this.unfinished = needed.dataLoss
-        const lost = await reloadAll(this, needed.dataLoss)
+        await reloadAll(this, needed.dataLoss)
         this.unfinished = undefined
-        if (lost > 0) {
-          // Redis lost these (or a queued write of ours has not reached it yet): every instance needs them.
-          this.link.storeError(
-            new Error(
-              `the revocation store lacked ${lost} entries this instance enforces (restarted from an older snapshot, evicted, or not written yet); writing them back`,
-            ),
-          )
-          await this.writes.flush()
-        }
       }
       if (!this.persistenceChecked) {
         this.persistenceChecked = true
@@ -224,12 +209,12 @@ export class RedisSync implements ChangesState {
       this.lookups.stop()
       this.setSynced(true)
       this.emit?.({ type: 'revocation_synced', entries: this.list.size })
-      if (loadFailed) this.scheduleResync(LOAD_RETRY_MS)
+      if (loadFailed) this.schedule.later(LOAD_RETRY_MS)
       if (periodic) await sweepExpired(this.link)
     } catch (error) {
       this.setSynced(false)
       this.link.storeError(error)
-      this.scheduleResync(Math.min(RETRY_MS, this.options.resyncIntervalMs))
+      this.schedule.later(Math.min(RETRY_MS, this.options.resyncIntervalMs))
     }
   }
 
@@ -243,31 +228,5 @@ export class RedisSync implements ChangesState {
     )
     if (!failed && this.loadDue === due) this.loadDue = undefined
     return failed
-  }
-
-  /** Single flight: a request during a resync runs one more after it. */
-  private runResync(periodic: boolean): Promise<void> {
-    if (this.closedNow) return Promise.resolve()
-    if (this.resyncing !== undefined) {
-      this.again = true
-      return this.resyncing
-    }
-    this.resyncing = this.resync(periodic).finally(() => {
-      this.resyncing = undefined
-      if (this.again) {
-        this.again = false
-        void this.runResync(false)
-      } else this.forgetTouched()
-    })
-    return this.resyncing
-  }
-
-  private scheduleResync(delayMs: number): void {
-    if (this.closedNow || this.retryTimer !== undefined) return
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      void this.runResync(false)
-    }, delayMs)
-    this.retryTimer.unref()
   }
 }
