@@ -237,4 +237,37 @@ describe('a running instance catching up', () => {
       await own.stop()
     }
   })
+
+  it('notices at its next periodic catch-up that the entries hash was evicted, and writes it back', async () => {
+    const [a, b, prefix] = await pair(1000)
+    await a.gate.revoke({ sub: 'evicted' })
+    const token = await issuedBefore({ sub: 'evicted' })
+    await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
+    // What allkeys-lru may do: the hash goes, the sequence number and the log stay.
+    await admin.del(`{${prefix}}:entries`)
+    const field = JSON.stringify([issuer.issuer('acme'), 'sub', 'evicted'])
+    await until(
+      'the entry is written back',
+      async () => (await admin.hexists(`{${prefix}}:entries`, field)) === 1,
+    )
+    expect(await decided(b.gate, token)).toBe('revoked')
+  })
+
+  it('sweeps expired entries out of Redis after its periodic catch-ups', async () => {
+    const [, b, prefix] = await pair(0)
+    const past = Date.now() - 1000
+    const expired: string[] = []
+    for (let i = 0; i < 500; i++) {
+      expired.push(JSON.stringify([issuer.issuer('acme'), 'jti', `old-${i}`]), `1:${past}`)
+    }
+    await admin.hset(`{${prefix}}:entries`, ...expired)
+    await admin.hset(`{${prefix}}:removed`, 'a tombstone past its time', String(past))
+    const sweeps = b.store.runs.sweep
+    await until(
+      'the sweep dropped them',
+      async () => (await admin.hlen(`{${prefix}}:entries`)) === 1,
+    )
+    await until('and the tombstone', async () => (await admin.exists(`{${prefix}}:removed`)) === 0)
+    expect(b.store.runs.sweep).toBeGreaterThan(sweeps)
+  })
 })
