@@ -149,9 +149,19 @@ export class RevocationList {
 
   /** Drops entries that can no longer match a valid token, without copying the list. */
   sweep(nowMs: number): void {
+    for (const _ of this.sweepSteps(nowMs, Number.POSITIVE_INFINITY));
+  }
+
+  /**
+   * {@link RevocationList.sweep} in steps of `step` entries visited: the caller may yield to the
+   * event loop between two (a million entries are not walked in one go).
+   */
+  *sweepSteps(nowMs: number, step: number): Generator<void> {
+    let visited = 0
     for (const byIssuer of Object.values(this.kinds)) {
       for (const [issuer, byValue] of byIssuer) {
         for (const [value, held] of byValue) {
+          if (++visited % step === 0) yield
           if (held.expiresSeconds * 1000 > nowMs) continue
           byValue.delete(value)
           this.count -= 1

@@ -25,6 +25,12 @@ export interface ChangesState extends ReloadState {
   highestSeen: number
   /** The data set the list was loaded from; `undefined` before the first load. */
   epoch: string | undefined
+  /**
+   * Who made change `lastSeq`, and when (`origin:sentAt`), once known: the log's entry for it
+   * must say the same, or Redis's history is no longer the one this instance followed (restored
+   * from an older snapshot, then written again up to the same number).
+   */
+  lastChange: string | undefined
   readonly emit: Emit
   readonly origin: string
 }
@@ -51,8 +57,10 @@ export function applyChange(state: ChangesState, message: Message, logged: boole
   if (newer !== undefined && newer > seq) return false
   let gap = false
   if (!logged && seq > state.lastSeq) {
-    if (seq === state.lastSeq + 1 && state.highestSeen <= state.lastSeq) state.lastSeq = seq
-    else gap = true
+    if (seq === state.lastSeq + 1 && state.highestSeen <= state.lastSeq) {
+      state.lastSeq = seq
+      state.lastChange = `${from}:${sentAt}`
+    } else gap = true
   }
   state.touched.set(field, Math.max(seq, newer ?? 0))
   if (seq > state.highestSeen) state.highestSeen = seq
@@ -77,16 +85,34 @@ export function applyChange(state: ChangesState, message: Message, logged: boole
 export async function catchUp(state: ChangesState): Promise<ReloadNeeded | undefined> {
   const { link } = state
   for (;;) {
+    // From `lastSeq` itself when there is one: its entry shows the history is still ours.
+    const from = Math.max(1, state.lastSeq)
     const [epoch, seqText, changes] = await link.run<[string, string, unknown[]]>(
       SYNC,
       [link.keys.entries, link.keys.seq, link.keys.log],
-      [randomUUID(), state.lastSeq, LOG_PAGE],
+      [randomUUID(), from, LOG_PAGE],
     )
     const seq = Number(seqText) || 0
     if (state.epoch === undefined) return { epoch, seq, dataLoss: false }
-    if (epoch !== state.epoch || seq < state.lastSeq) return { epoch, seq, dataLoss: true }
+    // Behind what this instance applied or wrote: Redis went back in time (an older snapshot).
+    if (epoch !== state.epoch || seq < Math.max(state.lastSeq, state.writes.lastWritten)) {
+      return { epoch, seq, dataLoss: true }
+    }
+    let items = changes
+    if (state.lastSeq > 0) {
+      const head = loggedChange(items[0])
+      if (head.seq === state.lastSeq && head.message !== undefined) {
+        const [, , , , , sentAt, origin] = head.message
+        const made = `${origin}:${sentAt}`
+        if (state.lastChange !== undefined && state.lastChange !== made) {
+          return { epoch, seq, dataLoss: true }
+        }
+        state.lastChange = made
+        items = items.slice(1)
+      } else if (seq > state.lastSeq) return { epoch, seq, dataLoss: false }
+    }
     if (seq === state.lastSeq) break
-    for (const item of changes) {
+    for (const item of items) {
       const change = loggedChange(item)
       // Trimmed from the log, written without a log entry, or unreadable: the log cannot answer.
       if (change.seq !== state.lastSeq + 1 || change.message === undefined) {
@@ -94,8 +120,9 @@ export async function catchUp(state: ChangesState): Promise<ReloadNeeded | undef
       }
       applyChange(state, change.message, true)
       state.lastSeq = change.seq
+      state.lastChange = `${change.message[6]}:${change.message[5]}`
     }
-    if (changes.length === 0) return { epoch, seq, dataLoss: false }
+    if (items.length === 0) return { epoch, seq, dataLoss: false }
     if (state.lastSeq > state.highestSeen) state.highestSeen = state.lastSeq
     await yieldToLoop()
   }

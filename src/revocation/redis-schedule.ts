@@ -6,6 +6,9 @@
  * @module
  */
 
+/** After a failed resynchronization or write, the next attempt waits this long (or the resync interval, if shorter). */
+export const RETRY_MS = 250
+
 export class ResyncSchedule {
   private running: Promise<void> | undefined
   private again = false

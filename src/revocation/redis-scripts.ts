@@ -70,8 +70,8 @@ redis.call('PUBLISH', ARGV[2], message)
 return seq`
 
 // The data set's epoch (set when absent: a new data set, or an entries hash that was evicted),
-// the sequence number, and up to ARGV[3] logged changes after ARGV[2]. KEYS: entries, seq, log.
-// ARGV: new epoch, last seq seen, count.
+// the sequence number, and up to ARGV[3] logged changes from change ARGV[2] on (none past the
+// last). KEYS: entries, seq, log. ARGV: new epoch, first change, count.
 export const SYNC = `
 local marker = redis.call('HGET', KEYS[1], '')
 local epoch = marker and string.match(marker, '^([^:]+):')
@@ -80,10 +80,10 @@ if not epoch then
   redis.call('HSET', KEYS[1], '', epoch .. ':99999999999999')
 end
 local seq = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
-local after = tonumber(ARGV[2])
+local first = tonumber(ARGV[2])
 local changes = {}
-if after < seq then
-  changes = redis.call('XRANGE', KEYS[3], string.format('%d-0', after + 1), '+', 'COUNT', ARGV[3])
+if first <= seq then
+  changes = redis.call('XRANGE', KEYS[3], string.format('%d-0', first), '+', 'COUNT', ARGV[3])
 end
 return {epoch, string.format('%d', seq), changes}`
 

@@ -18,6 +18,11 @@ interface Change {
 export class PendingWrites {
   /** Changes made while Redis failed (or that Redis lost), by identity. */
   private readonly pending = new Map<string, Change>()
+  /**
+   * The sequence number of the last change this instance wrote: Redis answering with a lower one
+   * has lost it (restarted from an older snapshot), even before its message came back here.
+   */
+  lastWritten = 0
   /** Changes being written now, by identity: a page of a reload may have been read before they landed. */
   private readonly writing = new Map<string, boolean>()
 
@@ -72,12 +77,12 @@ export class PendingWrites {
     }
   }
 
-  private write(identity: string, entry: RevocationEntry, add: boolean): Promise<unknown> {
+  private async write(identity: string, entry: RevocationEntry, add: boolean): Promise<void> {
     const { keys } = this.link
     const sentAt = Date.now()
     const keyList = [keys.entries, keys.seq, keys.removed, keys.log]
-    return add
-      ? this.link.run(ADD, keyList, [
+    const seq = await (add
+      ? this.link.run<number>(ADD, keyList, [
           identity,
           entry.notBefore,
           entry.expiresAt,
@@ -85,12 +90,13 @@ export class PendingWrites {
           sentAt,
           this.origin,
         ])
-      : this.link.run(REMOVE, keyList, [
+      : this.link.run<number>(REMOVE, keyList, [
           identity,
           keys.channel,
           sentAt,
           this.origin,
           entry.expiresAt,
-        ])
+        ]))
+    if (typeof seq === 'number' && seq > this.lastWritten) this.lastWritten = seq
   }
 }

@@ -20,14 +20,12 @@ import {
   type RevocationList,
 } from './list.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './options.js'
-import { applyChange, type ChangesState, catchUp } from './redis-changes.js'
+import { applyChange } from './redis-changes.js'
 import { RedisLink } from './redis-link.js'
 import { type Lookups, startLookups } from './redis-lookup.js'
-import { checkPersistence } from './redis-persistence.js'
-import { reloadAll } from './redis-reload.js'
-import { ResyncSchedule } from './redis-schedule.js'
+import { resync, type SyncState } from './redis-resync.js'
+import { RETRY_MS, ResyncSchedule } from './redis-schedule.js'
 import { parseMessage } from './redis-scripts.js'
-import { sweepExpired } from './redis-sweep.js'
 import { PendingWrites } from './redis-writes.js'
 
 /** What the subscriber connection is, as far as this module uses it (ioredis Redis or Cluster). */
@@ -38,11 +36,6 @@ interface Subscriber {
   connect(): Promise<unknown>
   disconnect(): void
 }
-
-/** After a failed resynchronization, the next attempt waits this long (or the resync interval, if shorter). */
-const RETRY_MS = 250
-/** After a failed `revocation.load`, the next attempt waits this long. */
-const LOAD_RETRY_MS = 1000
 
 export interface RevocationSyncContext {
   readonly list: RevocationList
@@ -60,7 +53,7 @@ export interface RevocationSyncContext {
 }
 
 /** The shared side of the revocation list: its state in one place, the steps in small modules. */
-export class RedisSync implements ChangesState {
+export class RedisSync implements SyncState {
   readonly link: RedisLink
   readonly writes: PendingWrites
   readonly list: RevocationList
@@ -70,21 +63,22 @@ export class RedisSync implements ChangesState {
   lastSeq = 0
   highestSeen = 0
   epoch: string | undefined
+  lastChange: string | undefined
   synced = false
   private closedNow = false
-  private held = false
-  private readonly lookups: Lookups
-  private readonly schedule: ResyncSchedule
+  /** Whether the whole list was loaded once. */
+  held = false
+  readonly lookups: Lookups
+  readonly schedule: ResyncSchedule
   /** The `load` hook still to run before the next reload, and why. */
-  private loadDue: 'start' | 'store_lost' | undefined
-  private persistenceChecked = false
+  loadDue: 'start' | 'store_lost' | undefined
+  persistenceChecked = false
   /** A full reload that has not finished (a store failure stopped it), and whether Redis lost data. */
-  private unfinished: boolean | undefined
-  private readonly subscriber: Subscriber
+  unfinished: boolean | undefined
+  readonly subscriber: Subscriber
   readonly closed = () => this.closedNow
-
-  private readonly options: NormalizedRevocationOptions
-  private readonly context: RevocationSyncContext
+  readonly options: NormalizedRevocationOptions
+  readonly context: RevocationSyncContext
 
   constructor(
     client: RevocationRedisClient,
@@ -101,7 +95,7 @@ export class RedisSync implements ChangesState {
     this.loadDue = context.load === undefined ? undefined : 'start'
     this.schedule = new ResyncSchedule(
       options.resyncIntervalMs,
-      (periodic) => this.resync(periodic),
+      (periodic) => resync(this, periodic),
       () => this.forgetTouched(),
     )
     const subscriber = client.duplicate() as Subscriber
@@ -156,77 +150,9 @@ export class RedisSync implements ChangesState {
     if (message !== undefined && applyChange(this, message, false)) this.schedule.later(0)
   }
 
-  private setSynced(value: boolean): void {
+  setSynced(value: boolean): void {
     if (this.closedNow || this.synced === value) return
     this.synced = value
     this.context.onSynced(value)
-  }
-
-  private async resync(periodic: boolean): Promise<void> {
-    try {
-      const { status } = this.subscriber
-      if (status !== 'ready' && status !== 'connect') {
-        throw new Error('revocation subscriber is not connected')
-      }
-      await this.subscriber.subscribe(this.link.keys.channel)
-      await this.writes.flush()
-      let loadFailed = await this.runLoad()
-      let needed = await catchUp(this)
-      if (this.unfinished !== undefined) {
-        const epoch = this.epoch as string
-        needed = {
-          epoch,
-          seq: this.lastSeq,
-          ...needed,
-          dataLoss: this.unfinished || !!needed?.dataLoss,
-        }
-      }
-      if (needed !== undefined) {
-        if (needed.dataLoss && this.context.load !== undefined) {
-          // The application's records may hold revocations no running instance knows: reload them.
-          this.loadDue = 'store_lost'
-          loadFailed = (await this.runLoad()) || loadFailed
-        }
-        this.epoch = needed.epoch
-        this.lastSeq = needed.seq
-        this.highestSeen = Math.max(this.highestSeen, needed.seq)
-        if (!this.held && !loadFailed) this.lookups.start()
-        this.unfinished = needed.dataLoss
-        await reloadAll(this, needed.dataLoss)
-        this.unfinished = undefined
-      }
-      if (!this.persistenceChecked) {
-        this.persistenceChecked = true
-        // Once, before the list counts as held: ready() resolving means the operator was told.
-        await checkPersistence(this.link, {
-          keyPrefix: this.options.keyPrefix,
-          emit: this.emit,
-          loader: this.context.load !== undefined,
-          closed: this.closed,
-        })
-      }
-      this.held = true
-      this.lookups.stop()
-      this.setSynced(true)
-      this.emit?.({ type: 'revocation_synced', entries: this.list.size })
-      if (loadFailed) this.schedule.later(LOAD_RETRY_MS)
-      if (periodic) await sweepExpired(this.link)
-    } catch (error) {
-      this.setSynced(false)
-      this.link.storeError(error)
-      this.schedule.later(Math.min(RETRY_MS, this.options.resyncIntervalMs))
-    }
-  }
-
-  /** Runs the `load` hook when due; resolves `true` when it failed (it reports that itself). */
-  private async runLoad(): Promise<boolean> {
-    const due = this.loadDue
-    if (due === undefined || this.context.load === undefined) return false
-    const failed = await this.context.load(due).then(
-      () => false,
-      () => true,
-    )
-    if (!failed && this.loadDue === due) this.loadDue = undefined
-    return failed
   }
 }

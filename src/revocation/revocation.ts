@@ -18,6 +18,7 @@ import { LoadHook } from './loader.js'
 import { LocalClaims } from './local-claims.js'
 import type { NormalizedRevocationOptions } from './options.js'
 import { RedisSync } from './redis.js'
+import { yieldToLoop } from './redis-link.js'
 import { StoreHealth } from './store-health.js'
 import type { RevocationTarget, RevokeOptions } from './target.js'
 
@@ -68,6 +69,7 @@ export interface Revocation {
 }
 
 const SWEEP_INTERVAL_MS = 60_000
+const SWEEP_STEP = 20_000
 
 /** The identities that could refuse this admission, as the list matches them. */
 function identitiesOf(auth: Admission): RevocationIdentity[] {
@@ -78,6 +80,13 @@ function identitiesOf(auth: Admission): RevocationIdentity[] {
   if (auth.subject !== undefined) found.push({ issuer, kind: 'sub', value: auth.subject })
   if (auth.clientId !== undefined) found.push({ issuer, kind: 'clientId', value: auth.clientId })
   return found
+}
+
+/** Drops expired entries and replay ids, yielding to the event loop every `SWEEP_STEP` entries. */
+async function sweep(list: RevocationList, claims: LocalClaims): Promise<void> {
+  const now = Date.now()
+  claims.sweep(now)
+  for (const _ of list.sweepSteps(now, SWEEP_STEP)) await yieldToLoop()
 }
 
 /** Creates the revocation step from validated options. */
@@ -127,11 +136,7 @@ export function createRevocation(
   if (sync === undefined && options.load !== undefined) loader.startWithoutStore()
   // Until the first synchronization this instance knows nothing: the same bound applies.
   if (sync !== undefined) health.startDenyTimer()
-  const sweeper = setInterval(() => {
-    const now = Date.now()
-    list.sweep(now)
-    claims.sweep(now)
-  }, SWEEP_INTERVAL_MS)
+  const sweeper = setInterval(() => void sweep(list, claims), SWEEP_INTERVAL_MS)
   sweeper.unref()
 
   function waitFor(done: () => boolean): Promise<void> | undefined {

@@ -183,13 +183,15 @@ describe('a running instance catching up', () => {
       )
     }
     expect(b.store.runs.page).toBe(pagesBefore)
+    // The four changes, and the one before them (which shows the log's history is B's).
     expect(b.store.changesRead - readBefore).toBeGreaterThanOrEqual(3)
-    expect(b.store.changesRead - readBefore).toBeLessThanOrEqual(4)
-    // The periodic resynchronization reads nothing when nothing changed.
+    expect(b.store.changesRead - readBefore).toBeLessThanOrEqual(5)
+    // A periodic resynchronization when nothing changed reads that one change only.
     const syncedBefore = synced(b)
     const readNow = b.store.changesRead
+    const syncsNow = b.store.runs.sync
     await until('a periodic resynchronization', () => synced(b) > syncedBefore)
-    expect(b.store.changesRead).toBe(readNow)
+    expect(b.store.changesRead - readNow).toBeLessThanOrEqual(b.store.runs.sync - syncsNow)
     expect(b.store.runs.page).toBe(pagesBefore)
   })
 
