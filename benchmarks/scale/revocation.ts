@@ -8,8 +8,11 @@
  *    gate (started on the empty list) waits to make changes in step 4;
  * 2. after GC, a fresh gate (the instance under test) is created; requests with a revoked and a
  *    clean token are sent every 20 ms until `gate.ready()` says `held`, and their answers counted
- *    (a 503 or a wrong answer is a failure of the target); the event loop's longest stall is
- *    taken with `perf_hooks.monitorEventLoopDelay` from creation to `held`;
+ *    (a 503 or a wrong answer is a failure of the target); the event loop's longest stall (and
+ *    its 99th percentile) is taken with `perf_hooks.monitorEventLoopDelay` from creation to
+ *    `held`, with this process's CPU time and Redis's time in tollgate's commands (the sum of
+ *    their SLOWLOG durations) over the same span: on a machine shared with other work, wall
+ *    times stretch, these do not;
  * 3. after GC again: heap bytes per entry (heap of the process with the fresh gate minus without,
  *    divided by the entries) and Redis memory per entry (`INFO memory` `used_memory`, filled minus
  *    empty);
@@ -57,6 +60,10 @@ interface Row {
   commands: number
   over20ms: number
   loadStallMs: number
+  loadStallP99Ms: number
+  /** This process's CPU time, and Redis's time in tollgate's commands, from creation to `held`. */
+  loadCpuMs: number
+  loadRedisMs: number
   resyncStallMs: number
   checkNs: number
   checkOffNs: number
@@ -138,6 +145,15 @@ async function fill(admin: Redis, issuer: string, size: number): Promise<string>
   return middle
 }
 
+type SlowlogEntry = [number, number, number, string[], string, string]
+
+/** tollgate's commands in SLOWLOG since the last call (the bench's own connection left out). */
+async function slowlog(admin: Redis): Promise<SlowlogEntry[]> {
+  const log = (await untilNotBusy(() => admin.call('SLOWLOG', 'GET', '-1'))) as SlowlogEntry[]
+  await admin.slowlog('RESET')
+  return log.filter((entry) => entry[5] !== ADMIN_NAME)
+}
+
 const usedMemory = async (admin: Redis): Promise<number> =>
   Number(/used_memory:(\d+)/.exec((await admin.info('memory')) as string)?.[1])
 
@@ -200,6 +216,7 @@ async function measureSize(size: number): Promise<Row> {
     const loop = monitorEventLoopDelay({ resolution: 10 })
     loop.enable()
     const started = performance.now()
+    const cpuBefore = process.cpuUsage()
     const fresh = make({ store: { redis: client() }, resyncIntervalMs: 1000 })
     let heldMs: number | undefined
     let requests = 0
@@ -233,6 +250,11 @@ async function measureSize(size: number): Promise<Row> {
       }
     }
     loop.disable()
+    const loadCpuMs =
+      process.cpuUsage(cpuBefore).user / 1000 + process.cpuUsage(cpuBefore).system / 1000
+    const loadLog = await slowlog(admin)
+    const loadRedisMs = loadLog.reduce((sum, [, , micros]) => sum + micros, 0) / 1000
+    const loadStallP99Ms = loop.percentile(99) / 1e6
     clearInterval(sender)
     await Promise.all(outcomes)
     const loadStallMs = loop.max / 1e6
@@ -250,19 +272,11 @@ async function measureSize(size: number): Promise<Row> {
     resyncLoop.disable()
     const resyncStallMs = resyncLoop.max / 1e6
 
-    const log = (await untilNotBusy(() => admin.call('SLOWLOG', 'GET', '-1'))) as [
-      number,
-      number,
-      number,
-      string[],
-      string,
-      string,
-    ][]
+    const log = [...loadLog, ...(await slowlog(admin))]
     let slowest = { command: '-', ms: 0 }
     let commands = 0
     let over20ms = 0
-    for (const [, , micros, args, , name] of log) {
-      if (name === ADMIN_NAME) continue
+    for (const [, , micros, args] of log) {
       commands += 1
       if (micros > 20_000) over20ms += 1
       if (micros / 1000 > slowest.ms) {
@@ -279,10 +293,13 @@ async function measureSize(size: number): Promise<Row> {
     await off.check(clean)
     const checkOffNs = await checkCost(off, clean)
     // A list never held answers 503 to every request: no check cost to measure.
-    const checkNs = await fresh.check(clean).then(
-      () => checkCost(fresh, clean),
-      () => Number.NaN,
-    )
+    const checkNs =
+      heldMs === undefined
+        ? Number.NaN
+        : await fresh.check(clean).then(
+            () => checkCost(fresh, clean),
+            () => Number.NaN,
+          )
     return {
       size,
       heldMs,
@@ -295,6 +312,9 @@ async function measureSize(size: number): Promise<Row> {
       commands,
       over20ms,
       loadStallMs,
+      loadStallP99Ms,
+      loadCpuMs,
+      loadRedisMs,
       resyncStallMs,
       checkNs,
       checkOffNs,
@@ -312,7 +332,7 @@ const fmt = (value: number, digits = 0) =>
 
 function table(rows: readonly (Row | { size: number; error: string })[]): string {
   const lines = [
-    '| entries | fresh instance until `held` | requests meanwhile: 503 / wrong | heap per entry | Redis per entry | slowest Redis command (over 20 ms / all) | event-loop max stall: load / periodic resync | check (cache hit) with / without revocation |',
+    '| entries | fresh instance until `held` (CPU: this process / Redis) | requests meanwhile: 503 / wrong | heap per entry | Redis per entry | slowest Redis command (over 20 ms / all) | event-loop stall, load: max (p99) / periodic resync: max | check (cache hit) with / without revocation |',
     '|---:|---:|---|---:|---:|---|---|---|',
   ]
   for (const row of rows) {
@@ -321,7 +341,7 @@ function table(rows: readonly (Row | { size: number; error: string })[]): string
       continue
     }
     lines.push(
-      `| ${fmt(row.size)} | ${row.heldMs === undefined ? `not held in ${HELD_DEADLINE_MS / 1000} s` : `${fmt(row.heldMs)} ms`} | ${row.unavailable} / ${row.wrong} of ${row.requests} | ${fmt(row.heapBytesPerEntry)} B | ${fmt(row.redisBytesPerEntry)} B | ${row.slowest.command} ${fmt(row.slowest.ms, 1)} ms (${fmt(row.over20ms)} / ${fmt(row.commands)}) | ${fmt(row.loadStallMs)} ms / ${fmt(row.resyncStallMs)} ms | ${Number.isNaN(row.checkNs) ? 'not held' : `${fmt(row.checkNs / 1000, 2)} µs`} / ${fmt(row.checkOffNs / 1000, 2)} µs |`,
+      `| ${fmt(row.size)} | ${row.heldMs === undefined ? `not held in ${HELD_DEADLINE_MS / 1000} s` : `${fmt(row.heldMs)} ms`} (${fmt(row.loadCpuMs)} / ${fmt(row.loadRedisMs)} ms) | ${row.unavailable} / ${row.wrong} of ${row.requests} | ${fmt(row.heapBytesPerEntry)} B | ${fmt(row.redisBytesPerEntry)} B | ${row.slowest.command} ${fmt(row.slowest.ms, 1)} ms (${fmt(row.over20ms)} / ${fmt(row.commands)}) | ${fmt(row.loadStallMs)} (${fmt(row.loadStallP99Ms)}) ms / ${fmt(row.resyncStallMs)} ms | ${Number.isNaN(row.checkNs) ? 'not held' : `${fmt(row.checkNs / 1000, 2)} µs`} / ${fmt(row.checkOffNs / 1000, 2)} µs |`,
     )
   }
   return lines.join('\n')

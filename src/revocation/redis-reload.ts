@@ -84,23 +84,32 @@ export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<
   const { link, list } = state
   const mark = ++list.mark
   const writeBack: RevocationEntry[] = []
-  let cursor = '0'
-  do {
-    const [next, seqText, live] = await link.run<[string, string, string[]]>(
+  const page = (cursor: string) => {
+    const reply = link.run<[string, string, string[]]>(
       PAGE,
       [link.keys.entries, link.keys.seq],
       [cursor, PAGE_SIZE, Date.now()],
     )
+    // Awaited on the next turn, or never once closed: its failure is not left unhandled meanwhile.
+    reply.catch(() => {})
+    return reply
+  }
+  let pending = page('0')
+  for (;;) {
+    const [next, seqText, live] = await pending
     if (state.closed()) return
+    const cursor = String(next)
+    // The next page is asked for before this one is applied: Redis and this process work at once.
+    if (cursor !== '0') pending = page(cursor)
     const asOf = Number(seqText) || 0
     const now = Date.now()
     for (let i = 0; i + 1 < live.length; i += 2) {
       const back = applyStored(state, live[i] as string, live[i + 1] as string, asOf, dataLoss, now)
       if (back !== undefined) writeBack.push(back)
     }
-    cursor = String(next)
+    if (cursor === '0') break
     await yieldToLoop()
-  } while (cursor !== '0')
+  }
   await settleUnseen(state, mark, writeBack)
   const lost = state.writes.writeBack(writeBack)
   if (lost === 0) return
