@@ -273,3 +273,59 @@ describe('a running instance catching up', () => {
     expect(b.store.runs.sweep).toBeGreaterThan(sweeps)
   })
 })
+
+describe('a frozen Redis (SIGSTOP) under several gateways', () => {
+  it('keeps deciding from memory, queues what is made meanwhile, and a fresh instance answers 503 as documented', async () => {
+    const own = await startRedisServer()
+    let frozen = false
+    try {
+      const prefix = nextPrefix()
+      await fillList(await own.client(), prefix, issuer.issuer('acme'), 5000)
+      const open = async (extra: Partial<RevocationOptions> = {}, connected?: WatchedStore) => {
+        const store = connected ?? watchStore(await own.client())
+        const events: GateEvent[] = []
+        const gate = createGate({
+          issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+          audience: 'gateway',
+          revocation: { store: { redis: store.client as never }, keyPrefix: prefix, ...extra },
+          onEvent: (event) => events.push(event),
+        })
+        gates.push(gate)
+        return { gate, store, events }
+      }
+      const a = await open()
+      const b = await open()
+      await held(a)
+      await held(b)
+      const revoked = await issuedBefore({ jti: 'bulk-42' })
+      const clean = await issuedBefore({ sub: 'fine' })
+      const during = await issuedBefore({ sub: 'made-while-frozen' })
+      // Connected before the freeze: a new connection to a frozen server never completes.
+      const freshStore = watchStore(await own.client())
+      own.freeze()
+      frozen = true
+      expect(await decided(a.gate, revoked)).toBe('revoked')
+      expect(await decided(b.gate, clean)).toBe('admitted')
+      await expect(a.gate.revoke({ sub: 'made-while-frozen' })).resolves.toEqual({
+        stored: 'queued',
+      })
+      expect(await decided(a.gate, during)).toBe('revoked')
+      // A fresh instance cannot learn the list from a frozen Redis: 503 once storeTimeoutMs passed.
+      const fresh = await open({ storeTimeoutMs: 200 }, freshStore)
+      expect(await decided(fresh.gate, clean)).toBe('revocation_unavailable')
+      own.thaw()
+      frozen = false
+      await until(
+        'B learns the revocation queued on A',
+        async () => (await decided(b.gate, during)) === 'revoked',
+      )
+      await held(fresh)
+      expect(await decided(fresh.gate, during)).toBe('revoked')
+      expect(await decided(fresh.gate, revoked)).toBe('revoked')
+      expect(await decided(fresh.gate, clean)).toBe('admitted')
+    } finally {
+      if (frozen) own.thaw()
+      await own.stop()
+    }
+  })
+})
