@@ -1,9 +1,9 @@
 /**
  * A full reload of the revocation list from Redis, in pages: when an instance starts, and when the
  * log of changes cannot bring it up to date (a new epoch, a gap past what the log keeps). Each
- * page is one short script (HSCAN of `PAGE_SIZE` fields, expired ones dropped, with the sequence
- * number it is as of); the event loop runs between pages, and changes published meanwhile are
- * applied as they come. A page's copy of an entry is not applied over a change to it that is
+ * page is one short script (HSCAN of `PAGE_SIZE` fields, with the sequence number it is as of);
+ * expired entries are not loaded, and are dropped from Redis; the event loop runs between pages,
+ * and changes published meanwhile are applied as they come. A page's copy of an entry is not applied over a change to it that is
  * newer than the page (`touched`).
  *
  * Redis is not a reliable source of *absence*: restarted from an older RDB snapshot it has lost
@@ -17,7 +17,7 @@
  */
 import { identityOf, type RevocationEntry, type RevocationList } from './list.js'
 import { type RedisLink, yieldToLoop } from './redis-link.js'
-import { PAGE, storedEntryOf, TOMBSTONES } from './redis-scripts.js'
+import { DROP_EXPIRED, PAGE, storedEntryOf, TOMBSTONES } from './redis-scripts.js'
 import type { PendingWrites } from './redis-writes.js'
 
 /** Fields per page: a few milliseconds of Redis time and of this process's. */
@@ -35,6 +35,12 @@ export interface ReloadState {
   /** The sequence number of the last change applied to each identity lately. */
   readonly touched: Map<string, number>
   readonly closed: () => boolean
+}
+
+/** The expiry in a stored `notBefore:expiresAt`; `NaN` when unreadable. */
+function expiryOf(value: string): number {
+  const sep = value.indexOf(':')
+  return sep === -1 ? Number.NaN : Number(value.slice(sep + 1))
 }
 
 /** The stricter of two copies of one identity: the later not-before, the later expiry. */
@@ -88,7 +94,7 @@ export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<
     const reply = link.run<[string, string, string[]]>(
       PAGE,
       [link.keys.entries, link.keys.seq],
-      [cursor, PAGE_SIZE, Date.now()],
+      [cursor, PAGE_SIZE],
     )
     // Awaited on the next turn, or never once closed: its failure is not left unhandled meanwhile.
     reply.catch(() => {})
@@ -96,17 +102,26 @@ export async function reloadAll(state: ReloadState, dataLoss: boolean): Promise<
   }
   let pending = page('0')
   for (;;) {
-    const [next, seqText, live] = await pending
+    const [next, seqText, found] = await pending
     if (state.closed()) return
     const cursor = String(next)
     // The next page is asked for before this one is applied: Redis and this process work at once.
     if (cursor !== '0') pending = page(cursor)
     const asOf = Number(seqText) || 0
     const now = Date.now()
-    for (let i = 0; i + 1 < live.length; i += 2) {
-      const back = applyStored(state, live[i] as string, live[i + 1] as string, asOf, dataLoss, now)
-      if (back !== undefined) writeBack.push(back)
+    const expired: string[] = []
+    for (let i = 0; i + 1 < found.length; i += 2) {
+      const field = found[i] as string
+      const value = found[i + 1] as string
+      // The epoch's field, then what no token can match any more: not loaded, dropped from Redis.
+      if (field === '') continue
+      if (!(expiryOf(value) > now)) expired.push(field)
+      else {
+        const back = applyStored(state, field, value, asOf, dataLoss, now)
+        if (back !== undefined) writeBack.push(back)
+      }
     }
+    if (expired.length > 0) await link.run(DROP_EXPIRED, [link.keys.entries], [now, ...expired])
     if (cursor === '0') break
     await yieldToLoop()
   }

@@ -87,28 +87,24 @@ if first <= seq then
 end
 return {epoch, string.format('%d', seq), changes}`
 
-// One page of a full reload: HSCAN from the cursor, expired (and unreadable) entries dropped, with
-// the sequence number the page is as of. KEYS: entries, seq. ARGV: cursor, count, now.
+// One page of a full reload: HSCAN from the cursor, with the sequence number the page is as of.
+// Nothing per field in Lua (the page is read as Redis's C code returns it); this process drops
+// what has expired (DROP_EXPIRED). KEYS: entries, seq. ARGV: cursor, count.
 export const PAGE = `
 local reply = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
-local now = tonumber(ARGV[3])
-local found = reply[2]
-local live = {}
-for i = 1, #found, 2 do
-  local field = found[i]
-  if field ~= '' then
-    local value = found[i + 1]
-    local sep = string.find(value, ':', 1, true)
-    local x = sep and tonumber(string.sub(value, sep + 1))
-    if not x or x <= now then
-      redis.call('HDEL', KEYS[1], field)
-    else
-      live[#live + 1] = field
-      live[#live + 1] = value
-    end
-  end
+return {reply[1], redis.call('GET', KEYS[2]) or '0', reply[2]}`
+
+// Drops these fields if they are still expired (or unreadable): one may have been revoked again
+// since it was read. KEYS: entries. ARGV: now, fields.
+export const DROP_EXPIRED = `
+local now = tonumber(ARGV[1])
+for i = 2, #ARGV do
+  local value = redis.call('HGET', KEYS[1], ARGV[i])
+  local sep = value and string.find(value, ':', 1, true)
+  local x = sep and tonumber(string.sub(value, sep + 1))
+  if value and (not x or x <= now) then redis.call('HDEL', KEYS[1], ARGV[i]) end
 end
-return {reply[1], redis.call('GET', KEYS[2]) or '0', live}`
+return 0`
 
 // What the store holds for a few identities, and as of which change. KEYS: entries, seq.
 // ARGV: fields.

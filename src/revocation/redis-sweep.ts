@@ -11,7 +11,7 @@ import { SWEEP } from './redis-scripts.js'
 
 /** Steps per periodic resynchronization, and fields per step. */
 const SWEEP_STEPS = 8
-const SWEEP_PAGE = 1000
+const SWEEP_PAGE = 500
 
 /** Runs a few sweep steps; a failure ends them (the next resynchronization tries again). */
 export async function sweepExpired(link: RedisLink): Promise<void> {

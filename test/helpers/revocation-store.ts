@@ -11,7 +11,8 @@ import type { Redis } from 'ioredis'
 
 /** The scripts, told apart by a statement only each has (see src/revocation/redis-scripts.ts). */
 const KINDS: readonly [string, string][] = [
-  ['page', 'local live = {}'],
+  ['page', "redis.call('HSCAN', KEYS[1], ARGV[1]"],
+  ['drop', "redis.call('HGET', KEYS[1], ARGV[i])"],
   ['sync', "'XRANGE'"],
   ['lookup', "'HMGET'"],
   ['tombstones', 'local found = {}'],
