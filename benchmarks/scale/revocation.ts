@@ -150,7 +150,7 @@ type SlowlogEntry = [number, number, number, string[], string, string]
 /** tollgate's commands in SLOWLOG since the last call (the bench's own connection left out). */
 async function slowlog(admin: Redis): Promise<SlowlogEntry[]> {
   const log = (await untilNotBusy(() => admin.call('SLOWLOG', 'GET', '-1'))) as SlowlogEntry[]
-  await admin.slowlog('RESET')
+  await untilNotBusy(() => admin.slowlog('RESET'))
   return log.filter((entry) => entry[5] !== ADMIN_NAME)
 }
 
