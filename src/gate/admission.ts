@@ -183,6 +183,9 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     let tenant: ResolvedTenant | undefined
     try {
       const verdict = await (pending ?? verifier.verify(token))
+      // While the revocation list loads, the token's entries are read from the store first.
+      const confirming = revoked?.confirm(verdict.admission)
+      if (confirming !== undefined) await confirming
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
@@ -244,9 +247,10 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       const missing = new TokenMissingError()
       return new Refused(refusal(missing, request, { ...BEFORE_VERIFICATION, startedAt }))
     }
-    // Until this instance holds the revocation list, a token waits for it (issue 19: new
-    // instances admitted long-revoked tokens until their first synchronization).
-    const listPending = revoked?.whenHeld()
+    // Until this instance holds the revocation list, a token waits for it, or for the store to
+    // answer for it (issue 19: new instances admitted long-revoked tokens until their first
+    // synchronization; issue 30: a large list outlasted the wait).
+    const listPending = revoked?.whenDecidable()
     if (listPending !== undefined) {
       const held = token
       return listPending.then(() => admit(request, held, scheme, undefined, startedAt))

@@ -79,16 +79,27 @@ export interface RevocationOptions {
   readonly onStoreError?: RevocationStoreFailurePolicy
   /** With `onStoreError: 'deny'`: how long without synchronization before refusing, in ms (0 to 600 000). Default 10 000. */
   readonly denyAfterMs?: number
-  /** A full resynchronization this often even while pub/sub is healthy, in ms (1000 to 3 600 000). Default 60 000. */
+  /**
+   * A catch-up from Redis's log of changes this often even while pub/sub is healthy (it reads
+   * only the changes not applied yet; a full reload, in pages, only when the log cannot answer),
+   * and a few steps of the sweep of expired entries the instances share, in ms (1000 to
+   * 3 600 000). Default 60 000.
+   */
   readonly resyncIntervalMs?: number
-  /** Deadline of one Redis command (revoke, resync, replay check), in ms (1 to 60 000). Default 1000. */
+  /**
+   * Deadline of one Redis command (revoke, catch-up, page of a load, lookup, replay check), and
+   * the longest a request waits at start-up for its token to become decidable, in ms (1 to
+   * 60 000). Default 1000.
+   */
   readonly storeTimeoutMs?: number
   /** Accept revocations from the identity provider (back-channel logout, Keycloak push). Default: off. */
   readonly callbacks?: RevocationCallbackOptions
   /**
    * What a request gets before this instance holds the revocation list (its first
-   * synchronization with Redis, and `load` when given). Such a request first waits for the list,
-   * at most `storeTimeoutMs`; if the list is still not held: `'deny'` (default) answers 503
+   * synchronization with Redis, and `load` when given). Such a request first waits, at most
+   * `storeTimeoutMs`, for the list or (Redis) for the first load to begin, after which its token
+   * is looked up in Redis directly while the list loads; if it still cannot be decided (Redis did
+   * not answer): `'deny'` (default) answers 503
    * `ERR_REVOCATION_UNAVAILABLE` with `Retry-After: 1`; `'enforce-known'` decides with what this
    * instance knows (its own revocations, and `load`'s once it resolved): a token revoked
    * elsewhere may be admitted.

@@ -17,6 +17,7 @@ import { keycloak } from '../../src/token/issuers.js'
 import { APPS, LOGOUT_PATH, type ProtectedServer, PUSH_PATH } from '../helpers/apps.js'
 import { NEST_APPS } from '../helpers/nest-apps.js'
 import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { fillList, watchStore } from '../helpers/revocation-store.js'
 
 const ROUTE = '/api/v1/billing/subscriptions'
 /** Polling bound: generous, a loaded 2-core machine must never fail on it. Not a timing assertion. */
@@ -328,6 +329,57 @@ describe('a freshly started instance behind each adapter', () => {
         expect(new Set(await Promise.all(statuses))).toEqual(new Set([401]))
       } finally {
         await admin.call('CLIENT', 'UNPAUSE')
+        await close(server)
+      }
+    },
+  )
+})
+
+describe('a freshly started instance on a large list, behind each adapter (issue 30)', () => {
+  let redis: RedisServer
+  let admin: Awaited<ReturnType<RedisServer['client']>>
+  let prefixes = 0
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    admin = await redis.client()
+  })
+  afterAll(async () => {
+    await redis.stop()
+  })
+
+  it.each(APPS)(
+    '%s answers 401 to a revoked token and 200 to the others while the list loads, never 503',
+    async (_name, createApp) => {
+      prefixes += 1
+      const keyPrefix = `large${prefixes}`
+      const jtis = await fillList(admin, keyPrefix, issuer.issuer('acme'), 20_000)
+      const store = watchStore(await redis.client())
+      // The load's first page comes, the rest wait until the requests are answered.
+      store.holdPages(1)
+      const server = createApp({
+        ...options,
+        revocation: { store: { redis: store.client as never }, keyPrefix },
+      })
+      try {
+        const url = await listen(server)
+        const deadline = Date.now() + LIMIT_MS
+        while (store.runs.page < 1) {
+          if (Date.now() > deadline) throw new Error('the load did not begin')
+          await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+        const revoked = await Promise.all(
+          [jtis[3], jtis[10_000], jtis[19_999]].map((jti) => issuer.mint({ jti, iat: now() - 10 })),
+        )
+        const clean = await Promise.all(
+          ['a', 'b'].map((sub) => issuer.mint({ sub, iat: now() - 10 })),
+        )
+        const statuses = await Promise.all([...revoked, ...clean].map((token) => get(url, token)))
+        // Answered before the load went past its first page.
+        expect(store.runs.page).toBeLessThan(20)
+        expect(statuses).toEqual([401, 401, 401, 200, 200])
+        store.release()
+      } finally {
+        store.release()
         await close(server)
       }
     },

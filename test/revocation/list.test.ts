@@ -95,9 +95,9 @@ describe('RevocationList', () => {
 
   it('merges an identity to the later not-before and the later expiry', () => {
     const list = new RevocationList()
-    list.add({ ...entry('sub', 'alice', 2000), expiresAt: 50 })
-    const merged = list.add({ ...entry('sub', 'alice', 1500), expiresAt: 70 })
-    expect(merged).toMatchObject({ notBefore: 2000, expiresAt: 70 })
+    list.add({ ...entry('sub', 'alice', 2000), expiresAt: 50_000 })
+    const merged = list.add({ ...entry('sub', 'alice', 1500), expiresAt: 70_000 })
+    expect(merged).toMatchObject({ notBefore: 2000, expiresAt: 70_000 })
     expect(list.size).toBe(1)
   })
 
@@ -112,18 +112,27 @@ describe('RevocationList', () => {
 
   it('sweeps entries once they expire', () => {
     const list = new RevocationList()
-    list.add({ ...entry('sid', 's1', 5000), expiresAt: 100 })
-    list.add({ ...entry('sid', 's2', 5000), expiresAt: 200 })
-    list.sweep(150)
+    list.add({ ...entry('sid', 's1', 5000), expiresAt: 100_000 })
+    list.add({ ...entry('sid', 's2', 5000), expiresAt: 200_000 })
+    list.sweep(150_000)
     expect(list.entries().map((held) => held.value)).toEqual(['s2'])
   })
 
-  it('replaces everything on a full resynchronization', () => {
+  it('keeps expiries in whole seconds, rounded up (never shorter than asked)', () => {
     const list = new RevocationList()
-    list.add(entry('sid', 's1', 5000))
-    list.replace([entry('sub', 'bob', 5000)])
-    expect(list.match(admission({ sid: 's1' }))).toBe(undefined)
-    expect(list.match(admission({ sub: 'bob' }))).toBe('sub')
+    expect(list.add({ ...entry('sid', 's1', 5000), expiresAt: 100_001 })).toMatchObject({
+      expiresAt: 101_000,
+    })
+    list.sweep(100_999)
+    expect(list.size).toBe(1)
+  })
+
+  it('holds exactly the copy the store says is current with set(), weaker or not', () => {
+    const list = new RevocationList()
+    list.add(entry('sub', 'bob', 5000))
+    list.set(entry('sub', 'bob', 3000))
+    expect(list.get(entry('sub', 'bob', 0))).toMatchObject({ notBefore: 3000 })
+    expect(list.match(admission({ sub: 'bob', iat: 4000 }))).toBe(undefined)
     expect(list.size).toBe(1)
   })
 })
