@@ -2,12 +2,13 @@
  * tollgate: bearer-token gate for APIs. Verifies JWT access tokens against each trusted issuer's
  * JWKS, checks claims, resolves the tenant and applies per-tenant rate limits. Framework-neutral
  * core; `tollgate/express`, `tollgate/koa`, `tollgate/fastify`, `tollgate/hono`, `tollgate/nestjs` and
- * `tollgate/fetch` put it in front of routes, `tollgate/testing` tests it. Re-exports only.
+ * `tollgate/fetch` put it in front of routes (each exports its own names and the provider helpers;
+ * everything else is here), `tollgate/testing` tests it. Re-exports only: the list is held by
+ * test/adapters/exports.test.ts, so a name added here is a visible decision.
  *
  * @module
  */
 
-export type { CredentialScheme } from './challenge.js'
 export type {
   DpopMode,
   DpopNonceOptions,
@@ -15,34 +16,11 @@ export type {
   DpopRedisClientLike,
   DpopReplayOptions,
 } from './dpop/options.js'
-export type {
-  AnyTollgateError,
-  DpopErrorCode,
-  ErrorBodyCode,
-  ErrorOptions,
-  ErrorResponse,
-  InvalidTokenCode,
-  RefusalReason,
-  TollgateErrorCode,
-  UnavailableCode,
-} from './errors.js'
-export {
-  bearerChallenge,
-  CostExceedsLimitError,
-  DpopNonceError,
-  InsufficientScopeError,
-  InvalidDpopProofError,
-  InvalidRequestError,
-  InvalidTokenError,
-  isTollgateError,
-  RateLimitedError,
-  renderError,
-  ServiceUnavailableError,
-  TenantRefusedError,
-  TokenExpiredError,
-  TokenMissingError,
-  TollgateError,
-} from './errors.js'
+export type { ErrorResponse } from './errors.js'
+// By name beside the namespace: the guides catch the base class (`@Catch(TollgateError)`), branch
+// with `isTollgateError` and answer with `renderError`.
+export { isTollgateError, renderError, TollgateError } from './errors.js'
+export * as errors from './errors-namespace.js'
 export type {
   DecisionFacts,
   GateEvent,
@@ -54,7 +32,7 @@ export type {
 } from './events.js'
 export type { Gate, ReadyReport } from './gate/gate.js'
 export { createGate } from './gate/gate.js'
-export type { Guard, GuardMiddlewareFactories } from './gate/guards.js'
+export type { Guard } from './gate/guards.js'
 export {
   requireAnyScope,
   requireClientRoles,
@@ -62,14 +40,12 @@ export {
   requireScopes,
 } from './gate/guards.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './gate/options.js'
-export type { RevocationHandles } from './gate/revocation-handles.js'
 export type {
   FlexibleLimiterFactory,
   FlexibleLimiterLike,
   FlexibleWindow,
 } from './limits/flexible.js'
 export type {
-  LimiterStoreErrorCode,
   RateLimitCost,
   RateLimitHeaderMode,
   RateLimitOptions,
@@ -77,9 +53,7 @@ export type {
   RedisClientLike,
   StoreFailurePolicy,
 } from './limits/rate-limit.js'
-export { LimiterStoreError } from './limits/rate-limit.js'
 export type {
-  ResolvedTenant,
   TenantDecision,
   TenantFunction,
   TenantOptions,
@@ -96,11 +70,7 @@ export {
   type OktaOptions,
   okta,
 } from './providers/index.js'
-export type {
-  CallbackEndpoints,
-  CallbackRequest,
-  CallbackResponse,
-} from './revocation/callbacks.js'
+export type { CallbackRequest, CallbackResponse } from './revocation/callbacks.js'
 export type { RevocationKind } from './revocation/list.js'
 export type { LogoutRefusalReason } from './revocation/logout-token.js'
 export type {

@@ -167,6 +167,9 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   return Object.assign(tollgateMiddleware, guards, endpoints, { gate, resourceMetadata })
 }
 
-export * from '../core-exports.js'
+// The helpers that build `issuers`, imported beside `tollgate()` in the guides. The rest of the
+// core (createGate, types, errors) is `tollgate`'s: test/adapters/exports.test.ts holds the list.
+export { auth0, cognito, entra, okta } from '../../src/providers/index.js'
+export { keycloak } from '../../src/token/issuers.js'
 export type { SignInMiddleware, SignInState } from './signin.js'
 export { signIn } from './signin.js'

@@ -440,4 +440,11 @@ Inject(HttpAdapterHost)(TollgateModule, undefined, 1)
 Inject(TOLLGATE_GATE)(TollgateModule, undefined, 2)
 Module({})(TollgateModule)
 
-export * from '../core-exports.js'
+// What Nest makes a user spell out for this entry's own decorator and token, which carry no type
+// (`@Auth() auth: Admission`, `@Inject(TOLLGATE_GATE) gate: Gate`), and the helpers that build
+// `issuers`. The rest of the core (types, errors) is `tollgate`'s: test/adapters/exports.test.ts
+// holds the list.
+export type { Gate } from '../../src/gate/gate.js'
+export { auth0, cognito, entra, okta } from '../../src/providers/index.js'
+export { keycloak } from '../../src/token/issuers.js'
+export type { Admission } from '../../src/types.js'

@@ -1,12 +1,19 @@
 /**
- * What the adapters' entry points export. `tollgate/express` and `tollgate/koa` give the core's
- * public names too, with one exception: the core's guard functions (`requireScopes` …), which are
- * not middleware. Exported under the names of the middleware's own guards, they were mounted as
- * route middleware, as 0.1 and every peer library teach, and answered 500 with nothing at start-up.
+ * What each entry point exports, name by name, types included: the lists below are the package's
+ * surface, so adding or dropping a name is a visible decision, made here. An adapter entry point
+ * exports its own names and the provider helpers its samples call beside `tollgate()`; everything
+ * else of the core (`createGate`, the option and event types, the errors) comes from `tollgate`.
+ * The core's guard functions (`requireScopes` …) are the core's only: exported beside the
+ * middleware they were mounted as route middleware, as 0.1 and every peer library teach, and
+ * answered 500 with nothing at start-up.
  */
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+
 import express from 'express'
 import Koa from 'koa'
 import request from 'supertest'
+import ts from 'typescript'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
@@ -15,22 +22,145 @@ import * as fetchAdapter from '../../adapters/fetch/index.js'
 import * as honoAdapter from '../../adapters/hono/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
 import * as nestAdapter from '../../adapters/nestjs/index.js'
+import { documentedImports, exportedEntries, specifierOf } from '../../scripts/check-consumers.js'
+import * as client from '../../src/client/index.js'
+import * as errorsModule from '../../src/errors.js'
 import * as core from '../../src/index.js'
+import * as otel from '../../src/otel/index.js'
+import * as signin from '../../src/signin/index.js'
+import * as testing from '../../src/testing/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 
-const GUARD_NAMES = ['requireScopes', 'requireAnyScope', 'requireRealmRoles', 'requireClientRoles']
-const CORE_GUARDS: unknown[] = GUARD_NAMES.map((name) => (core as Record<string, unknown>)[name])
-/** Each entry point, with the values it adds to the core's. */
-const ADAPTERS: Array<[string, Record<string, unknown>, string[]]> = [
-  ['tollgate/express', expressAdapter, ['signIn', 'tollgate']],
-  ['tollgate/koa', koaAdapter, ['signIn', 'tollgate']],
-  ['tollgate/fastify', fastifyAdapter, ['signIn', 'tollgate']],
-  ['tollgate/hono', honoAdapter, ['signIn', 'tollgate']],
-  ['tollgate/fetch', fetchAdapter, ['signIn', 'tollgate']],
-  [
-    'tollgate/nestjs',
-    nestAdapter,
-    [
+const ROOT = resolve(import.meta.dirname, '../..')
+
+/** The helpers that build `issuers`, on every adapter entry point beside its factory. */
+const PROVIDERS = ['auth0', 'cognito', 'entra', 'keycloak', 'okta']
+
+interface Surface {
+  readonly values: readonly string[]
+  readonly types: readonly string[]
+}
+
+/** Every entry point's names: values (what exists at run time) and types (type-only names). */
+const SURFACES: Readonly<Record<string, Surface>> = {
+  tollgate: {
+    values: [
+      ...PROVIDERS,
+      'TollgateError',
+      'createGate',
+      'errors',
+      'isTollgateError',
+      'renderError',
+      'requireAnyScope',
+      'requireClientRoles',
+      'requireRealmRoles',
+      'requireScopes',
+    ],
+    types: [
+      'Admission',
+      'Auth0Options',
+      'CacheOptions',
+      'CallbackRequest',
+      'CallbackResponse',
+      'CheckResult',
+      'ClaimMapping',
+      'CognitoOptions',
+      'DecisionFacts',
+      'DpopMode',
+      'DpopNonceOptions',
+      'DpopOptions',
+      'DpopRedisClientLike',
+      'DpopReplayOptions',
+      'EntraOptions',
+      'ErrorResponse',
+      'FlexibleLimiterFactory',
+      'FlexibleLimiterLike',
+      'FlexibleWindow',
+      'Gate',
+      'GateEvent',
+      'GateEventListener',
+      'GateOptions',
+      'Guard',
+      'HeadersLike',
+      'IssuerKeysStatus',
+      'IssuerOptions',
+      'JWKSFailureReason',
+      'JWKSOptions',
+      'JWSAlgorithm',
+      'KeycloakOptions',
+      'LogoutRefusalReason',
+      'OktaOptions',
+      'RateLimitCost',
+      'RateLimitHeaderMode',
+      'RateLimitOptions',
+      'RateLimitWindow',
+      'ReadyReport',
+      'RedisClientLike',
+      'RequestLike',
+      'ResourceMetadataOptions',
+      'RevocationCallbackOptions',
+      'RevocationEvent',
+      'RevocationKind',
+      'RevocationLoader',
+      'RevocationOptions',
+      'RevocationReceipt',
+      'RevocationRedisClient',
+      'RevocationSource',
+      'RevocationStorage',
+      'RevocationStoreFailurePolicy',
+      'RevocationTarget',
+      'RevocationUnsyncedPolicy',
+      'RevokeOptions',
+      'SharedStore',
+      'StoreFailurePolicy',
+      'TenantDecision',
+      'TenantFunction',
+      'TenantOptions',
+      'TenantPolicy',
+      'TokenClaims',
+      'TokenHeader',
+      'TokenRoles',
+      'VerifiedToken',
+    ],
+  },
+  'tollgate/express': {
+    values: [...PROVIDERS, 'signIn', 'tollgate'],
+    types: ['SignInMiddleware', 'TollgateMiddleware'],
+  },
+  'tollgate/koa': {
+    values: [...PROVIDERS, 'signIn', 'tollgate'],
+    types: ['SignInMiddleware', 'SignInState', 'TollgateMiddleware', 'TollgateState'],
+  },
+  'tollgate/fastify': {
+    values: [...PROVIDERS, 'signIn', 'tollgate'],
+    types: ['SignInHook', 'SignInPlugin', 'TollgateHook', 'TollgatePlugin'],
+  },
+  'tollgate/hono': {
+    values: [...PROVIDERS, 'signIn', 'tollgate'],
+    types: ['SignInEnv', 'SignInMiddleware', 'TollgateEnv', 'TollgateMiddleware'],
+  },
+  'tollgate/fetch': {
+    values: [...PROVIDERS, 'signIn', 'tollgate'],
+    types: [
+      'Admitted',
+      'Answered',
+      'AuthHandler',
+      'FetchGuard',
+      'FetchHandler',
+      'FetchSignIn',
+      'FetchTollgate',
+      'HandleOptions',
+      'SignInAnswered',
+      'SignInHandleOptions',
+      'SignInHandler',
+      'SignedIn',
+      'WithAuthOptions',
+      'WithSignInOptions',
+    ],
+  },
+  'tollgate/nestjs': {
+    values: [
+      ...PROVIDERS,
       'Auth',
       'Public',
       'RequireAnyScope',
@@ -43,33 +173,302 @@ const ADAPTERS: Array<[string, Record<string, unknown>, string[]]> = [
       'TollgateModule',
       'TollgateRefusal',
     ],
+    // `Admission` and `Gate` are the core's, here too: Nest's parameter decorators and injection
+    // tokens carry no type, so every controller spells them out (`@Auth() auth: Admission`).
+    types: ['Admission', 'Gate', 'TollgateCallbackPaths', 'TollgateModuleOptions'],
+  },
+  'tollgate/testing': {
+    values: ['TEST_ALGORITHMS', 'createDevProvider', 'createDpopKey', 'createTestIssuer'],
+    types: [
+      'DevClient',
+      'DevClientAuth',
+      'DevGrantType',
+      'DevProvider',
+      'DevProviderOptions',
+      'DevResource',
+      'DevUser',
+      'DpopProofOptions',
+      'FaultEndpoint',
+      'MintOptions',
+      'SetFaultOptions',
+      'TestAlgorithm',
+      'TestClient',
+      'TestDpopKey',
+      'TestIssuer',
+      'TestIssuerFault',
+      'TestIssuerOptions',
+      'TestPathIssuer',
+      'TestPrivateKey',
+    ],
+  },
+  'tollgate/client': {
+    values: [
+      'TokenSourceError',
+      'createAuthorizedFetch',
+      'createTokenSource',
+      'fromEnv',
+      'isTokenSourceError',
+      'keycloak',
+    ],
+    types: [
+      'AuthorizedFetchOptions',
+      'ClientAuthMethod',
+      'EnvReference',
+      'GrantType',
+      'IssuerOptions',
+      'KeycloakOptions',
+      'PrivateKeyInput',
+      'RenewalOptions',
+      'RetryOptions',
+      'SecretInput',
+      'SharedCacheOptions',
+      'TokenParameters',
+      'TokenRequestFacts',
+      'TokenSource',
+      'TokenSourceErrorCode',
+      'TokenSourceEvent',
+      'TokenSourceEventListener',
+      'TokenSourceOptions',
+    ],
+  },
+  'tollgate/signin': {
+    values: [
+      'SignInError',
+      'createMemorySessionStore',
+      'createRedisSessionStore',
+      'createSignIn',
+      'fromEnv',
+      'isSignInError',
+      'keycloak',
+    ],
+    types: [
+      'EnvReference',
+      'IssuerOptions',
+      'KeycloakOptions',
+      'MemorySessionStore',
+      'MemorySessionStoreOptions',
+      'ProviderErrorWords',
+      'RedisSessionStoreOptions',
+      'RefreshRefusal',
+      'SecretInput',
+      'SessionEndReason',
+      'SessionOptions',
+      'SessionRefreshOptions',
+      'SessionStore',
+      'SignIn',
+      'SignInContext',
+      'SignInErrorCode',
+      'SignInEvent',
+      'SignInEventListener',
+      'SignInKey',
+      'SignInOptions',
+      'SignInOutcome',
+      'SignInRefusalReason',
+      'SignInRequest',
+      'SignInResponse',
+      'SignInRoutes',
+      'SignedInUser',
+      'TokenParameters',
+    ],
+  },
+  'tollgate/otel': {
+    values: ['createOtelListener', 'createSignInOtelListener', 'createTokenSourceOtelListener'],
+    types: ['OtelOptions', 'SignInOtelOptions', 'TokenSourceOtelOptions'],
+  },
+}
+
+/** `errors` of `tollgate`: every error class, and the types of their codes. */
+const ERRORS: Surface = {
+  values: [
+    'CostExceedsLimitError',
+    'DpopNonceError',
+    'InsufficientScopeError',
+    'InvalidDpopProofError',
+    'InvalidRequestError',
+    'InvalidTokenError',
+    'LimiterStoreError',
+    'RateLimitedError',
+    'ServiceUnavailableError',
+    'TenantRefusedError',
+    'TokenExpiredError',
+    'TokenMissingError',
+    'TollgateError',
   ],
-]
+  types: [
+    'AnyTollgateError',
+    'DpopErrorCode',
+    'ErrorBodyCode',
+    'ErrorOptions',
+    'InvalidTokenCode',
+    'LimiterStoreErrorCode',
+    'RefusalReason',
+    'TollgateErrorCode',
+    'UnavailableCode',
+  ],
+}
 
-describe.each(ADAPTERS)('%s exports', (_name, adapter, ownNames) => {
-  it('no guard function of the core, under any name', () => {
-    for (const name of GUARD_NAMES) expect(name in adapter, name).toBe(false)
-    const guards = Object.entries(adapter).filter(([, value]) => CORE_GUARDS.includes(value))
-    expect(guards.map(([name]) => name)).toEqual([])
-  })
+/** Each entry point's module as code imports it. */
+const MODULES: Readonly<Record<string, Record<string, unknown>>> = {
+  tollgate: core,
+  'tollgate/express': expressAdapter,
+  'tollgate/koa': koaAdapter,
+  'tollgate/fastify': fastifyAdapter,
+  'tollgate/hono': honoAdapter,
+  'tollgate/fetch': fetchAdapter,
+  'tollgate/nestjs': nestAdapter,
+  'tollgate/testing': testing,
+  'tollgate/client': client,
+  'tollgate/signin': signin,
+  'tollgate/otel': otel,
+}
+const ADAPTERS = Object.keys(MODULES).filter((name) =>
+  /^tollgate\/(express|koa|fastify|hono|fetch|nestjs)$/.test(name),
+)
+const GUARD_NAMES = ['requireScopes', 'requireAnyScope', 'requireRealmRoles', 'requireClientRoles']
 
-  it('no name like a guard at all: route guards hang on the middleware', () => {
-    // Except tollgate/nestjs's decorators (`@RequireScopes(...)`), listed as its own names: a
-    // decorator reads as one and cannot be mounted as middleware.
-    const guardLike = (name: string) => /^require/i.test(name) && !ownNames.includes(name)
-    expect(Object.keys(adapter).filter(guardLike)).toEqual([])
-  })
+/** The source file of each `tollgate/*` specifier, as tsconfig.json maps it for the samples. */
+function entryFiles(): Record<string, string> {
+  const config = ts.readConfigFile(join(ROOT, 'tsconfig.json'), ts.sys.readFile).config as {
+    compilerOptions: { paths: Record<string, [string]> }
+  }
+  return Object.fromEntries(
+    Object.entries(config.compilerOptions.paths).map(([name, [path]]) => [name, join(ROOT, path)]),
+  )
+}
 
-  it("every other value of the core, with the core's meaning", () => {
-    for (const [name, value] of Object.entries(core)) {
-      if (GUARD_NAMES.includes(name)) continue
-      expect(adapter[name], name).toBe(value)
+/** The names a module exports as the compiler sees them, values apart from type-only names. */
+function surfacesOf(files: Readonly<Record<string, string>>): Record<string, Surface> {
+  const parsed = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, 'tsconfig.json'),
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
+      },
+    },
+  )
+  if (!parsed) throw new Error('tsconfig.json could not be read')
+  const program = ts.createProgram(Object.values(files), { ...parsed.options, noEmit: true })
+  const checker = program.getTypeChecker()
+  const surfaces: Record<string, Surface> = {}
+  for (const [name, file] of Object.entries(files)) {
+    const source = program.getSourceFile(file)
+    const module = source && checker.getSymbolAtLocation(source)
+    if (!module) throw new Error(`${file} is not a module`)
+    const values: string[] = []
+    const types: string[] = []
+    for (const symbol of checker.getExportsOfModule(module)) {
+      const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol
+      // `export type { x }` is a type-only name even when x is a value.
+      const typeOnly = (symbol.declarations ?? []).some(ts.isTypeOnlyImportOrExportDeclaration)
+      const isValue = !typeOnly && (target.flags & ts.SymbolFlags.Value) !== 0
+      ;(isValue ? values : types).push(symbol.name)
     }
+    surfaces[name] = { values: values.sort(), types: types.sort() }
+  }
+  return surfaces
+}
+
+const sorted = ({ values, types }: Surface): Surface => ({
+  values: [...values].sort(),
+  types: [...types].sort(),
+})
+
+describe('the entry points', () => {
+  let actual: Record<string, Surface>
+  beforeAll(() => {
+    const files = entryFiles()
+    actual = surfacesOf({ ...files, errors: join(ROOT, 'src/errors-namespace.ts') })
+  }, 120_000)
+
+  it('are those of package.json exports, each with its list', () => {
+    const entries = exportedEntries().map(specifierOf).sort()
+    expect(Object.keys(SURFACES).sort()).toEqual(entries)
+    expect(Object.keys(entryFiles()).sort()).toEqual(entries)
   })
 
-  it('nothing but the core and its own entry points', () => {
-    const own = Object.keys(adapter).filter((name) => !(name in core))
-    expect(own.sort()).toEqual(ownNames)
+  it.each(Object.keys(SURFACES))('%s exports its list, no more, no fewer', (name) => {
+    expect(actual[name]).toEqual(sorted(SURFACES[name] as Surface))
+  })
+
+  it.each(Object.keys(SURFACES))('%s has at run time the values of its list', (name) => {
+    expect(Object.keys(MODULES[name] as object).sort()).toEqual(
+      sorted(SURFACES[name] as Surface).values,
+    )
+  })
+
+  it('errors holds every error class and the types of their codes', () => {
+    expect(actual['errors']).toEqual(sorted(ERRORS))
+    expect(Object.keys(core.errors).sort()).toEqual(sorted(ERRORS).values)
+  })
+
+  it('errors misses no error class of the core', () => {
+    const classes = Object.entries(errorsModule)
+      .filter(([, value]) => typeof value === 'function' && value.prototype instanceof Error)
+      .map(([name]) => name)
+    expect(classes.length).toBeGreaterThan(10)
+    for (const name of classes) {
+      expect((core.errors as Record<string, unknown>)[name], name).toBe(
+        (errorsModule as Record<string, unknown>)[name],
+      )
+    }
+    expect(core.errors.TollgateError).toBe(core.TollgateError)
+  })
+
+  it.each(ADAPTERS)(
+    "%s gives the provider helpers of the core, the core's own functions",
+    (name) => {
+      const adapter = MODULES[name] as Record<string, unknown>
+      for (const helper of PROVIDERS) {
+        expect(adapter[helper], helper).toBe((core as Record<string, unknown>)[helper])
+      }
+    },
+  )
+
+  it.each(ADAPTERS)('%s has no name like a guard but the Nest decorators', (name) => {
+    const adapter = MODULES[name] as Record<string, unknown>
+    const guardLike = Object.keys(adapter).filter((key) => /^require/.test(key))
+    expect(guardLike).toEqual([])
+    const coreGuards = GUARD_NAMES.map((guard) => (core as Record<string, unknown>)[guard])
+    expect(Object.values(adapter).filter((value) => coreGuards.includes(value))).toEqual([])
+  })
+
+  it("has every name the README's and the guides' samples import, fragments included", () => {
+    const missing: string[] = []
+    for (const [specifier, names] of documentedImports()) {
+      const surface = SURFACES[specifier]
+      for (const { name, typeOnly } of names) {
+        const listed = surface?.values.includes(name) || (typeOnly && surface?.types.includes(name))
+        if (!listed) missing.push(`${specifier}: ${name}${typeOnly ? ' (type)' : ''}`)
+      }
+    }
+    expect(missing).toEqual([])
+  })
+
+  it('has every name the demo imports', () => {
+    const missing: string[] = []
+    const files = readdirSync(join(ROOT, 'demo')).filter((file) => file.endsWith('.ts'))
+    expect(files.length).toBeGreaterThan(0)
+    for (const file of files) {
+      const code = readFileSync(join(ROOT, 'demo', file), 'utf8')
+      const source = ts.createSourceFile(file, code, ts.ScriptTarget.Latest)
+      for (const statement of source.statements) {
+        if (!ts.isImportDeclaration(statement)) continue
+        const specifier = (statement.moduleSpecifier as ts.StringLiteral).text
+        if (!/^tollgate(\/|$)/.test(specifier)) continue
+        const surface = SURFACES[specifier]
+        const bindings = statement.importClause?.namedBindings
+        if (bindings === undefined || ts.isNamespaceImport(bindings)) continue
+        for (const element of bindings.elements) {
+          const name = (element.propertyName ?? element.name).text
+          if (!surface?.values.includes(name) && !surface?.types.includes(name)) {
+            missing.push(`demo/${file}: ${specifier} ${name}`)
+          }
+        }
+      }
+    }
+    expect(missing).toEqual([])
   })
 })
 

@@ -31,22 +31,20 @@ import {
   type Admission,
   Auth,
   type Gate,
-  type GateOptions,
   keycloak,
   Public,
   RequireAnyScope,
   RequireClientRoles,
   RequireRealmRoles,
   RequireScopes,
-  renderError,
   TOLLGATE_GATE,
-  TokenMissingError,
-  TollgateError,
   TollgateGuard,
   TollgateModule,
   type TollgateModuleOptions,
   TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
+import { TokenMissingError } from '../../src/errors.js'
+import { type GateOptions, renderError, TollgateError } from '../../src/index.js'
 import { createDpopKey, createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { APPS, describeAuth, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
 import { extractSamples } from '../helpers/doc-samples.js'

@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import { createAuthorizedFetch, createTokenSource } from '../../src/client/index.js'
-import { bearerChallenge, createGate, type Gate, keycloak, renderError } from '../../src/index.js'
+import { bearerChallenge } from '../../src/errors.js'
+import { createGate, type Gate, keycloak, renderError } from '../../src/index.js'
 import { manualClock, SECRET, startPlatformProvider } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
 

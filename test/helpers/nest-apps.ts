@@ -33,10 +33,10 @@ import {
   RequireRealmRoles,
   RequireScopes,
   TOLLGATE_GATE,
-  TollgateError,
   TollgateGuard,
   TollgateModule,
 } from '../../adapters/nestjs/index.js'
+import { TollgateError } from '../../src/errors.js'
 import type { Gate } from '../../src/gate/gate.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission } from '../../src/types.js'

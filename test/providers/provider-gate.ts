@@ -5,9 +5,9 @@
  * key URL fails its tests. Tokens are minted with the provider's `iss` and claims (./shapes.ts).
  * `keysAt` is the test issuer's key set to serve: its default realm's unless told.
  */
+import type { AnyTollgateError } from '../../src/errors.js'
 import {
   type Admission,
-  type AnyTollgateError,
   createGate,
   type GateEvent,
   type GateOptions,

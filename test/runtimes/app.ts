@@ -6,13 +6,8 @@
  *
  * @module
  */
-import {
-  type Admission,
-  type GateOptions,
-  keycloak,
-  type RevokeOptions,
-  tollgate,
-} from '../../adapters/fetch/index.js'
+import { keycloak, tollgate } from '../../adapters/fetch/index.js'
+import type { Admission, GateOptions, RevokeOptions } from '../../src/index.js'
 import { httpSharedStore } from '../limits/samples/http-shared-store.js'
 
 /** One gate as JSON: a Keycloak-style issuer (the test issuer's URL) and the plain options. */

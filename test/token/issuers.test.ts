@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { createGate, type InvalidTokenError } from '../../src/index.js'
+import type { InvalidTokenError } from '../../src/errors.js'
+import { createGate } from '../../src/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 

@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { type AnyTollgateError, createGate, type GateEvent, keycloak } from '../../src/index.js'
+import type { AnyTollgateError } from '../../src/errors.js'
+import { createGate, type GateEvent, keycloak } from '../../src/index.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 
 let issuer: TestIssuer

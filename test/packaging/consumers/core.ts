@@ -1,7 +1,8 @@
 /**
  * A consumer of `tollgate` (no peer dependency installed): the core gate behind Node's own HTTP
- * server, as docs/gateway.md writes it. scripts/check-consumers.ts type-checks it against the
- * packed package and runs it on each Node version of package.json `engines`.
+ * server, as docs/gateway.md writes it, and its refusals through the `errors` namespace.
+ * scripts/check-consumers.ts type-checks it against the packed package and runs it on each Node
+ * version of package.json `engines`.
  *
  * @module
  */
@@ -9,7 +10,7 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
-import { createGate, keycloak, renderError } from 'tollgate'
+import { createGate, errors, isTollgateError, keycloak, renderError, TollgateError } from 'tollgate'
 import { createTestIssuer } from 'tollgate/testing'
 
 const issuer = await createTestIssuer({ realms: ['acme'], audience: 'gateway' })
@@ -41,6 +42,11 @@ try {
   const admitted = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
   assert.equal(admitted.status, 200, 'a valid token')
   assert.deepEqual(await admitted.json(), { user: 'alice' })
+  const refusal: unknown = await gate.check({ headers: {} }).catch((error: unknown) => error)
+  assert.ok(refusal instanceof errors.TokenMissingError, 'errors.TokenMissingError')
+  assert.ok(refusal instanceof TollgateError && isTollgateError(refusal), 'a TollgateError')
+  const code: errors.TollgateErrorCode = refusal.code
+  assert.equal(code, 'ERR_TOKEN_MISSING')
 } finally {
   server.close()
   gate.close()
