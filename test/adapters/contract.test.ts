@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { type IncomingMessage, request as httpRequest, type Server } from 'node:http'
+import { request as httpRequest, type IncomingMessage, type Server } from 'node:http'
 import { type AddressInfo, connect } from 'node:net'
 
 import request from 'supertest'
