@@ -26,7 +26,8 @@ export function isB64Token(candidate: string): boolean {
  * read from the query string (RFC 6750 §2.3 puts them in logs and Referer).
  *
  * @throws InvalidRequestError (400) for `Bearer` without credentials or not followed by a space,
- * a repeated Authorization field, or a token sent in the query or body as well.
+ * a repeated Authorization field, or a token sent in the query, or in the form body of a request
+ * other than GET or HEAD, as well.
  */
 export function readBearerCredentials(request: RequestLike): string | undefined {
   const value = authorizationOf(request)
@@ -77,7 +78,7 @@ function credentialsAfter(
   while (value.charCodeAt(start) === SPACE) start++
   if (start === length || start === value.length) throw malformed()
   const credentials = value.slice(start)
-  if (tokenInQuery(request.url) || tokenInBody(request.body)) {
+  if (tokenInQuery(request.url) || tokenInBody(request)) {
     if (!isB64Token(credentials)) throw malformed()
     throw new InvalidRequestError({ reason: 'token_sent_twice' })
   }
@@ -109,6 +110,14 @@ function tokenInQuery(url: string | undefined): boolean {
   return new URLSearchParams(query).has('access_token')
 }
 
-function tokenInBody(body: unknown): boolean {
+/**
+ * Whether the parsed body holds a token too. Not on GET or HEAD: RFC 6750 §2.2 allows the body
+ * method only where the request body has defined semantics ("GET" MUST NOT be used), so there a
+ * body is no credential channel, and the header alone decides. Most hosts (Fastify, every Fetch
+ * host) never hand such a body over; Express and Koa parsers do: ignoring it everywhere gives
+ * every adapter the same answer (docs/security.md).
+ */
+function tokenInBody({ body, method }: RequestLike): boolean {
+  if (method === 'GET' || method === 'HEAD') return false
   return typeof body === 'object' && body !== null && Object.hasOwn(body, 'access_token')
 }

@@ -43,7 +43,8 @@ export type FetchGuard = (
 export interface HandleOptions {
   /**
    * The body, when the application parsed it before the gate (form fields as an object): lets the
-   * gate refuse a token sent in the body as well as in the header. tollgate never reads the body.
+   * gate refuse a token sent in the body as well as in the header, except on GET and HEAD, whose
+   * body is no credential channel (RFC 6750 §2.2) and is ignored. tollgate never reads the body.
    */
   readonly body?: unknown
   /**

@@ -46,11 +46,19 @@ const FORM = 'application/x-www-form-urlencoded'
 
 /**
  * The request as the gate sees it. A form body is parsed (Hono keeps it for the route's own
- * `parseBody()`) so that a token sent in it as well as in the header is refused (RFC 6750 §2.2).
+ * `parseBody()`) so that a token sent in it as well as in the header is refused (RFC 6750 §2.2);
+ * not on GET or HEAD, whose body is no credential channel (and which a Fetch host hands over
+ * without one).
  */
 function requestOf(c: Context): RequestLike | Promise<RequestLike> {
   const type = c.req.header('content-type')
-  if (type === undefined || type.split(';', 1)[0]?.trim().toLowerCase() !== FORM) {
+  const method = c.req.method
+  if (
+    method === 'GET' ||
+    method === 'HEAD' ||
+    type === undefined ||
+    type.split(';', 1)[0]?.trim().toLowerCase() !== FORM
+  ) {
     // No body to wait for: no promise (issue 24, the hit path).
     return requestOfFetch(c.req.raw)
   }

@@ -9,8 +9,11 @@
  * next to node:crypto's raw check of the same tokens (crypto-limit.ts). Both cases also run the HTTP
  * suite's floor middleware (http/servers/floor.ts) in process: what tollgate costs beyond it is
  * tollgate's own, with no kernel or framework in the figure. adapters: each build's Koa and Express
- * middleware on a cached token, called in process on one reused request and response (no socket),
- * down to an empty `next`: what the adapter adds to `gate.check`, which HTTP rounds cannot resolve.
+ * middleware on a cached token, called in process on a fresh request and response per call (no
+ * socket), down to an empty `next`, next to building that request and response alone: what the
+ * adapter adds to `gate.check`, which HTTP rounds cannot resolve. A request is never reused: a
+ * gate remembers its decision on the request object (src/gate/guards.ts), so every call after the
+ * first on a reused one would be taken as decided and skip the gate.
  * forged: each build's Koa middleware refusing forged tokens, next to the floor refusing them.
  * hit-items (issue 24): the first build's hit with each part the floor leaves out turned off in
  * turn (the RateLimit headers, the limiter, the tenant), next to the floor's hit. unknown-kid: each
@@ -130,16 +133,51 @@ if (cases.includes('adapters')) {
     cacheEntries: 10_000,
     limiter: 'memory',
   })
+  // A fresh request per call, as a server hands over: the gate's decision is remembered on the
+  // request object, so a reused one would skip the gate from its second call on.
+  const headers = requests[0]!.headers
+  const newContext = () => koaContext({ ...headers })
+  const newExpressRequest = () => {
+    const { req, res } = requestWith({ ...headers })
+    return { req: Object.assign(req, { originalUrl: '/hello' }), res }
+  }
+  // What building the request costs on its own, to subtract from the middleware's figure.
+  const KOA_REQUEST = 'fresh Koa context alone'
+  const EXPRESS_REQUEST = 'fresh Express request alone'
+  koa.push([
+    KOA_REQUEST,
+    () => {
+      newContext()
+      return done()
+    },
+  ])
+  express.push([
+    EXPRESS_REQUEST,
+    () =>
+      new Promise<void>((next) => {
+        newExpressRequest()
+        next()
+      }),
+  ])
   for (const dist of dists) {
-    const ctx = koaContext({ ...requests[0]!.headers })
     const koaMiddleware = (await adapterOf<KoaMiddleware>(dist, 'koa'))(options)
-    koa.push([`${dist} koa`, () => koaMiddleware(ctx, done)])
     const expressMiddleware = (await adapterOf<ExpressMiddleware>(dist, 'express'))(options)
-    const { req, res } = requestWith({ ...requests[0]!.headers })
-    const expressReq = Object.assign(Object.create(req), { originalUrl: '/hello' })
+    // The case times admissions: make sure each build admits the token before timing it.
+    const ctx = newContext()
+    await koaMiddleware(ctx, done)
+    const { req, res } = newExpressRequest()
+    await new Promise<void>((next) => expressMiddleware(req, res, next))
+    if (ctx.state.auth === undefined || (req as { auth?: unknown }).auth === undefined) {
+      throw new Error(`${dist}: the adapters did not admit the benchmark's token`)
+    }
+    koa.push([`${dist} koa`, () => koaMiddleware(newContext(), done)])
     express.push([
       `${dist} express`,
-      () => new Promise<void>((next) => expressMiddleware(expressReq, res, next)),
+      () =>
+        new Promise<void>((next) => {
+          const { req, res } = newExpressRequest()
+          expressMiddleware(req, res, next)
+        }),
     ])
   }
   await measureCase('Koa middleware, cached token, memory limiter', koa)

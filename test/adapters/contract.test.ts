@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import type { Server } from 'node:http'
+import { request as httpRequest, type IncomingMessage, type Server } from 'node:http'
 import { type AddressInfo, connect } from 'node:net'
 
 import request from 'supertest'
@@ -524,6 +524,151 @@ describe('all adapters', () => {
       for (const answer of answers.slice(1)) expect(answer).toEqual(answers[0])
     }
     for (const server of servers) server.close()
+  })
+})
+
+/** What an answer is made of, for comparing adapters: status, the gate's fields, the body's bytes. */
+interface Answer {
+  readonly status: number
+  readonly challenge: string | undefined
+  readonly contentType: string | undefined
+  readonly cacheControl: string | undefined
+  readonly body: string
+}
+
+/** Sends `method` with a form body (supertest drops a GET's and HEAD's), exactly as written. */
+async function sendForm(
+  server: Server,
+  method: 'GET' | 'HEAD' | 'POST',
+  headers: Record<string, string>,
+  form: string,
+): Promise<Answer> {
+  if (!server.listening) await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+  const { port } = server.address() as AddressInfo
+  const outgoing = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method,
+    path: ROUTE,
+    agent: false,
+    headers: {
+      ...headers,
+      'Content-Type': 'application/x-www-form-urlencoded',
+      'Content-Length': String(Buffer.byteLength(form)),
+    },
+  })
+  outgoing.end(form)
+  const [response] = (await once(outgoing, 'response')) as [IncomingMessage]
+  const chunks: Buffer[] = []
+  for await (const chunk of response) chunks.push(chunk as Buffer)
+  return {
+    status: response.statusCode ?? 0,
+    challenge: response.headers['www-authenticate'],
+    contentType: response.headers['content-type'],
+    cacheControl: response.headers['cache-control'],
+    body: Buffer.concat(chunks).toString(),
+  }
+}
+
+// RFC 6750 §2.2: the form body method MUST NOT be used with GET (nor HEAD, whose body has no
+// defined semantics either), and Fastify's and the Fetch hosts' never hand such a body over. On
+// GET and HEAD the body is not a credential channel: the header alone decides, on every adapter.
+describe('all adapters, a form body access_token by method (HTTP-07)', () => {
+  let servers: Server[]
+  beforeAll(() => {
+    servers = EVERY_APP.map(([, createApp]) => createApp(options))
+  })
+  afterAll(() => {
+    for (const server of servers) server.close()
+  })
+
+  /** Every adapter's answer to one request, asserted identical; the common answer. */
+  async function sameAnswer(
+    method: 'GET' | 'HEAD' | 'POST',
+    headers: Record<string, string>,
+    form: string,
+  ): Promise<Answer> {
+    const answers: Answer[] = []
+    for (const server of servers) answers.push(await sendForm(server, method, headers, form))
+    const first = answers[0] as Answer
+    // By adapter name, so that a difference names the adapter that answered otherwise.
+    expect(Object.fromEntries(EVERY_APP.map(([name], index) => [name, answers[index]]))).toEqual(
+      Object.fromEntries(EVERY_APP.map(([name]) => [name, first])),
+    )
+    return first
+  }
+
+  it('admits a GET on its header token and ignores a token in its form body', async () => {
+    const header = await issuer.mint({ sub: 'header-holder' })
+    const inBody = await issuer.mint({ sub: 'body-holder' })
+    const answer = await sameAnswer(
+      'GET',
+      { Authorization: `Bearer ${header}` },
+      `access_token=${inBody}`,
+    )
+    expect(answer.status).toBe(200)
+    expect(JSON.parse(answer.body)).toMatchObject({ authenticated: true, subject: 'header-holder' })
+  })
+
+  it('refuses a GET whose header token is invalid even when its form body holds a valid one', async () => {
+    const valid = await issuer.mint()
+    const answer = await sameAnswer(
+      'GET',
+      { Authorization: 'Bearer a.b.c' },
+      `access_token=${valid}`,
+    )
+    expect(answer).toEqual({
+      status: INVALID_TOKEN.status,
+      challenge: INVALID_TOKEN.challenge,
+      contentType: 'application/json; charset=utf-8',
+      cacheControl: 'no-store',
+      body: JSON.stringify(INVALID_TOKEN.body),
+    })
+  })
+
+  it('answers a GET with a token only in its form body 401 with a bare challenge: the body is no credential', async () => {
+    const answer = await sameAnswer('GET', {}, `access_token=${await issuer.mint()}`)
+    expect(answer).toEqual({
+      status: 401,
+      challenge: 'Bearer realm="api"',
+      contentType: 'application/json; charset=utf-8',
+      cacheControl: 'no-store',
+      body: '{"error":"unauthorized","error_description":"bearer token required"}',
+    })
+  })
+
+  it('decides a HEAD on its header token alone, with or without a token in its form body', async () => {
+    const valid = await issuer.mint()
+    const invalid = await sameAnswer(
+      'HEAD',
+      { Authorization: 'Bearer a.b.c' },
+      `access_token=${valid}`,
+    )
+    expect(invalid).toMatchObject({ status: 401, challenge: INVALID_TOKEN.challenge, body: '' })
+    const bodyOnly = await sameAnswer('HEAD', {}, `access_token=${valid}`)
+    expect(bodyOnly).toMatchObject({ status: 401, challenge: 'Bearer realm="api"', body: '' })
+  })
+
+  it('refuses a POST with a token in its header and its form body 400 invalid_request', async () => {
+    const token = await issuer.mint()
+    const answer = await sameAnswer(
+      'POST',
+      { Authorization: `Bearer ${token}` },
+      `access_token=${token}`,
+    )
+    expect(answer).toEqual({
+      status: 400,
+      challenge:
+        'Bearer realm="api", error="invalid_request", error_description="access token sent more than one way"',
+      contentType: 'application/json; charset=utf-8',
+      cacheControl: 'no-store',
+      body: '{"error":"invalid_request","error_description":"access token sent more than one way"}',
+    })
+  })
+
+  it('answers a POST with a token only in its form body 401 with a bare challenge', async () => {
+    const answer = await sameAnswer('POST', {}, `access_token=${await issuer.mint()}`)
+    expect(answer).toMatchObject({ status: 401, challenge: 'Bearer realm="api"' })
   })
 })
 

@@ -44,6 +44,7 @@ import {
   TollgateRefusal,
 } from '../../adapters/nestjs/index.js'
 import { TokenMissingError } from '../../src/errors.js'
+import type { GateEvent } from '../../src/events.js'
 import { type GateOptions, renderError, TollgateError } from '../../src/index.js'
 import { createDpopKey, createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { APPS, describeAuth, LOGOUT_PATH, PUSH_PATH, TWO_SCOPES_PATH } from '../helpers/apps.js'
@@ -1045,11 +1046,17 @@ describe('shutdown', () => {
           String(await client.call('CLIENT', 'LIST', 'TYPE', 'pubsub'))
             .split('\n')
             .filter((line) => line.trim() !== '').length
+        // The test Redis persists nothing: the gate says so, here as an event, before ready().
+        const events: GateEvent[] = []
         const app = await createNestApp(platform, {
           ...options,
           revocation: { store: { redis: client } },
+          onEvent: (event) => events.push(event),
         })
         await app.get<Gate>(TOLLGATE_GATE).ready()
+        expect(events.filter((event) => event.type === 'revocation_store_volatile')).toEqual([
+          { type: 'revocation_store_volatile', persistence: 'none', loader: false },
+        ])
         expect(await subscribers()).toBe(1)
         await app.close()
         await expect.poll(subscribers).toBe(0)

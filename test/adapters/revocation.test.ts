@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import * as expressAdapter from '../../adapters/express/index.js'
 import * as koaAdapter from '../../adapters/koa/index.js'
+import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
@@ -52,6 +53,18 @@ async function close(server: ProtectedServer): Promise<void> {
 }
 
 const now = () => Math.floor(Date.now() / 1000)
+
+/**
+ * What an instance on the test Redis (no AOF, no save points) reports once it holds the list:
+ * these tests take the report as an event (`onEvent`) instead of a printed warning.
+ */
+const VOLATILE: GateEvent = {
+  type: 'revocation_store_volatile',
+  persistence: 'none',
+  loader: false,
+}
+const volatileOf = (events: readonly GateEvent[]) =>
+  events.filter((event) => event.type === 'revocation_store_volatile')
 const postForm = (url: string, fields: Record<string, string>) =>
   fetch(url, {
     method: 'POST',
@@ -210,20 +223,24 @@ describe('two gateway instances (Express and Koa) on one Redis', () => {
   let express: ProtectedServer
   let koa: ProtectedServer
   let urls: { express: string; koa: string }
+  const events = { express: [] as GateEvent[], koa: [] as GateEvent[] }
 
   beforeAll(async () => {
     redis = await startRedisServer()
-    const shared = async (): Promise<GateOptions> => ({
+    const shared = async (received: GateEvent[]): Promise<GateOptions> => ({
       ...options,
       revocation: {
         store: { redis: await redis.client() },
         callbacks: { clientIds: 'gateway' },
       },
+      onEvent: (event) => received.push(event),
     })
     express = (APPS.find(([name]) => name === 'express 5') as (typeof APPS)[number])[1](
-      await shared(),
+      await shared(events.express),
     )
-    koa = (APPS.find(([name]) => name === 'koa 3') as (typeof APPS)[number])[1](await shared())
+    koa = (APPS.find(([name]) => name === 'koa 3') as (typeof APPS)[number])[1](
+      await shared(events.koa),
+    )
     urls = { express: await listen(express), koa: await listen(koa) }
   })
   afterAll(async () => {
@@ -266,6 +283,9 @@ describe('two gateway instances (Express and Koa) on one Redis', () => {
     await annotate(
       `logout POSTed to one instance → refused by the other (HTTP, loopback), ${rounds} sessions: p50 ${at(50)} ms, p90 ${at(90)} ms, p99 ${at(99)} ms, max ${at(100)} ms; ${elapsed.filter((ms) => ms <= 1000).length}/${rounds} within 1 s`,
     )
+    // Each instance said once, before it first held the list, that this Redis persists nothing.
+    expect(volatileOf(events.express)).toEqual([VOLATILE])
+    expect(volatileOf(events.koa)).toEqual([VOLATILE])
   })
 })
 
@@ -291,6 +311,7 @@ describe('a freshly started instance behind each adapter', () => {
       const earlier = createApp({
         ...options,
         revocation: { store: { redis: await redis.client() }, keyPrefix },
+        onEvent: () => {},
       })
       await earlier.gate.revoke({ sub: 'long-gone' })
       await close(earlier)
@@ -300,6 +321,7 @@ describe('a freshly started instance behind each adapter', () => {
       await admin.call('CLIENT', 'PAUSE', '600000', 'WRITE')
       // `skip` runs first in every decision: it counts the requests the gate has received.
       let arrived = 0
+      const events: GateEvent[] = []
       const server = createApp({
         ...options,
         skip: () => {
@@ -307,6 +329,7 @@ describe('a freshly started instance behind each adapter', () => {
           return false
         },
         revocation: { store: { redis: client }, keyPrefix, storeTimeoutMs: 60_000 },
+        onEvent: (event) => events.push(event),
       })
       try {
         const url = await listen(server)
@@ -327,6 +350,8 @@ describe('a freshly started instance behind each adapter', () => {
         await admin.call('CLIENT', 'UNPAUSE')
         expect(answeredWhilePaused).toEqual([])
         expect(new Set(await Promise.all(statuses))).toEqual(new Set([401]))
+        // Reported before the list counted as held, so before any of those answers.
+        expect(volatileOf(events)).toEqual([VOLATILE])
       } finally {
         await admin.call('CLIENT', 'UNPAUSE')
         await close(server)

@@ -55,6 +55,11 @@ const noCredentials: Case[] = [
   ['a token only in the query string', () => ({ path: `${ROUTE}?access_token=${token}` }), MISSING],
   ['a token only in a form body', () => ({ form: { access_token: token } }), MISSING],
   [
+    'a token only in the form body of a GET',
+    () => ({ method: 'GET', form: { access_token: token } }),
+    MISSING,
+  ],
+  [
     'a token only in a cookie',
     () => ({ headers: [['Cookie', `access_token=${token}; token=${token}`]] }),
     MISSING,
@@ -215,6 +220,13 @@ const accepted: Case[] = [
   [
     'an unrelated query string',
     () => ({ authorization: `Bearer ${token}`, path: `${ROUTE}?token=1&access_tokens=2` }),
+    OK,
+  ],
+  // RFC 6750 §2.2: no body method on GET or HEAD; the body is no credential channel there, so
+  // the header alone decides, as on hosts that never hand a GET body over (contract suite).
+  [
+    'a GET whose form body holds the token as well',
+    () => ({ method: 'GET', authorization: `Bearer ${token}`, form: { access_token: token } }),
     OK,
   ],
   [
