@@ -37,8 +37,7 @@ export default defineConfig({
       '--disable-warning=TOLLGATE_INSECURE_KEY_URL',
       '--disable-warning=TOLLGATE_INSECURE_HTTP',
     ],
-    // notices.ts drops oidc-provider's quick-start adapter notice, and only it (see there why).
-    setupFiles: ['test/setup/warnings.ts', 'test/setup/notices.ts'],
+    setupFiles: ['test/setup/warnings.ts'],
     // Every run writes the JSON results, locally as in CI: scripts/test-summary.ts reads them for
     // .ci/run's closing line and its rules (no skips, no todos, no fewer tests than test/floor.json).
     reporters: ['default', 'json'],

@@ -24,6 +24,7 @@ import Provider, {
   type KoaContextWithOIDC,
 } from 'oidc-provider'
 import { followAuthorization as followAuthorizationAs } from '../../src/testing/dev-authorize.js'
+import { createDevStore } from '../../src/testing/dev-store.js'
 
 /** A registered client, in oidc-provider's (RFC 7591) metadata. */
 export type ProviderClient = ClientMetadata
@@ -305,6 +306,9 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
         const { dispatcher: _dispatcher, ...direct } = init
         return fetch(url, direct)
       },
+      // The development provider's store, not oidc-provider's quick-start adapter, which prints a
+      // notice at every start: a green run is quiet (issue 31).
+      adapter: createDevStore().adapter,
       ttl: {
         AccessToken: accessTokenSeconds,
         ClientCredentials: accessTokenSeconds,

@@ -1,9 +1,6 @@
 /**
  * The development provider prints nothing of oidc-provider's: no notice that a quick-start
- * in-memory adapter or development keys are used (it passes its own store and keys). The test
- * run drops that adapter notice when test/helpers/oidc-provider.ts prints it (test/setup/
- * notices.ts): this test, whose spy sees every `console` call before that filter, is what keeps
- * the filter from hiding anything a user of tollgate/testing would see.
+ * in-memory adapter or development keys are used (it passes its own store and keys).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 
