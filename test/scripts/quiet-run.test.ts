@@ -1,7 +1,7 @@
 /**
  * A green run is quiet (issue 31): with the repository's vitest configuration, a test that makes
  * tollgate warn without asserting it fails, naming the warning; one that asserts it passes; none
- * of tollgate's warnings is printed; what is not tollgate's (another library's warning, any
+ * of tollgate's warnings is printed; what is not tollgate's (another library's warning,
  * oidc-provider's lines) still is. Runs vitest on the fixtures of
  * test/setup/fixtures/ through the same configuration (test/setup/fixtures/vitest.config.ts).
  */
