@@ -31,6 +31,8 @@ import { PendingWrites } from './redis-writes.js'
 /** What the subscriber connection is, as far as this module uses it (ioredis Redis or Cluster). */
 interface Subscriber {
   readonly status: string
+  /** ioredis's options of a single-server client (a Cluster resubscribes and catches on its own). */
+  readonly options?: { autoResubscribe?: boolean }
   on(event: string, listener: (...args: unknown[]) => void): unknown
   subscribe(channel: string): Promise<unknown>
   connect(): Promise<unknown>
@@ -99,6 +101,11 @@ export class RedisSync implements SyncState {
       () => this.forgetTouched(),
     )
     const subscriber = client.duplicate() as Subscriber
+    // Every (re)connection runs a resynchronization, which subscribes and handles its failure.
+    // ioredis's own resubscription does not: with `enableOfflineQueue: false` (the documented
+    // client settings) a reconnection that drops again at once rejected its SUBSCRIBE with nobody
+    // listening, an unhandled rejection that ends a Node process.
+    if (subscriber.options !== undefined) subscriber.options.autoResubscribe = false
     this.subscriber = subscriber
     subscriber.on('error', (error) => this.link.storeError(error))
     subscriber.on('message', (channel, text) => this.onMessage(channel, text))
