@@ -357,10 +357,17 @@ describe.each(SIGNIN_APPS)('%s sessions', (_name, createApp) => {
   it('reads the key ring from the environment when first needed, and answers 503 while it is unset', async () => {
     const variable = `TOLLGATE_TEST_KEYS_${_name.toUpperCase()}`
     delete process.env[variable]
-    const app = createApp(signInOptions(provider, { keys: fromEnv(variable) }))
+    const refused: SignInEvent[] = []
+    const app = createApp(
+      signInOptions(provider, {
+        keys: fromEnv(variable),
+        onEvent: (event) => void refused.push(event),
+      }),
+    )
     const unset = await request(app).get('/auth/login')
     expect(unset.status).toBe(503)
     expect(unset.headers['retry-after']).toBe('5')
+    expect(refused).toContainEqual(expect.objectContaining({ type: 'signin_refused' }))
     const [newest, older] = testKeys()
     process.env[variable] =
       `${newest?.id}=${Buffer.from(newest?.secret as Uint8Array).toString('base64url')},${older?.id}=${older?.secret}`

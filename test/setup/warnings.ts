@@ -38,9 +38,6 @@ interface Unexpected {
  * exists.
  */
 export const PENDING: ReadonlyArray<{ readonly file: string; readonly code: string }> = [
-  // "… sessions > reads the key ring from the environment when first needed, and answers 503
-  // while it is unset", once per framework.
-  { file: 'test/adapters/signin-sessions.test.ts', code: 'TOLLGATE_SIGNIN_KEYS_UNAVAILABLE' },
   // "a freshly started instance on a Redis that already holds revocations > …" (4 tests) and
   // "revocations and a Redis that persists nothing > …" (2 tests): the test Redis persists nothing.
   { file: 'test/revocation/redis.test.ts', code: 'TOLLGATE_REVOCATION_STORE_VOLATILE' },
