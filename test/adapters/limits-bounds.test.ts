@@ -8,6 +8,7 @@
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
+import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import type { SharedStore } from '../../src/shared-store.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
@@ -106,7 +107,11 @@ describe.each(APPS.filter(([name]) => name === 'express 5' || name === 'fetch'))
     })
 
     it('answers 503 with Retry-After to a new tenant while maxTenants windows have not ended, and still limits the tenants it holds', async () => {
-      const app = serve(limited({ windows: [{ points: 2, durationSeconds: 60 }], maxTenants: 2 }))
+      const events: GateEvent[] = []
+      const app = serve({
+        ...limited({ windows: [{ points: 2, durationSeconds: 60 }], maxTenants: 2 }),
+        onEvent: (event) => void events.push(event),
+      })
       expect((await get(app, 'a')).status).toBe(200)
       expect((await get(app, 'b')).status).toBe(200)
       const full = await get(app, 'c')
@@ -117,6 +122,10 @@ describe.each(APPS.filter(([name]) => name === 'express 5' || name === 'fetch'))
       })
       expect(Number(full.headers['retry-after'])).toBeGreaterThanOrEqual(1)
       expect(Number(full.headers['retry-after'])).toBeLessThanOrEqual(60)
+      expect(events).toContainEqual({
+        type: 'limiter_store_error',
+        error: expect.objectContaining({ code: 'ERR_STORE_FULL' }),
+      })
       expect((await get(app, 'a')).status).toBe(200)
       expect((await get(app, 'a')).status).toBe(429)
     })
