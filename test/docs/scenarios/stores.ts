@@ -95,6 +95,18 @@ export const STORES: ScenarioTable = {
         'two workers share the port and the primary counts for both: of 60 requests of tenant acme exactly 50 admitted, 10 refused 429; no token 401',
       async run({ start, world: { kit } }) {
         const app = await start()
+        // The port answers once one worker listens: wait (on another tenant's counter) until
+        // both answer, so that acme's requests are shared between them.
+        const warm = await kit.mint({ tenant: 'warmup' })
+        const listening = new Set<unknown>()
+        for (let batch = 0; batch < 4 && listening.size < 2; batch++) {
+          const answers = await Promise.all(
+            Array.from({ length: 10 }, async () => answer(await app.fetch(BILLING, bearer(warm)))),
+          )
+          for (const { body } of answers) listening.add((body as { worker?: unknown }).worker)
+          if (listening.size < 2) await new Promise((resolve) => setTimeout(resolve, 500))
+        }
+        expect(listening.size).toBe(2)
         const token = await kit.mint({ tenant: 'acme' })
         const statuses: number[] = []
         const workers = new Set<unknown>()
