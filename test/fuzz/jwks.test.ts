@@ -114,6 +114,8 @@ describe('key set documents', () => {
                   headers: { 'content-type': 'application/json' },
                 }),
             },
+            // An unusable document is reported by an event; the property is about the answers.
+            onEvent: () => {},
           })
           let status = 200
           try {

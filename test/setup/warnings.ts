@@ -37,13 +37,7 @@ interface Unexpected {
  * its file is fixed; test/scripts/quiet-run.test.ts checks that every entry names a file that
  * exists.
  */
-export const PENDING: ReadonlyArray<{ readonly file: string; readonly code: string }> = [
-  // "a freshly started instance on a Redis that already holds revocations > …" (4 tests) and
-  // "revocations and a Redis that persists nothing > …" (2 tests): the test Redis persists nothing.
-  { file: 'test/revocation/redis.test.ts', code: 'TOLLGATE_REVOCATION_STORE_VOLATILE' },
-  // "key set documents > admits only with the genuine key, otherwise 401 or 503, …".
-  { file: 'test/fuzz/jwks.test.ts', code: 'TOLLGATE_JWKS_UNUSABLE' },
-]
+export const PENDING: ReadonlyArray<{ readonly file: string; readonly code: string }> = []
 
 /** tollgate's: its TollgateWarning type, or a plain Warning with one of its `TOLLGATE_…` codes. */
 const isTollgates = (warning: EmittedWarning): boolean =>
