@@ -7,47 +7,14 @@
  */
 import { type GrantResult, mayResend, type TokenEndpoint } from './endpoint.js'
 import { isTokenSourceError, TokenSourceError } from './errors.js'
-import type { GrantType, TokenRequestFacts, TokenSourceEvent } from './events.js'
+import type { GrantType, TokenSourceEvent } from './events.js'
 import type { NormalizedTokenSourceOptions } from './options.js'
-import type { NormalizedParameters } from './parameters.js'
 import type { RefreshTokenHolder } from './refresh-token.js'
 import { scheduleToken } from './schedule.js'
 import type { SharedCache, SharedToken } from './shared-cache.js'
+import type { Arrival, Held, Slot } from './slot.js'
 
-/** A token a source holds, with its schedule. */
-export interface Held extends SharedToken {
-  readonly renewAt: number
-  readonly usableUntil: number
-  /** The shared cache's raw value, to delete exactly this entry when the token is refused. */
-  readonly sharedRaw: string | undefined
-}
-
-/** The cache entry and single-flight state of one set of request parameters. */
-export interface Slot {
-  readonly key: string
-  readonly parameters: NormalizedParameters
-  readonly facts: TokenRequestFacts
-  readonly sharedKey: string | undefined
-  current: Held | undefined
-  pending: Promise<Held> | undefined
-  failures: number
-  retryAt: number
-  lastError: TokenSourceError | undefined
-  lastDroppedAt: number
-  /** The shared cache's raw value of the token last refused here, never to be adopted again. */
-  refusedRaw: string | undefined
-  /** A caller waits for the flight: its retry and poll timers keep the process alive. */
-  awaited: boolean
-  /** The timer the flight waits on, to keep the process alive once a caller joins. */
-  sleeping: NodeJS.Timeout | undefined
-}
-
-/** A token that arrived, and from where (`undefined`: the held one, kept while another renews). */
-export interface Arrival {
-  readonly held: Held
-  readonly from: 'provider' | 'shared_cache' | undefined
-  readonly durationMs: number
-}
+export type { Arrival, Held, Slot } from './slot.js'
 
 const SHARED_POLL_MS = 50
 
