@@ -5,12 +5,13 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
-import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+import type { Admission, CheckResult } from '../../src/types.js'
+import { admitOn, requestOf, send } from './translate.js'
 
 declare global {
   namespace Express {
@@ -33,20 +34,6 @@ export interface TollgateMiddleware
    * request on: mount it at the app level when the gate itself only guards a sub-path.
    */
   readonly resourceMetadata: RequestHandler
-}
-
-function requestOf(req: Request): RequestLike {
-  const { headers, rawHeaders, method, originalUrl: url, body } = req
-  const secure = (req.socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders, method, url, body, secure }
-}
-
-// Node's own calls, not `res.status().set()`: Express's helpers re-validate the status and look
-// up a charset for Content-Type on every refusal, and these answers carry theirs already.
-function send(res: Response, { status, headers, body }: ErrorResponse): void {
-  res.statusCode = status
-  for (const name in headers) res.setHeader(name, headers[name] as string)
-  res.end(body)
 }
 
 /**
@@ -85,8 +72,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     // Answered while the keys were being fetched (a timeout middleware): nothing is left to do.
     if (res.headersSent) return
     decisions.remember(req, result)
-    if (result.auth !== undefined) req.auth = result.auth
-    for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
+    admitOn(req, res, result)
     then(req, res, result, next)
   }
   function decideThen(req: Request, res: Response, next: NextFunction, then: Then): void {

@@ -13,12 +13,13 @@ import type {
 } from 'fastify'
 import fastifyPlugin from 'fastify-plugin'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
-import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+import type { Admission, CheckResult } from '../../src/types.js'
+import { admitOn, requestOf, send } from './translate.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,19 +57,9 @@ function isCallbackRoute(request: FastifyRequest): boolean {
   return config?.[CALLBACK_ROUTE] === true
 }
 
-function requestOf(request: FastifyRequest): RequestLike {
-  const { headers, method, url, body, raw } = request
-  const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
-  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
-}
-
 function hasForm(request: FastifyRequest): boolean {
   const type = request.headers['content-type']
   return type?.split(';', 1)[0]?.trim().toLowerCase() === FORM
-}
-
-function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): void {
-  reply.code(status).headers(headers).send(body)
 }
 
 /**
@@ -117,8 +108,7 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     then: Then,
   ): void => {
     decisions.remember(request, result)
-    request.auth = result.auth
-    reply.headers(result.headers)
+    admitOn(request, reply, result)
     then(request, reply, result, done)
   }
 

@@ -19,6 +19,7 @@ import type { CallbackRequest, CallbackResponse } from '../../src/revocation/cal
 import { callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { RequestLike } from '../../src/types.js'
 import { fail, record } from '../../src/validate.js'
+import { send } from '../express/translate.js'
 
 /** Where `TollgateModule` serves the provider callbacks (`revocation.callbacks`). */
 export interface TollgateCallbackPaths {
@@ -111,16 +112,6 @@ function requestOf(req: MiddlewareRequest): RequestLike {
   const url = req.originalUrl ?? req.url
   const secure = (req.socket as { encrypted?: boolean }).encrypted === true
   return { headers, rawHeaders, method, url, body, secure }
-}
-
-/**
- * Node's own calls on either platform's response (Express's `res` is Node's): the fields and
- * bytes tollgate/express sends with `res.status().set().end()`.
- */
-function send(res: ServerResponse, { status, headers, body }: ErrorResponse): void {
-  res.statusCode = status
-  for (const name in headers) res.setHeader(name, headers[name] as string)
-  res.end(body)
 }
 
 function pathOf(url: string | undefined): string {

@@ -42,6 +42,8 @@ import {
 import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 import { boolean, record, validateFor } from '../../src/validate.js'
+import * as express from '../express/translate.js'
+import * as fastify from '../fastify/translate.js'
 import {
   createEndpoints,
   type Endpoints,
@@ -82,37 +84,20 @@ interface Platform {
   send(response: unknown, answer: ErrorResponse): void
 }
 
-// The same translations and the same calls as tollgate/express and tollgate/fastify, so that
-// the answers are byte for byte theirs.
+// The translations of tollgate/express and tollgate/fastify themselves, so that the answers are
+// byte for byte theirs.
 const EXPRESS: Platform = {
-  requestOf(request) {
-    const { headers, rawHeaders, method, originalUrl: url, body, socket } = request as Request
-    const secure = (socket as { encrypted?: boolean }).encrypted === true
-    return { headers, rawHeaders, method, url, body, secure }
-  },
-  admit(request, response, result) {
-    const res = response as Response
-    if (result.auth !== undefined) (request as AuthHolder).auth = result.auth
-    for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
-  },
-  send(response, { status, headers, body }) {
-    ;(response as Response).status(status).set(headers).end(body)
-  },
+  requestOf: (request) => express.requestOf(request as Request),
+  admit: (request, response, result) =>
+    express.admitOn(request as Request, response as Response, result),
+  send: (response, answer) => express.send(response as Response, answer),
 }
 
 const FASTIFY: Platform = {
-  requestOf(request) {
-    const { headers, method, url, body, raw } = request as FastifyRequest
-    const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
-    return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
-  },
-  admit(request, response, result) {
-    ;(request as AuthHolder).auth = result.auth
-    ;(response as FastifyReply).headers(result.headers)
-  },
-  send(response, { status, headers, body }) {
-    ;(response as FastifyReply).code(status).headers(headers).send(body)
-  },
+  requestOf: (request) => fastify.requestOf(request as FastifyRequest),
+  admit: (request, response, result) =>
+    fastify.admitOn(request as FastifyRequest, response as FastifyReply, result),
+  send: (response, answer) => fastify.send(response as FastifyReply, answer),
 }
 
 /**

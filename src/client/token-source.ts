@@ -2,6 +2,9 @@
  * `createTokenSource()`: access tokens for a backend (Client Credentials, or a refresh token),
  * answered from a cache, renewed before they expire, one request per set of parameters however
  * many callers wait, retried with backoff, and shared by a fleet through Redis when asked to.
+ * The parts, each with its state: `slot-table.ts` (a slot per set of parameters), `slot.ts` (what
+ * a slot holds), `flights.ts` (answering from a slot, its one flight), `arrival.ts` (how a token
+ * arrives: from the provider, or from another instance through the shared cache).
  *
  * @module
  */
@@ -9,18 +12,15 @@ import { randomUUID } from 'node:crypto'
 import { inspect } from 'node:util'
 
 import { createEmit, type Emit } from '../events.js'
-import { createArrivals, type Held, type Slot } from './arrival.js'
+import { createArrivals } from './arrival.js'
 import { createTokenEndpoint, warnIfInsecure } from './endpoint.js'
-import type { TokenSourceError } from './errors.js'
 import type { GrantType, TokenSourceEvent } from './events.js'
+import { Flights } from './flights.js'
 import { normalizeTokenSourceOptions, type TokenSourceOptions } from './options.js'
-import {
-  type NormalizedParameters,
-  normalizeParameters,
-  type TokenParameters,
-} from './parameters.js'
+import type { TokenParameters } from './parameters.js'
 import { createRefreshTokenHolder } from './refresh-token.js'
 import { createSharedCache, type SharedCache } from './shared-cache.js'
+import { SlotTable } from './slot-table.js'
 
 /** Hands out access tokens for one client at one provider. */
 export interface TokenSource {
@@ -46,10 +46,8 @@ export interface TokenSource {
   readonly clientId: string
 }
 
-const MAX_SLOTS = 1000
 const DROP_INTERVAL_MS = 10_000
 const SHARED_CACHE_TIMEOUT_MS = 1000
-const SHARED_RECHECK_MS = 1000
 
 /**
  * Creates a token source. Validates the options; makes no request until the first `get()`.
@@ -71,7 +69,7 @@ const SHARED_RECHECK_MS = 1000
  */
 export function createTokenSource(options: TokenSourceOptions): TokenSource {
   const settings = normalizeTokenSourceOptions(options)
-  const { clientId, server, now, retry } = settings
+  const { clientId, server, now } = settings
   const issuer = server.issuer
   const grant: GrantType =
     settings.refreshToken === undefined ? 'client_credentials' : 'refresh_token'
@@ -87,7 +85,6 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
           SHARED_CACHE_TIMEOUT_MS,
         )
   const stopped = new AbortController()
-  const slots = new Map<string, Slot>()
   const refresh =
     settings.refreshToken === undefined
       ? undefined
@@ -101,7 +98,7 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
               emit?.({ type: 'refresh_token_store_failed', issuer, clientId, reason }),
           },
         )
-  const { arrive, closedError, sharedError } = createArrivals({
+  const arrivals = createArrivals({
     settings,
     grant,
     endpoint: createTokenEndpoint(settings, stopped.signal),
@@ -111,159 +108,21 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
     owner: randomUUID(),
     stopped: stopped.signal,
   })
-  // Callers waiting for a flight are released by close(), whatever the flight is waiting on.
-  const whenStopped = new Promise<never>((_, reject) => {
-    stopped.signal.addEventListener('abort', () => reject(closedError()), { once: true })
-  })
-  whenStopped.catch(() => undefined)
-
-  function keyOf(parameters: NormalizedParameters): string {
-    return JSON.stringify([
-      issuer,
-      server.tokenEndpoint ?? '',
-      clientId,
-      grant,
-      parameters.scope ?? '',
-      parameters.resource,
-      parameters.audience ?? '',
-    ])
-  }
-
-  function slotOf(parameters: NormalizedParameters): Slot {
-    const key = keyOf(parameters)
-    let slot = slots.get(key)
-    if (slot !== undefined) return slot
-    if (slots.size >= MAX_SLOTS) {
-      for (const [oldKey, old] of slots) {
-        if (old.pending === undefined && old !== defaultSlot) {
-          slots.delete(oldKey)
-          break
-        }
-      }
-    }
-    slot = {
-      key,
-      parameters,
-      facts: {
-        issuer,
-        clientId,
-        grant,
-        scope: parameters.scope,
-        resource: parameters.resource,
-        audience: parameters.audience,
-      },
-      sharedKey: shared?.keyOf(key),
-      current: undefined,
-      pending: undefined,
-      failures: 0,
-      retryAt: 0,
-      lastError: undefined,
-      lastDroppedAt: Number.NEGATIVE_INFINITY,
-      refusedRaw: undefined,
-      awaited: false,
-      sleeping: undefined,
-    }
-    slots.set(key, slot)
-    return slot
-  }
-
-  const defaultSlot = slotOf(settings.parameters)
-
-  /** The one flight of a slot: its result replaces the held token; its failure pauses the slot. */
-  function fly(slot: Slot): Promise<Held> {
-    const flight = (async () => {
-      const arrival = await Promise.race([arrive(slot), whenStopped])
-      if (stopped.signal.aborted) throw closedError()
-      return arrival
-    })()
-    slot.pending = flight.then(
-      ({ held, from, durationMs }) => {
-        slot.pending = undefined
-        if (from === undefined && slot.current !== held) {
-          // The held token was kept while another instance renews, but invalidate() dropped it
-          // meanwhile: never put it back; wait for a new one instead.
-          return fly(slot)
-        }
-        const renewal = slot.current !== undefined
-        slot.current = held
-        slot.failures = 0
-        // Another instance holds the renewal lock: look for its token again in a second, not on
-        // every get() in between.
-        slot.retryAt = from === undefined ? now() + SHARED_RECHECK_MS : 0
-        slot.lastError = undefined
-        slot.awaited = false
-        // Reported once the new token is in place: a listener calling get() already receives it.
-        if (from !== undefined) {
-          emit?.({
-            type: renewal ? 'token_renewed' : 'token_obtained',
-            ...slot.facts,
-            from,
-            expiresInSeconds: held.expiresInSeconds,
-            durationMs,
-          })
-        }
-        return held
-      },
-      (error: unknown) => {
-        const failure = error as TokenSourceError
-        slot.failures++
-        const pauseMs = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** slot.failures)
-        slot.retryAt = now() + pauseMs
-        failure.retryAfterSeconds = failure.retryable ? Math.ceil(pauseMs / 1000) : undefined
-        slot.lastError = failure
-        slot.pending = undefined
-        slot.awaited = false
-        throw failure
-      },
-    )
-    return slot.pending
-  }
-
-  function obtain(slot: Slot): Promise<string> {
-    if (stopped.signal.aborted) return Promise.reject(closedError())
-    if (slot.pending !== undefined) {
-      awaitFlight(slot)
-      return slot.pending.then(accessTokenOf)
-    }
-    if (slot.lastError !== undefined && now() < slot.retryAt) return Promise.reject(slot.lastError)
-    awaitFlight(slot)
-    return fly(slot).then(accessTokenOf)
-  }
-
-  /** A caller waits for `slot`'s flight: from now on its timers keep the process alive. */
-  function awaitFlight(slot: Slot): void {
-    slot.awaited = true
-    slot.sleeping?.ref()
-  }
-
-  function serve(slot: Slot): Promise<string> {
-    const held = slot.current
-    if (held !== undefined) {
-      const at = now()
-      if (at < held.renewAt) return Promise.resolve(held.accessToken)
-      if (at < held.usableUntil) {
-        if (slot.pending === undefined && at >= slot.retryAt && !stopped.signal.aborted) {
-          // Background renewal: its failure is reported as an event; callers keep this token.
-          fly(slot).catch(() => undefined)
-        }
-        return Promise.resolve(held.accessToken)
-      }
-    }
-    return obtain(slot)
-  }
+  const flights = new Flights(arrivals, settings, emit, stopped.signal)
+  const slots = new SlotTable(
+    { issuer, tokenEndpoint: server.tokenEndpoint, clientId, grant },
+    settings.parameters,
+    shared,
+  )
 
   const source: TokenSource = {
     issuer,
     clientId,
     get(parameters) {
-      if (parameters === undefined) return serve(defaultSlot)
-      return serve(slotOf(normalizeParameters(parameters, settings.parameters)))
+      return flights.serve(slots.of(parameters))
     },
     invalidate(accessToken, parameters) {
-      const slot =
-        parameters === undefined
-          ? defaultSlot
-          : slotOf(normalizeParameters(parameters, settings.parameters))
+      const slot = slots.of(parameters)
       const held = slot.current
       if (held === undefined || held.accessToken !== accessToken) return true
       const at = now()
@@ -275,13 +134,13 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
       slot.retryAt = 0
       slot.lastError = undefined
       if (shared !== undefined && slot.sharedKey !== undefined && held.sharedRaw !== undefined) {
-        shared.drop(slot.sharedKey, held.sharedRaw).catch(sharedError)
+        shared.drop(slot.sharedKey, held.sharedRaw).catch(arrivals.sharedError)
       }
       return true
     },
     close() {
       stopped.abort()
-      for (const slot of slots.values()) slot.current = undefined
+      slots.forgetTokens()
     },
   }
   const description = () => ({
@@ -297,8 +156,4 @@ export function createTokenSource(options: TokenSourceOptions): TokenSource {
     [inspect.custom]: { value: () => `TokenSource ${inspect(description())}` },
   })
   return Object.freeze(source)
-}
-
-function accessTokenOf(held: Held): string {
-  return held.accessToken
 }

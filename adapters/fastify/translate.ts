@@ -1,0 +1,28 @@
+/**
+ * How a Fastify request is read and answered: shared by `tollgate/fastify` and by
+ * `tollgate/nestjs` on the Fastify platform, so that their answers are byte for byte the same.
+ * Type imports only: nothing here loads Fastify.
+ *
+ * @module
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+import type { ErrorResponse } from '../../src/errors.js'
+import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+
+/** The request as the gate reads it. */
+export function requestOf(request: FastifyRequest): RequestLike {
+  const { headers, method, url, body, raw } = request
+  const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
+  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
+}
+
+/** Sets `request.auth` (`undefined` when admitted without a token) and the admission's headers. */
+export function admitOn(request: FastifyRequest, reply: FastifyReply, result: CheckResult): void {
+  ;(request as { auth?: Admission | undefined }).auth = result.auth
+  reply.headers(result.headers)
+}
+
+export function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): void {
+  reply.code(status).headers(headers).send(body)
+}
