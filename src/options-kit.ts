@@ -130,28 +130,38 @@ type Values<F> = { -readonly [K in keyof F]: Normalized<F[K]> }
 
 /**
  * A group of options (an options object or one of its members): only the `fields`' keys are
- * accepted; each is read in order, so a later one may default from an earlier one. `finish`
- * checks rules across options and shapes the result (default: the values, frozen). `absent`
- * says what a missing group is: `{}` read as usual (default), or `undefined`.
+ * accepted; each is read in order, so a later one may default from an earlier one (see {@link How}).
  *
  * `group<Interface>()(fields)`: the compiler holds the keys to the interface's, no more, no less.
  */
 export function group<I>() {
-  return <F extends Fields<I>, R = Readonly<Values<F>>, A extends 'empty' | 'undefined' = 'empty'>(
+  function read<F extends Fields<I>>(
     fields: F & Record<Exclude<keyof F, keyof I>, never>,
-    how: {
-      readonly finish?: (values: Values<F>, path: string) => R
-      readonly absent?: A
-      readonly doc?: Partial<OptionDoc>
-      /** Checked before the members are read (rules about the options' presence). */
-      readonly before?: (input: Record<string, unknown>, path: string) => void
-    } = {},
-  ): Option<A extends 'undefined' ? R | undefined : R> => {
+    how?: How<F, never, 'empty' | 'required'>,
+  ): Option<Readonly<Values<F>>>
+  function read<F extends Fields<I>>(
+    fields: F & Record<Exclude<keyof F, keyof I>, never>,
+    how: How<F, never, 'undefined'>,
+  ): Option<Readonly<Values<F>> | undefined>
+  function read<F extends Fields<I>, R>(
+    fields: F & Record<Exclude<keyof F, keyof I>, never>,
+    how: How<F, R, 'empty' | 'required'> & {
+      readonly finish: (values: Values<F>, path: string) => R
+    },
+  ): Option<R>
+  function read<F extends Fields<I>, R>(
+    fields: F & Record<Exclude<keyof F, keyof I>, never>,
+    how: How<F, R, 'undefined'> & { readonly finish: (values: Values<F>, path: string) => R },
+  ): Option<R | undefined>
+  function read<F extends Fields<I>, R>(
+    fields: F,
+    how: How<F, R, 'empty' | 'undefined' | 'required'> = {},
+  ): Option<unknown> {
     const keys = Object.keys(fields)
     return {
       read(value, path) {
-        if (value === undefined && how.absent === 'undefined') return undefined as never
-        const input = record(value ?? {}, path, keys)
+        if (value === undefined && how.absent === 'undefined') return undefined
+        const input = record(how.absent === 'required' ? value : (value ?? {}), path, keys)
         how.before?.(input, path)
         const values: Record<string, unknown> = {}
         for (const key of keys) {
@@ -161,12 +171,27 @@ export function group<I>() {
             values,
           )
         }
-        return (how.finish ? how.finish(values as Values<F>, path) : Object.freeze(values)) as never
+        return how.finish ? how.finish(values as Values<F>, path) : Object.freeze(values)
       },
       doc: { accepts: 'object', ...how.doc },
       fields,
     }
   }
+  return read
+}
+
+/** How a {@link group} is read beyond its members. */
+interface How<F, R, A extends 'empty' | 'undefined' | 'required'> {
+  /** Checks rules across options and shapes the result (default: the values, frozen). */
+  readonly finish?: (values: Values<F>, path: string) => R
+  /**
+   * A missing group: `'empty'` (default) reads `{}` (for `undefined` and `null`), `'undefined'`
+   * is `undefined`; `'required'` refuses it (`must be an object`).
+   */
+  readonly absent?: A
+  readonly doc?: Partial<OptionDoc>
+  /** Checked before the members are read (rules about the options' presence). */
+  readonly before?: (input: Record<string, unknown>, path: string) => void
 }
 
 /** One row of a reference table: the option's path and how it is shown. */
