@@ -9,7 +9,10 @@
  */
 import { boolean, integer, oneOf, optionalFunction, record } from './validate.js'
 
-/** What was read so far at the same level: later options may default from earlier ones. */
+/**
+ * What was read before an option: its group's earlier members, then the enclosing groups'
+ * (looked up through the prototype chain). Later options may default from earlier ones.
+ */
 export type Siblings = Readonly<Record<string, unknown>>
 
 /** How the reference table shows an option. */
@@ -159,17 +162,16 @@ export function group<I>() {
   ): Option<unknown> {
     const keys = Object.keys(fields)
     return {
-      read(value, path) {
+      read(value, path, outer) {
         if (value === undefined && how.absent === 'undefined') return undefined
         const input = record(how.absent === 'required' ? value : (value ?? {}), path, keys)
         how.before?.(input, path)
         const values: Record<string, unknown> = {}
+        // What a member sees: the members read before it, then those of the enclosing groups.
+        const seen: Record<string, unknown> = Object.create(outer)
         for (const key of keys) {
-          values[key] = (fields as Record<string, Option<unknown>>)[key]?.read(
-            input[key],
-            at(path, key),
-            values,
-          )
+          const option = (fields as Record<string, Option<unknown>>)[key] as Option<unknown>
+          values[key] = seen[key] = option.read(input[key], at(path, key), seen)
         }
         return how.finish ? how.finish(values as Values<F>, path) : Object.freeze(values)
       },
