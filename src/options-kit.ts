@@ -123,6 +123,11 @@ export function fn<T>(signature: string, shown?: string): Option<T | undefined> 
   }
 }
 
+/** An option another schema reads: accepted as it is here, shown as `option` shows it. */
+export function passed<T>(option: Option<T>): Option<unknown> {
+  return { read: (value) => value, doc: option.doc }
+}
+
 /** An option accepted as it is (no check: the type system's, or a later step's). */
 export function any<T>(doc: OptionDoc): Option<T | undefined> {
   return { read: (value) => value as T | undefined, doc }
@@ -141,21 +146,23 @@ export function group<I>() {
   function read<F extends Fields<I>>(
     fields: F & Record<Exclude<keyof F, keyof I>, never>,
     how?: How<F, never, 'empty' | 'required'>,
-  ): Option<Readonly<Values<F>>>
+  ): Group<Readonly<Values<F>>, F>
   function read<F extends Fields<I>>(
     fields: F & Record<Exclude<keyof F, keyof I>, never>,
     how: How<F, never, 'undefined'>,
-  ): Option<Readonly<Values<F>> | undefined>
+  ): Group<Readonly<Values<F>> | undefined, F>
   function read<F extends Fields<I>, R>(
     fields: F & Record<Exclude<keyof F, keyof I>, never>,
     how: How<F, R, 'empty' | 'required'> & {
-      readonly finish: (values: Values<F>, path: string) => R
+      readonly finish: NonNullable<How<F, R, 'empty'>['finish']>
     },
-  ): Option<R>
+  ): Group<R, F>
   function read<F extends Fields<I>, R>(
     fields: F & Record<Exclude<keyof F, keyof I>, never>,
-    how: How<F, R, 'undefined'> & { readonly finish: (values: Values<F>, path: string) => R },
-  ): Option<R | undefined>
+    how: How<F, R, 'undefined'> & {
+      readonly finish: NonNullable<How<F, R, 'undefined'>['finish']>
+    },
+  ): Group<R | undefined, F>
   function read<F extends Fields<I>, R>(
     fields: F,
     how: How<F, R, 'empty' | 'undefined' | 'required'> = {},
@@ -165,15 +172,18 @@ export function group<I>() {
       read(value, path, outer) {
         if (value === undefined && how.absent === 'undefined') return undefined
         const input = record(how.absent === 'required' ? value : (value ?? {}), path, keys)
-        how.before?.(input, path)
         const values: Record<string, unknown> = {}
-        // What a member sees: the members read before it, then those of the enclosing groups.
-        const seen: Record<string, unknown> = Object.create(outer)
+        // What a member sees: the members read before it, what `before` found, then the
+        // enclosing groups' members.
+        const seen: Record<string, unknown> = Object.assign(
+          Object.create(outer),
+          how.before?.(input, path),
+        )
         for (const key of keys) {
           const option = (fields as Record<string, Option<unknown>>)[key] as Option<unknown>
           values[key] = seen[key] = option.read(input[key], at(path, key), seen)
         }
-        return how.finish ? how.finish(values as Values<F>, path) : Object.freeze(values)
+        return how.finish ? how.finish(values as Values<F>, path, seen) : Object.freeze(values)
       },
       doc: { accepts: 'object', ...how.doc },
       fields,
@@ -182,18 +192,24 @@ export function group<I>() {
   return read
 }
 
+/** A {@link group}: an option with its members. */
+export type Group<T, F> = Option<T> & { readonly fields: F }
+
 /** How a {@link group} is read beyond its members. */
 interface How<F, R, A extends 'empty' | 'undefined' | 'required'> {
   /** Checks rules across options and shapes the result (default: the values, frozen). */
-  readonly finish?: (values: Values<F>, path: string) => R
+  readonly finish?: (values: Values<F>, path: string, seen: Siblings) => R
   /**
    * A missing group: `'empty'` (default) reads `{}` (for `undefined` and `null`), `'undefined'`
    * is `undefined`; `'required'` refuses it (`must be an object`).
    */
   readonly absent?: A
   readonly doc?: Partial<OptionDoc>
-  /** Checked before the members are read (rules about the options' presence). */
-  readonly before?: (input: Record<string, unknown>, path: string) => void
+  /**
+   * Runs before the members are read (rules about the options' presence); what it returns is
+   * seen by the members and `finish` as if read before them.
+   */
+  readonly before?: (input: Record<string, unknown>, path: string) => Siblings | undefined
 }
 
 /** One row of a reference table: the option's path and how it is shown. */

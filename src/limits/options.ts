@@ -176,6 +176,7 @@ export const rateLimitSchema = group<RateLimitOptions>()(
       if ((input['windows'] === undefined) === (input['plans'] === undefined)) {
         fail('rateLimit', 'needs exactly one of "windows" (a single plan) or "plans"')
       }
+      return undefined
     },
     finish: ({ windows, plans: byName, tenantPlans, store, ...rest }) => {
       const plans = plansOption(windows, byName, rest.defaultPlan)
