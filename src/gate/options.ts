@@ -456,7 +456,7 @@ export const gateSchema = group<GateOptions>()(
     },
     tenant: custom((value) => (value === undefined ? undefined : normalizeTenantOptions(value)), {
       accepts: '{ from, claim, idPattern, planClaim, policy }',
-      see: 'reference/rate-limit-options.md',
+      see: 'gateway.md#tenants-and-rate-limits',
     }),
     rateLimit: custom(
       (value) => (value === undefined ? undefined : normalizeRateLimitOptions(value)),

@@ -258,7 +258,10 @@ export const signInSchema = group<SignInOptions>()(
         idTokenAlgorithmsOption(value, (seen['client'] as NormalizedTokenSourceOptions).clientAuth),
       { accepts: 'JWS algorithm names', default: 'the asymmetric ones' },
     ),
-    logoutToken: group<{ readonly requireExp?: boolean }>()({ requireExp: flag(true) }),
+    logoutToken: group<{ readonly requireExp?: boolean }>()(
+      { requireExp: flag(true) },
+      { doc: { accepts: '{ requireExp }', default: '{ requireExp: true }' } },
+    ),
     onEvent: fn<SignInEventListener>('(event) => void'),
   },
   {
