@@ -77,7 +77,7 @@ export const PAGES: readonly ReferencePage[] = [
     file: 'docs/reference/dpop-options.md',
     title: 'DPoP options',
     intro:
-      "The gate's `dpop` option (RFC 9449). Guide: [DPoP](../gateway.md#dpop-sender-constrained-tokens-rfc-9449).",
+      "The gate's `dpop` option (RFC 9449). Guide: [DPoP](gateway.md#dpop-sender-constrained-tokens-rfc-9449).",
     schema: dpopSchema,
     path: 'dpop',
     type: 'DpopOptions',
