@@ -21,6 +21,7 @@ import { rateLimitSchema } from '../src/limits/options.js'
 import { type Option, referenceRows } from '../src/options-kit.js'
 import { revocationSchema } from '../src/revocation/options.js'
 import { signInSchema } from '../src/signin/options.js'
+import { testIssuerSchema } from '../src/testing/options.js'
 
 /** One reference page: which schema, under which path, described by which interface. */
 export interface ReferencePage {
@@ -44,6 +45,7 @@ const SOURCES = [
   'src/client/options.ts',
   'src/client/parameters.ts',
   'src/signin/options.ts',
+  'src/testing/options.ts',
 ]
 
 export const PAGES: readonly ReferencePage[] = [
@@ -98,6 +100,14 @@ export const PAGES: readonly ReferencePage[] = [
     schema: signInSchema,
     path: 'options',
     type: 'SignInOptions',
+  },
+  {
+    file: 'docs/reference/test-issuer-options.md',
+    title: 'Test issuer options',
+    intro: 'Options of `createTestIssuer()` (`tollgate/testing`). Guide: [testing](../testing.md).',
+    schema: testIssuerSchema,
+    path: 'options',
+    type: 'TestIssuerOptions',
   },
 ]
 

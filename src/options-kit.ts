@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { boolean, integer, oneOf, optionalFunction, record } from './validate.js'
+import { boolean, integer, isRecord, oneOf, optionalFunction, record } from './validate.js'
 
 /**
  * What was read before an option: its group's earlier members, then the enclosing groups'
@@ -171,7 +171,8 @@ export function group<I>() {
     return {
       read(value, path, outer) {
         if (value === undefined && how.absent === 'undefined') return undefined
-        const input = record(how.absent === 'required' ? value : (value ?? {}), path, keys)
+        const given = how.absent === 'required' ? value : (value ?? {})
+        const input = how.open && isRecord(given) ? given : record(given, path, keys)
         const values: Record<string, unknown> = {}
         // What a member sees: the members read before it, what `before` found, then the
         // enclosing groups' members.
@@ -205,6 +206,8 @@ interface How<F, R, A extends 'empty' | 'undefined' | 'required'> {
    */
   readonly absent?: A
   readonly doc?: Partial<OptionDoc>
+  /** Keys beyond the members are ignored rather than refused (options that never refused them). */
+  readonly open?: true
   /**
    * Runs before the members are read (rules about the options' presence); what it returns is
    * seen by the members and `finish` as if read before them.
