@@ -488,21 +488,33 @@ export const gateSchema = group<GateOptions>()(
       }
       return { revocationOn: input['revocation'] !== undefined }
     },
-    finish: (options) => {
-      const { jwks, tokenProfile, clockToleranceSeconds, requiredClaims, allowedClientIds } =
-        options
-      const { maxTokenAgeSeconds, maxTokenLifetimeSeconds } = options
-      const issuers = normalizeIssuers(options.issuers, jwks.allowInsecureHttp)
+    // Every option not named here passes through as read (`realm`, read by the gate's refusal
+    // point only; `dpop`, `undefined` when off; the stores…), so an option added to the schema
+    // reaches the gate without a line here.
+    finish: ({
+      issuers: entries,
+      audience,
+      jwks,
+      onEvent: _listener,
+      clockToleranceSeconds,
+      maxTokenAgeSeconds,
+      maxTokenLifetimeSeconds,
+      requiredClaims,
+      tokenProfile,
+      allowedClientIds,
+      ...settings
+    }) => {
+      const issuers = normalizeIssuers(entries, jwks.allowInsecureHttp)
       // Issuers that name their own audience (or accept none, with a client allow-list) need no
       // gate-wide one; any other issuer does.
       const audienceNeeded =
-        options.audience !== undefined ||
+        audience !== undefined ||
         issuers.some(
           ({ own }) => own?.audiences === undefined && own?.withoutAudience === undefined,
         )
       const rules: ClaimRules = {
         audiences: audienceNeeded
-          ? new Set(stringList(options.audience, 'audience', false))
+          ? new Set(stringList(audience, 'audience', false))
           : new Set<string>(),
         clockToleranceSeconds,
         maxTokenAgeSeconds,
@@ -516,25 +528,12 @@ export const gateSchema = group<GateOptions>()(
         rules,
       )
       return Object.freeze({
-        /** The `WWW-Authenticate` realm; only the gate's refusal point reads it. */
-        realm: options.realm,
+        ...settings,
         issuers: Object.freeze(issuers.map(({ issuer }) => issuer)),
-        algorithms: options.algorithms,
         claims: Object.freeze(
           byIssuer === undefined ? rules : { ...rules, byIssuer },
         ) as ClaimRules,
-        maxTokenBytes: options.maxTokenBytes,
-        credentialsRequired: options.credentialsRequired,
-        skip: options.skip,
-        errorHandling: options.errorHandling,
         jwks: jwks as NormalizedJWKSOptions,
-        cache: options.cache,
-        tenant: options.tenant,
-        rateLimit: options.rateLimit,
-        revocation: options.revocation,
-        /** `undefined` when DPoP is off. */
-        dpop: options.dpop,
-        resourceMetadata: options.resourceMetadata,
       })
     },
   },
