@@ -1,11 +1,12 @@
 /**
- * Options of `createTokenSource()` and their validation: once, at construction, with the gate's
- * option-validation kit. The token source receives frozen, complete settings.
+ * Options of `createTokenSource()`: their types and their schema (validation once, at
+ * construction, defaults, the reference table). The token source receives frozen, complete settings.
  *
  * @module
  */
 import type { KeyObject, webcrypto } from 'node:crypto'
 import type { RedisClientLike } from '../limits/rate-limit.js'
+import { any, custom, flag, fn, group, int, type Normalized } from '../options-kit.js'
 import { ISSUER_ENTRY_KEYS, type IssuerOptions, isLoopback } from '../token/issuers.js'
 import {
   boolean,
@@ -13,13 +14,12 @@ import {
   integer,
   isRecord,
   oneOf,
-  optionalFunction,
   record,
   redisKeyPrefix,
   validateFor,
 } from '../validate.js'
 import type { TokenSourceEventListener } from './events.js'
-import { type NormalizedParameters, parametersOption, type TokenParameters } from './parameters.js'
+import { parametersOption, type TokenParameters } from './parameters.js'
 import { describeSecret, isEnvReference, type SecretInput } from './secrets.js'
 
 /** A private key for `private_key_jwt`: a PEM string, a `KeyObject`, a private JWK or a `CryptoKey`. */
@@ -80,6 +80,7 @@ export interface TokenSourceOptions extends TokenParameters {
   readonly tokenEndpoint?: string
   /** Find the token endpoint in `{issuer}/.well-known/openid-configuration`. Default false. */
   readonly discovery?: boolean
+  /** The client's id at the provider. Required. */
   readonly clientId: string
   /** Default: `client_secret_basic` with `clientSecret`, `private_key_jwt` with `privateKey`. */
   readonly clientAuth?: ClientAuthMethod
@@ -98,7 +99,9 @@ export interface TokenSourceOptions extends TokenParameters {
   readonly refreshToken?: SecretInput
   /** Receives each rotated refresh token, to store it (encrypted at rest, per the spec). Awaited. */
   readonly onRefreshToken?: (refreshToken: string) => void | Promise<void>
+  /** When a held token is renewed. */
   readonly renewal?: RenewalOptions
+  /** Retries of a failing token request. */
   readonly retry?: RetryOptions
   /** Deadline of one request to the provider, in ms. Default 10000. */
   readonly timeoutMs?: number
@@ -122,65 +125,191 @@ export type NormalizedServer =
   | { readonly issuer: string; readonly tokenEndpoint: string; readonly discovery: false }
   | { readonly issuer: string; readonly tokenEndpoint: undefined; readonly discovery: true }
 
-/** {@link TokenSourceOptions}, validated, defaulted and frozen. */
-export interface NormalizedTokenSourceOptions {
-  readonly server: NormalizedServer
-  readonly clientId: string
-  readonly clientAuth: ClientAuthMethod
-  /** The secret or key, unresolved. */
-  readonly credential: SecretInput | SecretInput<PrivateKeyInput>
-  /** Where the credential comes from, for messages. */
-  readonly credentialSource: string
-  readonly privateKeyId: string | undefined
-  readonly privateKeyAlgorithm: 'RS256' | 'PS256' | 'ES256' | 'EdDSA' | undefined
-  readonly refreshToken: SecretInput | undefined
-  readonly onRefreshToken: ((refreshToken: string) => void | Promise<void>) | undefined
-  readonly parameters: NormalizedParameters
-  readonly renewal: {
-    readonly atFraction: number
-    readonly jitterFraction: number
-    readonly expiryMarginMs: number
-  }
-  readonly retry: {
-    readonly attempts: number
-    readonly baseDelayMs: number
-    readonly maxDelayMs: number
-  }
-  readonly timeoutMs: number
-  readonly allowInsecureHttp: boolean
-  readonly sharedCache:
-    | { readonly redis: RedisClientLike; readonly keyPrefix: string; readonly lockMs: number }
-    | undefined
-  readonly onEvent: TokenSourceEventListener | undefined
-  readonly fetch: typeof globalThis.fetch | undefined
-  readonly now: () => number
+const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
+
+type Retry = {
+  readonly attempts: number
+  readonly baseDelayMs: number
+  readonly maxDelayMs: number
 }
 
-const OPTION_KEYS = [
-  'issuer',
-  'tokenEndpoint',
-  'discovery',
-  'clientId',
-  'clientAuth',
-  'clientSecret',
-  'privateKey',
-  'privateKeyId',
-  'privateKeyAlgorithm',
-  'refreshToken',
-  'onRefreshToken',
-  'scope',
-  'resource',
-  'audience',
-  'renewal',
-  'retry',
-  'timeoutMs',
-  'allowInsecureHttp',
-  'sharedCache',
-  'onEvent',
-  'fetch',
-  'clock',
-]
-const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
+/** The schema of {@link TokenSourceOptions}: rules, defaults and the reference table. */
+export const tokenSourceSchema = group<TokenSourceOptions>()(
+  {
+    issuer: any<TokenSourceOptions['issuer']>({
+      accepts: 'issuer URL, keycloak() or a provider profile',
+      default: 'required',
+    }),
+    tokenEndpoint: any<string>({ accepts: 'https URL' }),
+    discovery: any<boolean>({ accepts: 'boolean', default: 'false' }),
+    clientId: custom(
+      (value, path) => {
+        if (typeof value !== 'string' || value === '' || value.length > 255) {
+          fail(path, 'must be a non-empty string of at most 255 characters', value)
+        }
+        return value
+      },
+      { accepts: 'string of 1 to 255 characters', default: 'required' },
+    ),
+    clientAuth: any<ClientAuthMethod>({
+      accepts: "'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'",
+      default: 'by the credential',
+    }),
+    clientSecret: any<SecretInput>({ accepts: "string, fromEnv('NAME') or a function" }),
+    privateKey: any<SecretInput<PrivateKeyInput>>({
+      accepts: "PEM, KeyObject, JWK, CryptoKey, fromEnv('NAME') or a function",
+    }),
+    privateKeyId: custom(
+      (value, path) => {
+        if (value !== undefined && typeof value !== 'string') fail(path, 'must be a string', value)
+        return value
+      },
+      { accepts: 'string' },
+    ),
+    privateKeyAlgorithm: custom(
+      (value, path) =>
+        value === undefined
+          ? undefined
+          : oneOf(value, path, ['RS256', 'PS256', 'ES256', 'EdDSA'] as const),
+      { accepts: "'RS256' | 'PS256' | 'ES256' | 'EdDSA'", default: 'by the key' },
+    ),
+    refreshToken: custom(
+      (value, path) => {
+        if (value !== undefined) secretShape(value, path)
+        return value as SecretInput | undefined
+      },
+      { accepts: "string, fromEnv('NAME') or a function" },
+    ),
+    onRefreshToken: custom(
+      (value, path, { refreshToken }) => {
+        if (value !== undefined && refreshToken === undefined) fail(path, 'needs "refreshToken"')
+        return fn<(refreshToken: string) => void | Promise<void>>(
+          '(refreshToken) => void | Promise<void>',
+        ).read(value, path, {})
+      },
+      { accepts: 'function (refreshToken) => void | Promise<void>' },
+    ),
+    scope: any<TokenParameters['scope']>({ accepts: 'string or strings' }),
+    resource: any<TokenParameters['resource']>({ accepts: 'URL or URLs' }),
+    audience: any<TokenParameters['audience']>({ accepts: 'string' }),
+    renewal: group<RenewalOptions>()(
+      {
+        atFraction: custom(
+          (value, path) => {
+            const atFraction = fraction(value, path, 0.75, 1)
+            if (atFraction === 0) fail(path, 'must be above 0', atFraction)
+            return atFraction
+          },
+          { accepts: 'number above 0, below 1', default: '0.75' },
+        ),
+        jitterFraction: custom(
+          (value, path, { atFraction }) => {
+            const jitterFraction = fraction(value, path, 0.1, 1)
+            if (jitterFraction >= (atFraction as number)) {
+              fail(path, `must be below renewal.atFraction (${atFraction})`, jitterFraction)
+            }
+            return jitterFraction
+          },
+          { accepts: 'number from 0 to below atFraction', default: '0.1' },
+        ),
+        expiryMarginSeconds: int({ min: 0, max: 3600, fallback: 30 }),
+      },
+      {
+        doc: { type: 'RenewalOptions' },
+        finish: ({ expiryMarginSeconds, ...rest }) =>
+          Object.freeze({ ...rest, expiryMarginMs: expiryMarginSeconds * 1000 }),
+      },
+    ),
+    retry: group<RetryOptions>()(
+      {
+        attempts: int({ min: 1, max: 10, fallback: 3 }),
+        baseDelayMs: int({ min: 0, max: 60_000, fallback: 200 }),
+        maxDelayMs: int({ min: 0, max: 600_000, fallback: 10_000 }),
+      },
+      { doc: { type: 'RetryOptions' } },
+    ),
+    timeoutMs: int({ min: 100, max: 120_000, fallback: 10_000 }),
+    allowInsecureHttp: flag(false),
+    sharedCache: group<SharedCacheOptions>()(
+      {
+        redis: custom(
+          (client, path) => {
+            if (
+              !isRecord(client) ||
+              typeof client['defineCommand'] !== 'function' ||
+              typeof client['status'] !== 'string'
+            ) {
+              fail(
+                path,
+                'must be an ioredis Redis or Cluster client (the one the limiter takes)',
+                client,
+              )
+            }
+            return client as unknown as RedisClientLike
+          },
+          { accepts: 'ioredis client', default: 'required' },
+        ),
+        keyPrefix: custom((value, path) => redisKeyPrefix(value, path, 'tollgate:token'), {
+          accepts: 'Redis key prefix',
+          default: "'tollgate:token'",
+        }),
+        // A lock shorter than a renewal lets a second instance renew while the first still does.
+        lockMs: custom(
+          (value, path, { timeoutMs, retry }) =>
+            integer(value, path, {
+              fallback: Math.min(
+                120_000,
+                Math.max(10_000, longestRenewalMs(timeoutMs as number, retry as Retry)),
+              ),
+              min: Math.max(100, timeoutMs as number),
+              max: 120_000,
+            }),
+          { accepts: 'integer timeoutMs–120 000', default: 'longest renewal, ≥ 10000' },
+        ),
+      },
+      { absent: 'undefined', doc: { type: 'SharedCacheOptions' } },
+    ),
+    onEvent: fn<TokenSourceEventListener>('(event) => void'),
+    fetch: fn<typeof globalThis.fetch>('(url, init) => Promise<Response>', 'global fetch'),
+    clock: custom(
+      (clock, path) => {
+        if (clock !== undefined && !(isRecord(clock) && typeof clock['now'] === 'function')) {
+          fail(path, 'must be an object with a now() method returning milliseconds', clock)
+        }
+        return clock as { now(): number } | undefined
+      },
+      { accepts: '{ now() }', default: 'Date' },
+    ),
+  },
+  {
+    absent: 'required',
+    finish: ({ issuer, tokenEndpoint, discovery, clientSecret, privateKey, clock, ...rest }) => {
+      const server = serverOption(issuer, tokenEndpoint, discovery, rest.allowInsecureHttp)
+      const clientAuth = clientAuthOption(rest.clientAuth, clientSecret, privateKey)
+      const keyAuth = clientAuth === 'private_key_jwt'
+      const credential = (keyAuth ? privateKey : clientSecret) as SecretInput
+      if (rest.sharedCache !== undefined && rest.refreshToken !== undefined) {
+        fail(
+          'sharedCache',
+          'works with Client Credentials sources only: a refresh token stays in the process that holds it',
+        )
+      }
+      const { scope, resource, audience, ...settings } = rest
+      return Object.freeze({
+        ...settings,
+        server,
+        clientAuth,
+        credential,
+        credentialSource: describeSecret(credential, keyAuth ? 'privateKey' : 'clientSecret'),
+        parameters: parametersOption({ scope, resource, audience } as TokenParameters),
+        now: clock === undefined ? Date.now : () => clock.now(),
+      })
+    },
+  },
+)
+
+/** {@link TokenSourceOptions}, validated, defaulted and frozen. */
+export type NormalizedTokenSourceOptions = Normalized<typeof tokenSourceSchema>
 
 /**
  * Validates {@link TokenSourceOptions} once, at construction.
@@ -188,7 +317,7 @@ const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
  * @throws TypeError `createTokenSource(options): "<option>" …` naming the option, never its value.
  */
 export function normalizeTokenSourceOptions(input: unknown): NormalizedTokenSourceOptions {
-  return validateFor('createTokenSource(options):', () => normalize(input))
+  return validateFor('createTokenSource(options):', () => normalizeClientPart(input))
 }
 
 /**
@@ -196,81 +325,16 @@ export function normalizeTokenSourceOptions(input: unknown): NormalizedTokenSour
  * options among their own (`createSignIn()`); their own `validateFor()` sets the prefix.
  */
 export function normalizeClientPart(input: unknown): NormalizedTokenSourceOptions {
-  return normalize(input)
+  return tokenSourceSchema.read(input, 'options', {})
 }
 
-function normalize(input: unknown): NormalizedTokenSourceOptions {
-  const options = record(input, 'options', OPTION_KEYS) as unknown as TokenSourceOptions
-  const allowInsecureHttp = boolean(options.allowInsecureHttp, 'allowInsecureHttp', false)
-  const clientId = options.clientId as unknown
-  if (typeof clientId !== 'string' || clientId === '' || clientId.length > 255) {
-    fail('clientId', 'must be a non-empty string of at most 255 characters', clientId)
-  }
-  const server = serverOption(options, allowInsecureHttp)
-  const clientAuth = clientAuthOption(options)
-  const credential = clientAuth === 'private_key_jwt' ? options.privateKey : options.clientSecret
-  const credentialOption = clientAuth === 'private_key_jwt' ? 'privateKey' : 'clientSecret'
-  if (options.privateKeyId !== undefined && typeof options.privateKeyId !== 'string') {
-    fail('privateKeyId', 'must be a string', options.privateKeyId)
-  }
-  const refreshToken = options.refreshToken
-  if (refreshToken !== undefined) secretShape(refreshToken, 'refreshToken')
-  if (options.onRefreshToken !== undefined && refreshToken === undefined) {
-    fail('onRefreshToken', 'needs "refreshToken"')
-  }
-  const retry = retryOption(options.retry)
-  const timeoutMs = integer(options.timeoutMs, 'timeoutMs', {
-    fallback: 10_000,
-    min: 100,
-    max: 120_000,
-  })
-  const sharedCache = sharedCacheOption(options.sharedCache, timeoutMs, retry)
-  if (sharedCache !== undefined && refreshToken !== undefined) {
-    fail(
-      'sharedCache',
-      'works with Client Credentials sources only: a refresh token stays in the process that holds it',
-    )
-  }
-  const clock = options.clock as unknown
-  if (clock !== undefined && !(isRecord(clock) && typeof clock['now'] === 'function')) {
-    fail('clock', 'must be an object with a now() method returning milliseconds', clock)
-  }
-  return Object.freeze({
-    server,
-    clientId,
-    clientAuth,
-    credential: credential as SecretInput,
-    credentialSource: describeSecret(credential, credentialOption),
-    privateKeyId: options.privateKeyId,
-    privateKeyAlgorithm: privateKeyAlgorithmOption(options.privateKeyAlgorithm),
-    refreshToken,
-    onRefreshToken: optionalFunction<(refreshToken: string) => void | Promise<void>>(
-      options.onRefreshToken,
-      'onRefreshToken',
-      '(refreshToken) => void | Promise<void>',
-    ),
-    parameters: parametersOption(options),
-    renewal: renewalOption(options.renewal),
-    retry,
-    timeoutMs,
-    allowInsecureHttp,
-    sharedCache,
-    onEvent: optionalFunction<TokenSourceEventListener>(
-      options.onEvent,
-      'onEvent',
-      '(event) => void',
-    ),
-    fetch: optionalFunction<typeof globalThis.fetch>(
-      options.fetch,
-      'fetch',
-      '(url, init) => Promise<Response>',
-    ),
-    now: clock === undefined ? Date.now : () => (clock as { now(): number }).now(),
-  })
-}
-
-function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): NormalizedServer {
-  let entry: unknown = options.issuer
+function serverOption(
+  issuerOption: unknown,
+  tokenEndpoint: unknown,
+  discoveryOption: unknown,
+  allowInsecureHttp: boolean,
+): NormalizedServer {
+  let entry: unknown = issuerOption
   if (Array.isArray(entry)) {
     if (entry.length !== 1) {
       fail(
@@ -282,7 +346,7 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
     entry = entry[0]
   }
   let issuer: unknown
-  let discovery = boolean(options.discovery, 'discovery', false)
+  let discovery = boolean(discoveryOption, 'discovery', false)
   if (typeof entry === 'string') {
     issuer = entry
   } else if (isRecord(entry)) {
@@ -297,7 +361,6 @@ function serverOption(options: TokenSourceOptions, allowInsecureHttp: boolean): 
     )
   }
   urlOption(issuer, 'issuer', allowInsecureHttp)
-  const tokenEndpoint = options.tokenEndpoint
   if (tokenEndpoint !== undefined) {
     if (discovery) fail('tokenEndpoint', 'and discovery exclude each other; give one')
     urlOption(tokenEndpoint, 'tokenEndpoint', allowInsecureHttp)
@@ -350,21 +413,25 @@ function secretShape(value: unknown, path: string): void {
   fail(path, "must be a non-empty string, fromEnv('NAME') or a function returning it", value)
 }
 
-function clientAuthOption(options: TokenSourceOptions): ClientAuthMethod {
-  const hasSecret = options.clientSecret !== undefined
-  const hasKey = options.privateKey !== undefined
+function clientAuthOption(
+  clientAuth: unknown,
+  clientSecret: unknown,
+  privateKey: unknown,
+): ClientAuthMethod {
+  const hasSecret = clientSecret !== undefined
+  const hasKey = privateKey !== undefined
   if (hasSecret && hasKey) fail('clientSecret', 'and privateKey exclude each other; give one')
   if (!hasSecret && !hasKey) {
     fail('clientSecret', 'or "privateKey" is required (confidential clients only)')
   }
   const method = oneOf(
-    options.clientAuth ?? (hasKey ? 'private_key_jwt' : 'client_secret_basic'),
+    clientAuth ?? (hasKey ? 'private_key_jwt' : 'client_secret_basic'),
     'clientAuth',
     ['client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const,
   )
   if (method === 'private_key_jwt') {
     if (!hasKey) fail('clientAuth', '\'private_key_jwt\' needs "privateKey"')
-    const key = options.privateKey as unknown
+    const key = privateKey
     if (
       !(
         typeof key === 'function' ||
@@ -381,7 +448,7 @@ function clientAuthOption(options: TokenSourceOptions): ClientAuthMethod {
     }
   } else {
     if (!hasSecret) fail('clientAuth', `'${method}' needs "clientSecret"`)
-    secretShape(options.clientSecret, 'clientSecret')
+    secretShape(clientSecret, 'clientSecret')
   }
   return method
 }
@@ -394,95 +461,11 @@ function fraction(value: unknown, path: string, fallback: number, max: number): 
   return value
 }
 
-function renewalOption(value: unknown): NormalizedTokenSourceOptions['renewal'] {
-  const options = record(value ?? {}, 'renewal', [
-    'atFraction',
-    'jitterFraction',
-    'expiryMarginSeconds',
-  ])
-  const atFraction = fraction(options['atFraction'], 'renewal.atFraction', 0.75, 1)
-  if (atFraction === 0) fail('renewal.atFraction', 'must be above 0', atFraction)
-  const jitterFraction = fraction(options['jitterFraction'], 'renewal.jitterFraction', 0.1, 1)
-  if (jitterFraction >= atFraction) {
-    fail(
-      'renewal.jitterFraction',
-      `must be below renewal.atFraction (${atFraction})`,
-      jitterFraction,
-    )
-  }
-  const expiryMarginSeconds = integer(
-    options['expiryMarginSeconds'],
-    'renewal.expiryMarginSeconds',
-    {
-      fallback: 30,
-      min: 0,
-      max: 3600,
-    },
-  )
-  return Object.freeze({ atFraction, jitterFraction, expiryMarginMs: expiryMarginSeconds * 1000 })
-}
-
-function retryOption(value: unknown): NormalizedTokenSourceOptions['retry'] {
-  const options = record(value ?? {}, 'retry', ['attempts', 'baseDelayMs', 'maxDelayMs'])
-  return Object.freeze({
-    attempts: integer(options['attempts'], 'retry.attempts', { fallback: 3, min: 1, max: 10 }),
-    baseDelayMs: integer(options['baseDelayMs'], 'retry.baseDelayMs', {
-      fallback: 200,
-      min: 0,
-      max: 60_000,
-    }),
-    maxDelayMs: integer(options['maxDelayMs'], 'retry.maxDelayMs', {
-      fallback: 10_000,
-      min: 0,
-      max: 600_000,
-    }),
-  })
-}
-
 /** The longest one renewal can take: every attempt timing out, with the longest delays between. */
-function longestRenewalMs(timeoutMs: number, retry: NormalizedTokenSourceOptions['retry']): number {
+function longestRenewalMs(timeoutMs: number, retry: Retry): number {
   let total = timeoutMs * retry.attempts
   for (let attempt = 1; attempt < retry.attempts; attempt++) {
     total += Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
   }
   return total
-}
-
-function sharedCacheOption(
-  value: unknown,
-  timeoutMs: number,
-  retry: NormalizedTokenSourceOptions['retry'],
-): NormalizedTokenSourceOptions['sharedCache'] {
-  if (value === undefined) return undefined
-  const options = record(value, 'sharedCache', ['redis', 'keyPrefix', 'lockMs'])
-  const client = options['redis']
-  if (
-    !isRecord(client) ||
-    typeof client['defineCommand'] !== 'function' ||
-    typeof client['status'] !== 'string'
-  ) {
-    fail(
-      'sharedCache.redis',
-      'must be an ioredis Redis or Cluster client (the one the limiter takes)',
-      client,
-    )
-  }
-  const keyPrefix = redisKeyPrefix(options['keyPrefix'], 'sharedCache.keyPrefix', 'tollgate:token')
-  return Object.freeze({
-    redis: client as unknown as RedisClientLike,
-    keyPrefix,
-    // A lock shorter than a renewal lets a second instance renew while the first still does.
-    lockMs: integer(options['lockMs'], 'sharedCache.lockMs', {
-      fallback: Math.min(120_000, Math.max(10_000, longestRenewalMs(timeoutMs, retry))),
-      min: Math.max(100, timeoutMs),
-      max: 120_000,
-    }),
-  })
-}
-
-function privateKeyAlgorithmOption(
-  value: unknown,
-): NormalizedTokenSourceOptions['privateKeyAlgorithm'] {
-  if (value === undefined) return undefined
-  return oneOf(value, 'privateKeyAlgorithm', ['RS256', 'PS256', 'ES256', 'EdDSA'] as const)
 }

@@ -1,14 +1,15 @@
 /**
- * Options of DPoP (RFC 9449) at the resource server: their types, defaults and validation, once,
- * at construction, with the one option kit.
+ * Options of DPoP (RFC 9449) at the resource server: their types, and their schema (defaults,
+ * validation once at construction, the reference table).
  *
  * @module
  */
 import { randomBytes } from 'node:crypto'
 
+import { any, choice, custom, flag, group, int, type Normalized } from '../options-kit.js'
 import { type SharedStore, sharedStoreOption } from '../shared-store.js'
 import { isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
-import { boolean, fail, integer, isRecord, oneOf, record } from '../validate.js'
+import { fail, integer, isRecord, record } from '../validate.js'
 
 /**
  * `off`: `cnf`-bound tokens are refused, as by a gate without DPoP. `allowed`: bearer tokens and
@@ -75,7 +76,7 @@ export interface DpopNonceOptions {
 
 /** DPoP at the resource server (RFC 9449 §7). */
 export interface DpopOptions {
-  /** Default `'off'`. */
+  /** Which tokens and proofs are accepted (see {@link DpopMode}). Default `'off'`. */
   readonly mode?: DpopMode
   /** Proof algorithms accepted, asymmetric only. Default `['ES256', 'EdDSA', 'PS256', 'RS256']`. */
   readonly algorithms?: readonly JWSAlgorithm[]
@@ -100,6 +101,7 @@ export interface DpopOptions {
    * always sets them: anyone can send these headers. Default false.
    */
   readonly trustForwardedHeaders?: boolean
+  /** Where proof `jti`s are remembered, so that each proof is accepted once. */
   readonly replay?: DpopReplayOptions
   /** Require server nonces: `true` or options. Default off. */
   readonly nonce?: boolean | DpopNonceOptions
@@ -110,35 +112,6 @@ export type TargetSource =
   | { readonly kind: 'base'; readonly origin: string; readonly pathPrefix: string }
   | { readonly kind: 'forwarded' | 'connection'; readonly hosts: ReadonlySet<string> }
 
-/** {@link DpopOptions} validated and completed; `undefined` in a gate when the mode is `off`. */
-export interface NormalizedDpopOptions {
-  readonly mode: 'allowed' | 'required'
-  readonly algorithms: readonly JWSAlgorithm[]
-  readonly maxProofAgeSeconds: number
-  readonly target: TargetSource
-  readonly replay: {
-    readonly redis: DpopRedisClientLike | undefined
-    readonly shared: SharedStore | undefined
-    readonly keyPrefix: string
-    readonly storeTimeoutMs: number
-    readonly maxEntries: number
-    readonly maxEntriesPerKey: number
-  }
-  readonly nonce: { readonly secret: Buffer; readonly lifetimeSeconds: number } | undefined
-}
-
-const DPOP_KEYS = [
-  'mode',
-  'algorithms',
-  'maxProofAgeSeconds',
-  'publicBaseUrl',
-  'allowedHosts',
-  'trustForwardedHeaders',
-  'replay',
-  'nonce',
-]
-const REPLAY_KEYS = ['store', 'keyPrefix', 'storeTimeoutMs', 'maxEntries', 'maxEntriesPerKey']
-const NONCE_KEYS = ['secret', 'lifetimeSeconds']
 const DEFAULT_PROOF_ALGORITHMS: readonly JWSAlgorithm[] = ['ES256', 'EdDSA', 'PS256', 'RS256']
 const MIN_SECRET_LENGTH = 32
 
@@ -250,10 +223,10 @@ function replayStore(value: unknown): {
   return { redis: redis as DpopRedisClientLike, shared: undefined }
 }
 
-function nonceOptions(value: unknown): NormalizedDpopOptions['nonce'] {
+function nonceOptions(value: unknown) {
   if (value === undefined || value === false) return undefined
-  const options = value === true ? {} : record(value, 'dpop.nonce', NONCE_KEYS)
-  const { secret } = options as DpopNonceOptions
+  const options = value === true ? {} : record(value, 'dpop.nonce', ['secret', 'lifetimeSeconds'])
+  const { secret, lifetimeSeconds } = options as DpopNonceOptions
   if (secret !== undefined && (typeof secret !== 'string' || secret.length < MIN_SECRET_LENGTH)) {
     fail(
       'dpop.nonce.secret',
@@ -263,13 +236,81 @@ function nonceOptions(value: unknown): NormalizedDpopOptions['nonce'] {
   }
   return Object.freeze({
     secret: secret === undefined ? randomBytes(32) : Buffer.from(secret, 'utf8'),
-    lifetimeSeconds: integer(
-      (options as DpopNonceOptions).lifetimeSeconds,
-      'dpop.nonce.lifetimeSeconds',
-      { fallback: 300, min: 10, max: 86_400 },
-    ),
+    lifetimeSeconds: integer(lifetimeSeconds, 'dpop.nonce.lifetimeSeconds', {
+      fallback: 300,
+      min: 10,
+      max: 86_400,
+    }),
   })
 }
+
+const replaySchema = group<DpopReplayOptions>()(
+  {
+    store: custom(replayStore, {
+      accepts: "'memory' | { redis } | { shared }",
+      default: "'memory'",
+    }),
+    keyPrefix: custom(
+      (value = 'tollgate:dpop', path) => {
+        if (typeof value !== 'string' || value === '')
+          fail(path, 'must be a non-empty string', value)
+        return value
+      },
+      { accepts: 'non-empty string', default: "'tollgate:dpop'" },
+    ),
+    storeTimeoutMs: int({ min: 1, max: 10_000, fallback: 50 }),
+    maxEntries: int({ min: 1000, max: 10_000_000, fallback: 100_000 }),
+    maxEntriesPerKey: custom(
+      (value, path, { maxEntries }) =>
+        integer(value, path, {
+          fallback: Math.ceil((maxEntries as number) / 10),
+          min: 100,
+          max: maxEntries as number,
+        }),
+      { accepts: 'integer 100–maxEntries', default: 'maxEntries / 10' },
+    ),
+  },
+  {
+    finish: ({ store, ...rest }) => Object.freeze({ ...store, ...rest }),
+    doc: { type: 'DpopReplayOptions' },
+  },
+)
+
+/** The schema of {@link DpopOptions}: rules, defaults and the reference table. */
+export const dpopSchema = group<DpopOptions>()(
+  {
+    mode: choice(['off', 'allowed', 'required']),
+    algorithms: custom((value) => proofAlgorithms(value), {
+      accepts: 'asymmetric JWS algorithms',
+      default: "['ES256', 'EdDSA', 'PS256', 'RS256']",
+    }),
+    maxProofAgeSeconds: int({ min: 1, max: 600, fallback: 60 }),
+    publicBaseUrl: any<string>({ accepts: 'http(s) URL' }),
+    allowedHosts: any<readonly string[]>({ accepts: 'host or host:port list' }),
+    trustForwardedHeaders: flag(false),
+    replay: replaySchema,
+    nonce: custom((value) => nonceOptions(value), {
+      accepts: 'boolean | { secret, lifetimeSeconds }',
+      default: 'off',
+    }),
+  },
+  {
+    // Validated whatever the mode, so that turning DPoP on later cannot reveal a bad option.
+    finish: ({ mode, publicBaseUrl, allowedHosts, trustForwardedHeaders, ...rest }) => {
+      const target = targetSource(
+        publicBaseUrl,
+        allowedHosts,
+        trustForwardedHeaders,
+        mode !== 'off',
+      )
+      return mode === 'off' ? undefined : Object.freeze({ mode, ...rest, target })
+    },
+    absent: 'undefined',
+  },
+)
+
+/** {@link DpopOptions} validated and completed; `undefined` in a gate when the mode is `off`. */
+export type NormalizedDpopOptions = NonNullable<Normalized<typeof dpopSchema>>
 
 /**
  * Validates {@link DpopOptions} once, at construction. `undefined` for mode `off` (the default).
@@ -277,51 +318,5 @@ function nonceOptions(value: unknown): NormalizedDpopOptions['nonce'] {
  * @throws TypeError naming the option, what it must be and a safe summary of what it got.
  */
 export function normalizeDpopOptions(input: unknown): NormalizedDpopOptions | undefined {
-  if (input === undefined) return undefined
-  const options = record(input, 'dpop', DPOP_KEYS) as DpopOptions
-  const mode = oneOf(options.mode, 'dpop.mode', ['off', 'allowed', 'required'] as const)
-  const trustForwarded = boolean(options.trustForwardedHeaders, 'dpop.trustForwardedHeaders', false)
-  const replay = record(options.replay ?? {}, 'dpop.replay', REPLAY_KEYS) as DpopReplayOptions
-  const keyPrefix = replay.keyPrefix ?? 'tollgate:dpop'
-  if (typeof keyPrefix !== 'string' || keyPrefix === '') {
-    fail('dpop.replay.keyPrefix', 'must be a non-empty string', keyPrefix)
-  }
-  const maxEntries = integer(replay.maxEntries, 'dpop.replay.maxEntries', {
-    fallback: 100_000,
-    min: 1000,
-    max: 10_000_000,
-  })
-  const normalized: NormalizedDpopOptions = Object.freeze({
-    mode: mode === 'off' ? 'allowed' : mode,
-    algorithms: proofAlgorithms(options.algorithms),
-    maxProofAgeSeconds: integer(options.maxProofAgeSeconds, 'dpop.maxProofAgeSeconds', {
-      fallback: 60,
-      min: 1,
-      max: 600,
-    }),
-    replay: Object.freeze({
-      ...replayStore(replay.store),
-      keyPrefix,
-      storeTimeoutMs: integer(replay.storeTimeoutMs, 'dpop.replay.storeTimeoutMs', {
-        fallback: 50,
-        min: 1,
-        max: 10_000,
-      }),
-      maxEntries,
-      maxEntriesPerKey: integer(replay.maxEntriesPerKey, 'dpop.replay.maxEntriesPerKey', {
-        fallback: Math.ceil(maxEntries / 10),
-        min: 100,
-        max: maxEntries,
-      }),
-    }),
-    nonce: nonceOptions(options.nonce),
-    target: targetSource(
-      options.publicBaseUrl,
-      options.allowedHosts,
-      trustForwarded,
-      mode !== 'off',
-    ),
-  })
-  // Validated whatever the mode, so that turning DPoP on later cannot reveal a bad option.
-  return mode === 'off' ? undefined : normalized
+  return dpopSchema.read(input, 'dpop', {})
 }

@@ -1,43 +1,28 @@
 /**
- * Option types and their validation: once, at construction. The hot path receives frozen,
- * complete settings and never checks them again. Misconfiguration is a `TypeError` naming the
- * option and what to change; it never reaches a request as a 401.
+ * Option types and their schema: validation once, at construction, defaults, and the reference
+ * table. The hot path receives frozen, complete settings and never checks them again.
+ * Misconfiguration is a `TypeError` naming the option and what to change; it never reaches a
+ * request as a 401.
  *
  * @module
  */
 
-import {
-  type DpopOptions,
-  type NormalizedDpopOptions,
-  normalizeDpopOptions,
-} from '../dpop/options.js'
+import { type DpopOptions, normalizeDpopOptions } from '../dpop/options.js'
 import type { GateEventListener } from '../events.js'
+import { normalizeRateLimitOptions, type RateLimitOptions } from '../limits/options.js'
+import { normalizeTenantOptions, type TenantOptions } from '../limits/tenant.js'
 import {
-  type NormalizedRateLimitOptions,
-  normalizeRateLimitOptions,
-  type RateLimitOptions,
-} from '../limits/options.js'
-import {
-  type NormalizedTenantOptions,
-  normalizeTenantOptions,
-  type TenantOptions,
-} from '../limits/tenant.js'
-import {
-  type NormalizedResourceMetadataOptions,
   normalizeResourceMetadataOptions,
   type ResourceMetadataOptions,
 } from '../metadata/resource-metadata.js'
-import {
-  type NormalizedRevocationOptions,
-  normalizeRevocationOptions,
-  type RevocationOptions,
-} from '../revocation/options.js'
+import { choice, custom, flag, fn, group, int, type Normalized } from '../options-kit.js'
+import { normalizeRevocationOptions, type RevocationOptions } from '../revocation/options.js'
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
 import { type ClaimRules, createClaimReaders } from '../token/claims.js'
 import { ISSUER_ENTRY_KEYS, type IssuerOptions, keyUrlProblem, realmOf } from '../token/issuers.js'
 import type { NormalizedJWKSOptions } from '../token/jwks.js'
 import type { RequestLike } from '../types.js'
-import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
+import { fail, integer, isRecord, optionalFunction, record } from '../validate.js'
 
 /** JWKS fetching and caching. All durations in milliseconds. */
 export interface JWKSOptions {
@@ -122,6 +107,7 @@ export interface GateOptions {
   readonly skip?: (request: RequestLike) => boolean
   /** `respond` (default): the adapter answers refusals with JSON. `framework`: it hands the error to the framework's error handling. */
   readonly errorHandling?: 'respond' | 'framework'
+  /** JWKS fetching and caching. */
   readonly jwks?: JWKSOptions
   /** Verified-token cache; `false` turns it off. */
   readonly cache?: CacheOptions | false
@@ -146,65 +132,8 @@ export interface NormalizedIssuer {
   readonly realm: string | undefined
 }
 
-/** Everything `createGate()` needs, validated, defaulted and frozen. */
-export interface NormalizedOptions {
-  /** The `WWW-Authenticate` realm; only the gate's refusal point reads it. */
-  readonly realm: string
-  readonly issuers: readonly NormalizedIssuer[]
-  readonly algorithms: readonly JWSAlgorithm[]
-  readonly claims: ClaimRules
-  readonly maxTokenBytes: number
-  readonly credentialsRequired: boolean
-  readonly skip: ((request: RequestLike) => boolean) | undefined
-  readonly errorHandling: 'respond' | 'framework'
-  readonly jwks: NormalizedJWKSOptions
-  readonly cache: { readonly maxEntries: number; readonly maxTtlSeconds: number } | undefined
-  readonly tenant: NormalizedTenantOptions | undefined
-  readonly rateLimit: NormalizedRateLimitOptions | undefined
-  readonly revocation: NormalizedRevocationOptions | undefined
-  /** `undefined` when DPoP is off. */
-  readonly dpop: NormalizedDpopOptions | undefined
-  readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
-}
-
 const MAPPING_KEYS = ['scopes', 'roles', 'clientId']
 const CLAIM_NAME = /^[\x21-\x7E]{1,256}$/
-const JWKS_KEYS = [
-  'timeoutMs',
-  'cooldownMs',
-  'minCooldownMs',
-  'maxAgeMs',
-  'staleIfErrorMs',
-  'maxBodyBytes',
-  'allowInsecureHttp',
-  'fetch',
-]
-const CACHE_KEYS = ['maxEntries', 'maxTtlSeconds']
-
-const KNOWN_OPTIONS = new Set([
-  'issuers',
-  'audience',
-  'algorithms',
-  'realm',
-  'clockToleranceSeconds',
-  'maxTokenAgeSeconds',
-  'maxTokenLifetimeSeconds',
-  'requiredClaims',
-  'tokenProfile',
-  'allowedClientIds',
-  'maxTokenBytes',
-  'credentialsRequired',
-  'skip',
-  'errorHandling',
-  'jwks',
-  'cache',
-  'tenant',
-  'rateLimit',
-  'revocation',
-  'onEvent',
-  'dpop',
-  'resourceMetadata',
-])
 
 let insecureHttpWarned = false
 
@@ -429,9 +358,193 @@ function normalizeAlgorithms(value: unknown): readonly JWSAlgorithm[] {
 
 const TOKEN_CHARSET = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/
 
+const cacheSchema = group<CacheOptions>()(
+  {
+    maxEntries: int({ min: 1, max: 1_000_000, fallback: 5000 }),
+    maxTtlSeconds: int({ min: 1, max: 86_400, fallback: 300 }),
+  },
+  { doc: { type: 'CacheOptions' } },
+)
+
+/** The schema of {@link GateOptions}: rules, defaults and the reference table. */
+export const gateSchema = group<GateOptions>()(
+  {
+    issuers: custom((value) => value, {
+      accepts:
+        'keycloak(), a provider profile, or { issuer, jwksUri } / { issuer, discovery: true } entries',
+      default: 'required',
+      see: 'providers/generic-oidc.md',
+    }),
+    audience: custom((value) => value, {
+      accepts: 'string or strings',
+      default: 'required, unless every issuer entry has its own',
+    }),
+    algorithms: custom(normalizeAlgorithms, {
+      accepts: 'RS/PS/ES 256/384/512, EdDSA',
+      default: "['RS256', 'PS256', 'ES256', 'EdDSA']",
+    }),
+    realm: custom(
+      (realm = 'api', path) => {
+        if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
+          // The realm is sent to every client in the challenge: never a secret, so it is shown.
+          fail(path, 'must be a non-empty string of printable ASCII without " or \\', realm, {
+            show: true,
+          })
+        }
+        return realm
+      },
+      { accepts: 'printable ASCII without " or \\', default: "'api'" },
+    ),
+    clockToleranceSeconds: int({ min: 0, max: 300, fallback: 5 }),
+    maxTokenAgeSeconds: int({ min: 1, max: 31_536_000, optional: true }),
+    // Revocation entries expire once no token they match can still be valid: with revocation on,
+    // every token needs a bounded lifetime, a day unless set.
+    maxTokenLifetimeSeconds: custom(
+      (value, path, { revocationOn }) =>
+        value === undefined && !revocationOn
+          ? undefined
+          : integer(value, path, { fallback: 86_400, min: 1, max: 31_536_000 }),
+      { accepts: 'integer 1–31 536 000', default: 'none; 86400 with revocation' },
+    ),
+    requiredClaims: custom(
+      (value, path) => Object.freeze(value === undefined ? [] : stringList(value, path, true)),
+      { accepts: 'claim names', default: '[]' },
+    ),
+    tokenProfile: choice(['access', 'keycloak', 'rfc9068']),
+    allowedClientIds: custom(
+      (value, path) => (value === undefined ? undefined : new Set(stringList(value, path, false))),
+      { accepts: 'client ids', default: 'any client' },
+    ),
+    maxTokenBytes: int({ min: 256, max: 65_536, fallback: 8192 }),
+    credentialsRequired: flag(true),
+    skip: fn<(request: RequestLike) => boolean>('(request) => boolean'),
+    errorHandling: choice(['respond', 'framework']),
+    jwks: group<JWKSOptions>()(
+      {
+        timeoutMs: int({ min: 1, max: 60_000, fallback: 5000 }),
+        cooldownMs: int({ min: 0, max: 3_600_000, fallback: 30_000 }),
+        minCooldownMs: custom(
+          (value, path, { cooldownMs }) => {
+            const cooldown = cooldownMs as number
+            const min = integer(value, path, {
+              fallback: Math.min(500, cooldown),
+              min: 0,
+              max: 3_600_000,
+            })
+            if (min > cooldown) fail(path, `must not exceed jwks.cooldownMs (${cooldown})`, min)
+            return min
+          },
+          { accepts: 'integer 0–cooldownMs', default: '500' },
+        ),
+        maxAgeMs: int({ min: 1000, max: 86_400_000, fallback: 600_000 }),
+        staleIfErrorMs: int({ min: 0, max: 604_800_000, fallback: 3_600_000 }),
+        maxBodyBytes: int({ min: 1024, max: 16_777_216, fallback: 262_144 }),
+        allowInsecureHttp: flag(false),
+        fetch: custom(
+          (value, path) =>
+            optionalFunction<typeof globalThis.fetch>(value, path, 'compatible with fetch') ??
+            ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
+          { accepts: 'function compatible with fetch', default: 'global fetch' },
+        ),
+      },
+      { doc: { type: 'JWKSOptions' } },
+    ),
+    cache: {
+      ...cacheSchema,
+      read: (value, path, seen) =>
+        value === false ? undefined : cacheSchema.read(value, path, seen),
+    },
+    tenant: custom((value) => (value === undefined ? undefined : normalizeTenantOptions(value)), {
+      accepts: '{ from, claim, idPattern, planClaim, policy }',
+      see: 'gateway.md#tenants-and-rate-limits',
+    }),
+    rateLimit: custom(
+      (value) => (value === undefined ? undefined : normalizeRateLimitOptions(value)),
+      { accepts: 'windows or plans, store, …', see: 'reference/rate-limit-options.md' },
+    ),
+    revocation: custom(
+      (value, _path, { maxTokenLifetimeSeconds }) =>
+        value === undefined
+          ? undefined
+          : normalizeRevocationOptions(value, maxTokenLifetimeSeconds as number),
+      { accepts: 'store, callbacks, load, …', see: 'reference/revocation-options.md' },
+    ),
+    onEvent: fn<GateEventListener>('(event) => void'),
+    dpop: custom(normalizeDpopOptions, {
+      accepts: 'mode, publicBaseUrl or allowedHosts, replay, nonce, …',
+      default: "mode 'off'",
+      see: 'reference/dpop-options.md',
+    }),
+    resourceMetadata: custom(normalizeResourceMetadataOptions, {
+      accepts: '{ resource, scopesSupported?, authorizationServers?, extra? }',
+      see: 'product-backends.md#protected-resource-metadata-rfc-9728-and-mcp-servers',
+    }),
+  },
+  {
+    absent: 'required',
+    before: (input) => {
+      if (input['rateLimit'] !== undefined && input['tenant'] === undefined) {
+        fail('rateLimit', 'needs "tenant": limits are per tenant')
+      }
+      return { revocationOn: input['revocation'] !== undefined }
+    },
+    // Every option not named here passes through as read (`realm`, read by the gate's refusal
+    // point only; `dpop`, `undefined` when off; the stores…), so an option added to the schema
+    // reaches the gate without a line here.
+    finish: ({
+      issuers: entries,
+      audience,
+      jwks,
+      onEvent: _listener,
+      clockToleranceSeconds,
+      maxTokenAgeSeconds,
+      maxTokenLifetimeSeconds,
+      requiredClaims,
+      tokenProfile,
+      allowedClientIds,
+      ...settings
+    }) => {
+      const issuers = normalizeIssuers(entries, jwks.allowInsecureHttp)
+      // Issuers that name their own audience (or accept none, with a client allow-list) need no
+      // gate-wide one; any other issuer does.
+      const audienceNeeded =
+        audience !== undefined ||
+        issuers.some(
+          ({ own }) => own?.audiences === undefined && own?.withoutAudience === undefined,
+        )
+      const rules: ClaimRules = {
+        audiences: audienceNeeded
+          ? new Set(stringList(audience, 'audience', false))
+          : new Set<string>(),
+        clockToleranceSeconds,
+        maxTokenAgeSeconds,
+        maxTokenLifetimeSeconds,
+        requiredClaims,
+        tokenProfile,
+        allowedClientIds,
+      }
+      const byIssuer = rulesByIssuer(
+        issuers.map(({ issuer, own }) => ({ issuer: issuer.issuer, own })),
+        rules,
+      )
+      return Object.freeze({
+        ...settings,
+        issuers: Object.freeze(issuers.map(({ issuer }) => issuer)),
+        claims: Object.freeze(
+          byIssuer === undefined ? rules : { ...rules, byIssuer },
+        ) as ClaimRules,
+        jwks: jwks as NormalizedJWKSOptions,
+      })
+    },
+  },
+)
+
+/** Everything `createGate()` needs, validated, defaulted and frozen. */
+export type NormalizedOptions = Normalized<typeof gateSchema>
+
 /**
- * Validates and completes {@link GateOptions}. `tenant` and `rateLimit` are validated by their own
- * modules when the gate creates them.
+ * Validates and completes {@link GateOptions}, `tenant` and `rateLimit` included (by their own
+ * modules' normalizers, called from the schema).
  *
  * @throws TypeError naming the option and what to change.
  */
@@ -441,158 +554,5 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
       'createGate(options): "options" must be an object with issuers and audience',
     )
   }
-  record(input, 'options', KNOWN_OPTIONS)
-  const jwks = record(input.jwks ?? {}, 'jwks', JWKS_KEYS) as JWKSOptions
-  const allowInsecureHttp = boolean(jwks.allowInsecureHttp, 'jwks.allowInsecureHttp', false)
-  const fetchOption = optionalFunction<typeof globalThis.fetch>(
-    jwks.fetch,
-    'jwks.fetch',
-    'compatible with fetch',
-  )
-  const realm = input.realm ?? 'api'
-  if (typeof realm !== 'string' || !TOKEN_CHARSET.test(realm)) {
-    // The realm is sent to every client in the challenge: never a secret, so it is shown.
-    fail('realm', 'must be a non-empty string of printable ASCII without " or \\', realm, {
-      show: true,
-    })
-  }
-  const tokenProfile = oneOf(input.tokenProfile, 'tokenProfile', [
-    'access',
-    'keycloak',
-    'rfc9068',
-  ] as const)
-  const credentialsRequired = boolean(input.credentialsRequired, 'credentialsRequired', true)
-  const skip = optionalFunction<(request: RequestLike) => boolean>(
-    input.skip,
-    'skip',
-    '(request) => boolean',
-  )
-  optionalFunction(input.onEvent, 'onEvent', '(event) => void')
-  const errorHandling = oneOf(input.errorHandling, 'errorHandling', [
-    'respond',
-    'framework',
-  ] as const)
-  const cache = input.cache === false ? false : record(input.cache ?? {}, 'cache', CACHE_KEYS)
-  if (input.rateLimit !== undefined && input.tenant === undefined) {
-    fail('rateLimit', 'needs "tenant": limits are per tenant')
-  }
-  const maxAgeSeconds = input.maxTokenAgeSeconds
-  // Revocation entries expire once no token they match can still be valid: with revocation on,
-  // every token needs a bounded lifetime, a day unless set.
-  const maxTokenLifetimeSeconds =
-    input.maxTokenLifetimeSeconds === undefined && input.revocation === undefined
-      ? undefined
-      : integer(input.maxTokenLifetimeSeconds, 'maxTokenLifetimeSeconds', {
-          fallback: 86_400,
-          min: 1,
-          max: 31_536_000,
-        })
-  const cooldownMs = integer(jwks.cooldownMs, 'jwks.cooldownMs', {
-    fallback: 30_000,
-    min: 0,
-    max: 3_600_000,
-  })
-  const minCooldownMs = integer(jwks.minCooldownMs, 'jwks.minCooldownMs', {
-    fallback: Math.min(500, cooldownMs),
-    min: 0,
-    max: 3_600_000,
-  })
-  if (minCooldownMs > cooldownMs) {
-    fail('jwks.minCooldownMs', `must not exceed jwks.cooldownMs (${cooldownMs})`, minCooldownMs)
-  }
-  const issuers = normalizeIssuers(input.issuers, allowInsecureHttp)
-  // Issuers that name their own audience (or accept none, with a client allow-list) need no
-  // gate-wide one; any other issuer does.
-  const audienceNeeded =
-    input.audience !== undefined ||
-    issuers.some(({ own }) => own?.audiences === undefined && own?.withoutAudience === undefined)
-  const rules: ClaimRules = {
-    audiences: audienceNeeded
-      ? new Set(stringList(input.audience, 'audience', false))
-      : new Set<string>(),
-    clockToleranceSeconds: integer(input.clockToleranceSeconds, 'clockToleranceSeconds', {
-      fallback: 5,
-      min: 0,
-      max: 300,
-    }),
-    maxTokenAgeSeconds:
-      maxAgeSeconds === undefined
-        ? undefined
-        : integer(maxAgeSeconds, 'maxTokenAgeSeconds', { fallback: 0, min: 1, max: 31_536_000 }),
-    maxTokenLifetimeSeconds,
-    requiredClaims: Object.freeze(
-      input.requiredClaims === undefined
-        ? []
-        : stringList(input.requiredClaims, 'requiredClaims', true),
-    ),
-    tokenProfile,
-    allowedClientIds:
-      input.allowedClientIds === undefined
-        ? undefined
-        : new Set(stringList(input.allowedClientIds, 'allowedClientIds', false)),
-  }
-  const byIssuer = rulesByIssuer(
-    issuers.map(({ issuer, own }) => ({ issuer: issuer.issuer, own })),
-    rules,
-  )
-  return Object.freeze({
-    realm,
-    issuers: Object.freeze(issuers.map(({ issuer }) => issuer)),
-    algorithms: normalizeAlgorithms(input.algorithms),
-    claims: Object.freeze(byIssuer === undefined ? rules : { ...rules, byIssuer }),
-    maxTokenBytes: integer(input.maxTokenBytes, 'maxTokenBytes', {
-      fallback: 8192,
-      min: 256,
-      max: 65_536,
-    }),
-    credentialsRequired,
-    skip,
-    errorHandling,
-    jwks: Object.freeze({
-      timeoutMs: integer(jwks.timeoutMs, 'jwks.timeoutMs', { fallback: 5000, min: 1, max: 60_000 }),
-      cooldownMs,
-      minCooldownMs,
-      maxAgeMs: integer(jwks.maxAgeMs, 'jwks.maxAgeMs', {
-        fallback: 600_000,
-        min: 1000,
-        max: 86_400_000,
-      }),
-      staleIfErrorMs: integer(jwks.staleIfErrorMs, 'jwks.staleIfErrorMs', {
-        fallback: 3_600_000,
-        min: 0,
-        max: 604_800_000,
-      }),
-      maxBodyBytes: integer(jwks.maxBodyBytes, 'jwks.maxBodyBytes', {
-        fallback: 262_144,
-        min: 1024,
-        max: 16_777_216,
-      }),
-      allowInsecureHttp,
-      fetch: fetchOption ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
-    }),
-    cache:
-      cache === false
-        ? undefined
-        : Object.freeze({
-            maxEntries: integer(cache.maxEntries, 'cache.maxEntries', {
-              fallback: 5000,
-              min: 1,
-              max: 1_000_000,
-            }),
-            maxTtlSeconds: integer(cache.maxTtlSeconds, 'cache.maxTtlSeconds', {
-              fallback: 300,
-              min: 1,
-              max: 86_400,
-            }),
-          }),
-    tenant: input.tenant === undefined ? undefined : normalizeTenantOptions(input.tenant),
-    rateLimit:
-      input.rateLimit === undefined ? undefined : normalizeRateLimitOptions(input.rateLimit),
-    revocation:
-      input.revocation === undefined
-        ? undefined
-        : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
-    dpop: normalizeDpopOptions(input.dpop),
-    resourceMetadata: normalizeResourceMetadataOptions(input.resourceMetadata),
-  })
+  return gateSchema.read(input, 'options', {})
 }

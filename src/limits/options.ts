@@ -1,22 +1,14 @@
 /**
- * Validation of the rate-limit options: every rule, default and message in one place, so that
- * the limiter's hot path trusts what it receives.
+ * The rate-limit options: their types and their schema (every rule, default and message in one
+ * place, and the reference table), so that the limiter's hot path trusts what it receives.
  *
  * @module
  */
 
+import { any, choice, custom, fn, group, int, type Normalized } from '../options-kit.js'
 import { type SharedStore, sharedStoreOption } from '../shared-store.js'
 import type { RequestLike } from '../types.js'
-import {
-  fail,
-  integer,
-  isRecord,
-  oneOf,
-  optionalFunction,
-  record,
-  redisKeyPrefix,
-  summarize,
-} from '../validate.js'
+import { fail, integer, isRecord, record, redisKeyPrefix, summarize } from '../validate.js'
 import type { FlexibleLimiterFactory, FlexibleLimiterLike } from './flexible.js'
 import type { RateLimitHeaderMode } from './headers.js'
 import { PLAN_NAME_PATTERN, type VerifiedToken } from './tenant.js'
@@ -140,44 +132,71 @@ export interface RateLimitOptions {
 }
 
 const WINDOW_KEYS = ['points', 'durationSeconds', 'name']
-const OPTION_KEYS = [
-  'windows',
-  'plans',
-  'defaultPlan',
-  'tenantPlans',
-  'cost',
-  'store',
-  'keyPrefix',
-  'storeTimeoutMs',
-  'storeRetryIntervalMs',
-  'onStoreError',
-  'fallbackDivisor',
-  'headers',
-  'maxTenants',
-]
-
-/** {@link RateLimitOptions} with every default filled in; plans keyed by name in a Map. */
-export interface NormalizedRateLimitOptions {
-  readonly plans: ReadonlyMap<string, readonly RateLimitWindow[]>
-  readonly defaultPlan: string
-  readonly tenantPlans: ReadonlyMap<string, string>
-  readonly cost: RateLimitCost | undefined
-  readonly redis: RedisClientLike | undefined
-  /** With `store: { flexible }`: the limiter of each window, keyed `<plan>:<durationSeconds>`. */
-  readonly flexible: ReadonlyMap<string, FlexibleLimiterLike> | undefined
-  /** With `store: { shared }`: the application's store. */
-  readonly shared: SharedStore | undefined
-  readonly keyPrefix: string
-  readonly storeTimeoutMs: number
-  readonly storeRetryIntervalMs: number
-  readonly onStoreError: StoreFailurePolicy
-  readonly fallbackDivisor: number | 'auto'
-  readonly headers: RateLimitHeaderMode
-  readonly maxTenants: number
-}
 
 /** Default of {@link RateLimitOptions.maxTenants}. */
 export const DEFAULT_MAX_TENANTS = 1_000_000
+
+/** The schema of {@link RateLimitOptions}: rules, defaults and the reference table. */
+export const rateLimitSchema = group<RateLimitOptions>()(
+  {
+    windows: any<readonly RateLimitWindow[]>({ accepts: '[{ points, durationSeconds, name? }]' }),
+    plans: any<Record<string, readonly RateLimitWindow[]>>({ accepts: '{ [plan]: windows }' }),
+    defaultPlan: custom(
+      (value = 'default', path) => {
+        if (typeof value !== 'string' || !PLAN_NAME_PATTERN.test(value)) {
+          fail(path, `must be a plan name matching ${PLAN_NAME_PATTERN}`, value)
+        }
+        return value
+      },
+      { accepts: 'plan name', default: "'default'" },
+    ),
+    tenantPlans: any<RateLimitOptions['tenantPlans']>({ accepts: '{ [tenantId]: plan } or a Map' }),
+    cost: fn<RateLimitCost>('(request, verified) => points', '1 point'),
+    store: custom(storeOption, {
+      accepts: "'memory' | { redis } | { flexible } | { shared }",
+      default: "'memory'",
+    }),
+    keyPrefix: custom((value, path) => redisKeyPrefix(value, path, 'tollgate:rl'), {
+      accepts: 'Redis key prefix',
+      default: "'tollgate:rl'",
+    }),
+    storeTimeoutMs: int({ min: 1, max: 10_000, fallback: 50 }),
+    storeRetryIntervalMs: int({ min: 0, max: 600_000, fallback: 1000 }),
+    onStoreError: choice(['memory', 'allow', 'deny']),
+    fallbackDivisor: custom(fallbackDivisorOption, {
+      accepts: "'auto' | integer 1–10 000",
+      default: "'auto'",
+    }),
+    headers: choice(['draft-10', 'legacy', 'both', false]),
+    maxTenants: int({ min: 1, max: 100_000_000, fallback: DEFAULT_MAX_TENANTS }),
+  },
+  {
+    absent: 'required',
+    before: (input) => {
+      if ((input['windows'] === undefined) === (input['plans'] === undefined)) {
+        fail('rateLimit', 'needs exactly one of "windows" (a single plan) or "plans"')
+      }
+      return undefined
+    },
+    finish: ({ windows, plans: byName, tenantPlans, store, ...rest }) => {
+      const plans = plansOption(windows, byName, rest.defaultPlan)
+      return Object.freeze({
+        ...rest,
+        plans,
+        tenantPlans: tenantPlansOption(tenantPlans, plans),
+        redis: store?.kind === 'redis' ? store.client : undefined,
+        flexible:
+          store?.kind === 'flexible'
+            ? flexibleLimiters(store.factory, plans, rest.keyPrefix)
+            : undefined,
+        shared: store?.kind === 'shared' ? store.store : undefined,
+      })
+    },
+  },
+)
+
+/** {@link RateLimitOptions} with every default filled in; plans keyed by name in a Map. */
+export type NormalizedRateLimitOptions = Normalized<typeof rateLimitSchema>
 
 /**
  * Validates {@link RateLimitOptions} once, at construction.
@@ -185,74 +204,36 @@ export const DEFAULT_MAX_TENANTS = 1_000_000
  * @throws TypeError naming the option, what it must be and a safe summary of what it got.
  */
 export function normalizeRateLimitOptions(input: unknown): NormalizedRateLimitOptions {
-  const options = record(input, 'rateLimit', OPTION_KEYS) as RateLimitOptions
-  const defaultPlan = options.defaultPlan ?? 'default'
-  if (typeof defaultPlan !== 'string' || !PLAN_NAME_PATTERN.test(defaultPlan)) {
-    fail('rateLimit.defaultPlan', `must be a plan name matching ${PLAN_NAME_PATTERN}`, defaultPlan)
-  }
+  return rateLimitSchema.read(input, 'rateLimit', {})
+}
+
+function plansOption(
+  windows: unknown,
+  byName: unknown,
+  defaultPlan: string,
+): ReadonlyMap<string, readonly RateLimitWindow[]> {
   const plans = new Map<string, readonly RateLimitWindow[]>()
-  if ((options.windows === undefined) === (options.plans === undefined)) {
-    fail('rateLimit', 'needs exactly one of "windows" (a single plan) or "plans"')
+  if (windows !== undefined) {
+    plans.set(defaultPlan, windowsOption(windows, 'rateLimit.windows'))
+    return plans
   }
-  if (options.windows !== undefined) {
-    plans.set(defaultPlan, windowsOption(options.windows, 'rateLimit.windows'))
-  } else {
-    if (!isRecord(options.plans) || Object.keys(options.plans).length === 0) {
-      fail(
-        'rateLimit.plans',
-        'must be an object of plan name → windows, with at least one plan',
-        options.plans,
-      )
-    }
-    for (const [name, windows] of Object.entries(options.plans)) {
-      if (!PLAN_NAME_PATTERN.test(name)) {
-        fail('rateLimit.plans', `keys must be plan names matching ${PLAN_NAME_PATTERN}`, name)
-      }
-      plans.set(name, windowsOption(windows, `rateLimit.plans.${name}`))
-    }
-    if (!plans.has(defaultPlan)) {
-      fail('rateLimit.defaultPlan', `must name one of the plans (${[...plans.keys()].join(', ')})`)
-    }
+  if (!isRecord(byName) || Object.keys(byName).length === 0) {
+    fail(
+      'rateLimit.plans',
+      'must be an object of plan name → windows, with at least one plan',
+      byName,
+    )
   }
-  const keyPrefix = redisKeyPrefix(options.keyPrefix, 'rateLimit.keyPrefix', 'tollgate:rl')
-  const store = storeOption(options.store)
-  return Object.freeze({
-    plans,
-    defaultPlan,
-    tenantPlans: tenantPlansOption(options.tenantPlans, plans),
-    cost: optionalFunction<RateLimitCost>(
-      options.cost,
-      'rateLimit.cost',
-      '(request, verified) => points',
-    ),
-    redis: store?.kind === 'redis' ? store.client : undefined,
-    flexible:
-      store?.kind === 'flexible' ? flexibleLimiters(store.factory, plans, keyPrefix) : undefined,
-    shared: store?.kind === 'shared' ? store.store : undefined,
-    keyPrefix,
-    storeTimeoutMs: integer(options.storeTimeoutMs, 'rateLimit.storeTimeoutMs', {
-      fallback: 50,
-      min: 1,
-      max: 10_000,
-    }),
-    storeRetryIntervalMs: integer(options.storeRetryIntervalMs, 'rateLimit.storeRetryIntervalMs', {
-      fallback: 1000,
-      min: 0,
-      max: 600_000,
-    }),
-    onStoreError: oneOf(options.onStoreError, 'rateLimit.onStoreError', [
-      'memory',
-      'allow',
-      'deny',
-    ]),
-    fallbackDivisor: fallbackDivisorOption(options.fallbackDivisor),
-    headers: oneOf(options.headers, 'rateLimit.headers', ['draft-10', 'legacy', 'both', false]),
-    maxTenants: integer(options.maxTenants, 'rateLimit.maxTenants', {
-      fallback: DEFAULT_MAX_TENANTS,
-      min: 1,
-      max: 100_000_000,
-    }),
-  })
+  for (const [name, list] of Object.entries(byName)) {
+    if (!PLAN_NAME_PATTERN.test(name)) {
+      fail('rateLimit.plans', `keys must be plan names matching ${PLAN_NAME_PATTERN}`, name)
+    }
+    plans.set(name, windowsOption(list, `rateLimit.plans.${name}`))
+  }
+  if (!plans.has(defaultPlan)) {
+    fail('rateLimit.defaultPlan', `must name one of the plans (${[...plans.keys()].join(', ')})`)
+  }
+  return plans
 }
 
 function windowsOption(value: unknown, path: string): readonly RateLimitWindow[] {
@@ -287,7 +268,10 @@ function windowsOption(value: unknown, path: string): readonly RateLimitWindow[]
   return Object.freeze(windows.sort((a, b) => a.durationSeconds - b.durationSeconds))
 }
 
-function tenantPlansOption(value: unknown, plans: ReadonlyMap<string, unknown>) {
+function tenantPlansOption(
+  value: unknown,
+  plans: ReadonlyMap<string, unknown>,
+): ReadonlyMap<string, string> {
   const map = new Map<string, string>()
   if (value === undefined) return map
   const entries =

@@ -1,19 +1,11 @@
 /**
- * Validation of the `revocation` option: every rule, default and message in one place, so that
- * the revocation list's hot path trusts what it receives.
+ * The `revocation` option: its types and its schema (every rule, default and message in one
+ * place, and the reference table), so that the revocation list's hot path trusts what it receives.
  *
  * @module
  */
-import {
-  boolean,
-  fail,
-  integer,
-  isRecord,
-  oneOf,
-  optionalFunction,
-  record,
-  redisKeyPrefix,
-} from '../validate.js'
+import { choice, custom, flag, fn, group, int, type Normalized } from '../options-kit.js'
+import { fail, integer, isRecord, redisKeyPrefix } from '../validate.js'
 import type { RevokeOptions } from './target.js'
 
 /**
@@ -128,141 +120,20 @@ export interface RevocationOptions {
   readonly reloadIntervalMs?: number
 }
 
-/** {@link RevocationOptions} with every default filled in. */
-export interface NormalizedRevocationOptions {
-  readonly redis: RevocationRedisClient | undefined
-  /**
-   * The gate's `maxTokenLifetimeSeconds` (86 400 unless set): tokens without `iat` or living
-   * longer are refused while revocation is on, which is what lets an entry expire once no token
-   * it matches can still be valid, `notBefore + maxTokenLifetimeSeconds + clockToleranceSeconds`
-   * after it was made (a `jti` entry, which matches any `iat`, one `clockToleranceSeconds` more).
-   */
-  readonly maxTokenLifetimeSeconds: number
-  readonly keyPrefix: string
-  readonly onStoreError: RevocationStoreFailurePolicy
-  readonly denyAfterMs: number
-  readonly resyncIntervalMs: number
-  readonly storeTimeoutMs: number
-  readonly callbacks:
-    | {
-        readonly clientIds: ReadonlySet<string>
-        readonly maxAgeSeconds: number
-        readonly requireExp: boolean
-      }
-    | undefined
-  readonly untilSynced: RevocationUnsyncedPolicy
-  readonly load: RevocationLoader | undefined
-  /** With `load`: how often it is called again, in ms; `undefined` for never. */
-  readonly reloadIntervalMs: number | undefined
-}
-
-const OPTION_KEYS = [
-  'store',
-  'keyPrefix',
-  'onStoreError',
-  'denyAfterMs',
-  'resyncIntervalMs',
-  'storeTimeoutMs',
-  'callbacks',
-  'untilSynced',
-  'load',
-  'reloadIntervalMs',
-]
-const CALLBACK_KEYS = ['clientIds', 'maxAgeSeconds', 'requireExp']
-
-/**
- * Validates {@link RevocationOptions} once, at construction.
- *
- * @throws TypeError naming the option, what it must be and a safe summary of what it got.
- */
-export function normalizeRevocationOptions(
-  input: unknown,
-  maxTokenLifetimeSeconds: number,
-): NormalizedRevocationOptions {
-  const options = record(input, 'revocation', OPTION_KEYS) as RevocationOptions
-  const load = optionalFunction<RevocationLoader>(
-    options.load,
-    'revocation.load',
-    '() => Promise<targets> returning the revocations the application recorded',
-  )
-  if (options.reloadIntervalMs !== undefined && load === undefined) {
-    fail(
-      'revocation.reloadIntervalMs',
-      'needs "revocation.load": give the function that returns the revocations your application recorded, which is what is reloaded',
-    )
-  }
-  const redis = storeOption(options.store)
-  if (options.reloadIntervalMs !== undefined && redis !== undefined) {
-    // With Redis the list is shared and `load` already runs when Redis lost it; reloads on top
-    // would add entries to this instance only, beside a list the others read from Redis.
-    fail(
-      'revocation.reloadIntervalMs',
-      'is for instances without a shared store: leave it out with "revocation.store": { redis } (every instance reads the list from Redis, and "load" runs again when Redis has lost it), or use the memory store',
-      options.reloadIntervalMs,
-    )
-  }
-  return Object.freeze({
-    redis,
-    maxTokenLifetimeSeconds,
-    keyPrefix: redisKeyPrefix(options.keyPrefix, 'revocation.keyPrefix', 'tollgate:rv'),
-    onStoreError: oneOf(options.onStoreError, 'revocation.onStoreError', [
-      'enforce-known',
-      'deny',
-    ] as const),
-    denyAfterMs: integer(options.denyAfterMs, 'revocation.denyAfterMs', {
-      fallback: 10_000,
-      min: 0,
-      max: 600_000,
-    }),
-    resyncIntervalMs: integer(options.resyncIntervalMs, 'revocation.resyncIntervalMs', {
-      fallback: 60_000,
-      min: 1000,
-      max: 3_600_000,
-    }),
-    storeTimeoutMs: integer(options.storeTimeoutMs, 'revocation.storeTimeoutMs', {
-      fallback: 1000,
-      min: 1,
-      max: 60_000,
-    }),
-    callbacks: options.callbacks === undefined ? undefined : callbacksOption(options.callbacks),
-    untilSynced: oneOf(options.untilSynced, 'revocation.untilSynced', [
-      'deny',
-      'enforce-known',
-    ] as const),
-    load,
-    reloadIntervalMs:
-      options.reloadIntervalMs === undefined
-        ? undefined
-        : integer(options.reloadIntervalMs, 'revocation.reloadIntervalMs', {
-            min: 1000,
-            max: 3_600_000,
-          }),
-  })
-}
-
-function callbacksOption(value: unknown): NormalizedRevocationOptions['callbacks'] {
-  const callbacks = record(value, 'revocation.callbacks', CALLBACK_KEYS)
-  const ids = typeof callbacks.clientIds === 'string' ? [callbacks.clientIds] : callbacks.clientIds
+function clientIdsOption(value: unknown, path: string): ReadonlySet<string> {
+  const ids = typeof value === 'string' ? [value] : value
   if (
     !Array.isArray(ids) ||
     ids.length === 0 ||
     ids.some((item) => typeof item !== 'string' || item === '' || item.length > 256)
   ) {
     fail(
-      'revocation.callbacks.clientIds',
+      path,
       'must be the client id (or a non-empty array of client ids) the provider knows this gateway by',
-      callbacks.clientIds,
+      value,
     )
   }
-  return Object.freeze({
-    clientIds: new Set(ids as string[]),
-    maxAgeSeconds: integer(callbacks.maxAgeSeconds, 'revocation.callbacks.maxAgeSeconds', {
-      fallback: 120,
-      min: 1,
-      max: 3600,
-    }),
-    requireExp: boolean(callbacks.requireExp, 'revocation.callbacks.requireExp', true),
-  })
+  return new Set(ids as string[])
 }
 
 function storeOption(value: unknown): RevocationRedisClient | undefined {
@@ -284,4 +155,80 @@ function storeOption(value: unknown): RevocationRedisClient | undefined {
     )
   }
   return client as unknown as RevocationRedisClient
+}
+
+function reloadIntervalOption(value: unknown, path: string, siblings: Record<string, unknown>) {
+  if (value === undefined) return undefined
+  if (siblings['load'] === undefined) {
+    fail(
+      path,
+      'needs "revocation.load": give the function that returns the revocations your application recorded, which is what is reloaded',
+    )
+  }
+  if (siblings['store'] !== undefined) {
+    // With Redis the list is shared and `load` already runs when Redis lost it; reloads on top
+    // would add entries to this instance only, beside a list the others read from Redis.
+    fail(
+      path,
+      'is for instances without a shared store: leave it out with "revocation.store": { redis } (every instance reads the list from Redis, and "load" runs again when Redis has lost it), or use the memory store',
+      value,
+    )
+  }
+  return integer(value, path, { min: 1000, max: 3_600_000 })
+}
+
+/** The schema of {@link RevocationOptions}: rules, defaults and the reference table. */
+export const revocationSchema = group<RevocationOptions>()(
+  {
+    load: fn<RevocationLoader>(
+      '() => Promise<targets> returning the revocations the application recorded',
+    ),
+    store: custom(storeOption, { accepts: "'memory' | { redis }", default: "'memory'" }),
+    keyPrefix: custom((value, path) => redisKeyPrefix(value, path, 'tollgate:rv'), {
+      accepts: 'Redis key prefix',
+      default: "'tollgate:rv'",
+    }),
+    onStoreError: choice(['enforce-known', 'deny']),
+    denyAfterMs: int({ min: 0, max: 600_000, fallback: 10_000 }),
+    resyncIntervalMs: int({ min: 1000, max: 3_600_000, fallback: 60_000 }),
+    storeTimeoutMs: int({ min: 1, max: 60_000, fallback: 1000 }),
+    callbacks: group<RevocationCallbackOptions>()(
+      {
+        clientIds: custom(clientIdsOption, { accepts: 'string or strings', default: 'required' }),
+        maxAgeSeconds: int({ min: 1, max: 3600, fallback: 120 }),
+        requireExp: flag(true),
+      },
+      { absent: 'undefined', doc: { type: 'RevocationCallbackOptions' } },
+    ),
+    untilSynced: choice(['deny', 'enforce-known']),
+    reloadIntervalMs: custom(reloadIntervalOption, {
+      accepts: 'integer 1000–3 600 000',
+      default: 'no reload',
+    }),
+  },
+  { finish: ({ store, ...rest }) => Object.freeze({ redis: store, ...rest }), absent: 'required' },
+)
+
+/** {@link RevocationOptions} with every default filled in. */
+export type NormalizedRevocationOptions = Normalized<typeof revocationSchema> & {
+  /**
+   * The gate's `maxTokenLifetimeSeconds` (86 400 unless set): tokens without `iat` or living
+   * longer are refused while revocation is on, which is what lets an entry expire once no token
+   * it matches can still be valid, `notBefore + maxTokenLifetimeSeconds + clockToleranceSeconds`
+   * after it was made (a `jti` entry, which matches any `iat`, one `clockToleranceSeconds` more).
+   */
+  readonly maxTokenLifetimeSeconds: number
+}
+
+/**
+ * Validates {@link RevocationOptions} once, at construction.
+ *
+ * @throws TypeError naming the option, what it must be and a safe summary of what it got.
+ */
+export function normalizeRevocationOptions(
+  input: unknown,
+  maxTokenLifetimeSeconds: number,
+): NormalizedRevocationOptions {
+  const options = revocationSchema.read(input, 'revocation', {})
+  return Object.freeze({ ...options, maxTokenLifetimeSeconds })
 }

@@ -1,6 +1,7 @@
 /**
- * Options of `createSignIn()` and their validation: once, at construction, with the option kit.
- * The provider and client options are the token source's (same names, same checks).
+ * Options of `createSignIn()`: their types and their schema (validation once, at construction,
+ * defaults, the reference table). The provider and client options are the token source's (same
+ * names, same checks).
  *
  * @module
  */
@@ -9,6 +10,7 @@ import {
   isLoopback,
   type NormalizedTokenSourceOptions,
   normalizeClientPart,
+  tokenSourceSchema,
 } from '../client/options.js'
 import {
   type NormalizedParameters,
@@ -16,16 +18,9 @@ import {
   type TokenParameters,
 } from '../client/parameters.js'
 import { describeSecret, isEnvReference, type SecretInput } from '../client/secrets.js'
+import { any, custom, flag, fn, group, int, type Normalized, passed } from '../options-kit.js'
 import type { IssuerOptions } from '../token/issuers.js'
-import {
-  boolean,
-  fail,
-  integer,
-  isRecord,
-  optionalFunction,
-  record,
-  validateFor,
-} from '../validate.js'
+import { fail, integer, isRecord, record, validateFor } from '../validate.js'
 import type { SignInEventListener } from './events.js'
 import type { SignInKey } from './key-ring.js'
 import { createMemorySessionStore, type SessionStore } from './store.js'
@@ -81,16 +76,21 @@ export interface SignInOptions {
   readonly issuer: string | IssuerOptions | readonly IssuerOptions[]
   /** Read the provider's endpoints from its discovery document. Default false (Keycloak paths). */
   readonly discovery?: boolean
+  /** The client's id at the provider. Required. */
   readonly clientId: string
   /** Default: `client_secret_basic` with `clientSecret`, `private_key_jwt` with `privateKey`. */
   readonly clientAuth?: 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
   /** The client secret: a string, `fromEnv('NAME')`, or a function (secrets manager). */
   readonly clientSecret?: SecretInput
+  /** The key that signs `private_key_jwt` assertions: a value, `fromEnv('NAME')` (PEM) or a function. */
   readonly privateKey?: SecretInput<string | KeyObject | webcrypto.CryptoKey | webcrypto.JsonWebKey>
+  /** `kid` of the private key, as registered with the provider. */
   readonly privateKeyId?: string
+  /** Signature algorithm of the assertions. Default: RS256 for RSA keys, ES256 for P-256, EdDSA for Ed25519. */
   readonly privateKeyAlgorithm?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
   /** This application's public origin (`https://office.example.com`); the redirect URI is built on it. */
   readonly baseUrl: string
+  /** The routes sign-in answers, as paths on this site. */
   readonly routes?: SignInRoutes
   /** Scopes of the sign-in. Default `openid profile email` (the spec's); `openid` is required. */
   readonly scope?: string | readonly string[]
@@ -108,7 +108,9 @@ export interface SignInOptions {
   readonly keys: SecretInput<string | readonly SignInKey[]>
   /** Where sessions live. Default: in this process's memory ({@link createMemorySessionStore}). */
   readonly store?: SessionStore
+  /** The session: its cookie and its lifetime. */
   readonly session?: SessionOptions
+  /** When a session's access tokens are refreshed. */
   readonly refresh?: SessionRefreshOptions
   /** Where the provider sends the user after signing out. Default `{baseUrl}/`. */
   readonly postLogoutRedirectUri?: string
@@ -133,43 +135,10 @@ export interface SignInOptions {
   readonly timeoutMs?: number
   /** Allow `http:` to a provider not on loopback. Default false. */
   readonly allowInsecureHttp?: boolean
+  /** A fetch implementation (proxies, custom CAs). Default: the global `fetch`. */
   readonly fetch?: typeof globalThis.fetch
   /** Milliseconds since the epoch. Default `Date.now`. For tests and demos that move time. */
   readonly clock?: { now(): number }
-}
-
-/** {@link SignInOptions}, validated, defaulted, frozen. */
-export interface NormalizedSignInOptions {
-  readonly client: NormalizedTokenSourceOptions
-  readonly baseUrl: string
-  readonly redirectUri: string
-  readonly routes: Required<SignInRoutes>
-  readonly scope: string
-  /**
-   * The authorization request's `scope`: `scope` and every product's scopes, deduplicated and
-   * sorted, so that the grant covers what each product's token will be asked for.
-   */
-  readonly authorizationScope: string
-  readonly products: ReadonlyMap<string, NormalizedParameters>
-  readonly defaultProduct: string | undefined
-  readonly keys: SecretInput<string | readonly SignInKey[]>
-  readonly keysSource: string
-  readonly store: SessionStore
-  readonly cookieName: string
-  readonly transactionCookieName: string
-  readonly secureCookie: boolean
-  readonly idleTimeoutMs: number
-  readonly absoluteTimeoutMs: number
-  readonly refreshBeforeExpiryMs: number
-  readonly lockMs: number
-  readonly postLogoutRedirectUri: string
-  /** The accepted ID token algorithms: asymmetric ones, or HMAC ones alone (`idTokenHmac`). */
-  readonly idTokenAlgorithms: readonly string[]
-  /** `true` when `idTokenAlgorithms` are HS256/HS384/HS512, verified with the client secret. */
-  readonly idTokenHmac: boolean
-  readonly logoutTokenRequireExp: boolean
-  readonly onEvent: SignInEventListener | undefined
-  readonly now: () => number
 }
 
 const CLIENT_KEYS = [
@@ -185,25 +154,183 @@ const CLIENT_KEYS = [
   'allowInsecureHttp',
   'fetch',
   'clock',
-]
-const OWN_KEYS = [
-  'baseUrl',
-  'routes',
-  'scope',
-  'products',
-  'keys',
-  'store',
-  'session',
-  'refresh',
-  'postLogoutRedirectUri',
-  'idTokenAlgorithms',
-  'logoutToken',
-  'onEvent',
-]
+] as const
 const ROUTE = /^\/[A-Za-z0-9._~!$&'()*+,;=:@/-]{0,200}$/
 const COOKIE_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/
 const PRODUCT_NAME = /^[A-Za-z0-9_.-]{1,64}$/
 const STORE_METHODS = ['read', 'create', 'replace', 'delete', 'lock', 'unlock', 'indexed']
+
+const client = tokenSourceSchema.fields
+const route = (fallback: string) =>
+  custom(
+    (value = fallback, path) => {
+      if (typeof value !== 'string' || !ROUTE.test(value) || value.startsWith('//')) {
+        fail(path, 'must be a path starting with /, without a query', value)
+      }
+      return value
+    },
+    { accepts: 'path', default: `\`${fallback}\`` },
+  )
+
+/** The schema of {@link SignInOptions}: rules, defaults and the reference table. */
+export const signInSchema = group<SignInOptions>()(
+  {
+    issuer: passed(client.issuer),
+    discovery: passed(client.discovery),
+    clientId: passed(client.clientId),
+    clientAuth: passed(client.clientAuth),
+    clientSecret: passed(client.clientSecret),
+    privateKey: passed(client.privateKey),
+    privateKeyId: passed(client.privateKeyId),
+    privateKeyAlgorithm: passed(client.privateKeyAlgorithm),
+    timeoutMs: passed(client.timeoutMs),
+    allowInsecureHttp: passed(client.allowInsecureHttp),
+    fetch: passed(client.fetch),
+    clock: passed(client.clock),
+    baseUrl: custom(baseUrlOption, { accepts: 'https origin', default: 'required' }),
+    routes: group<SignInRoutes>()(
+      {
+        login: route('/auth/login'),
+        callback: route('/auth/callback'),
+        logout: route('/auth/logout'),
+        backChannelLogout: route('/auth/backchannel-logout'),
+        frontChannelLogout: route('/auth/frontchannel-logout'),
+      },
+      {
+        doc: { type: 'SignInRoutes' },
+        finish: (routes, path) => {
+          if (new Set(Object.values(routes)).size !== 5) fail(path, 'must be five different paths')
+          return Object.freeze(routes)
+        },
+      },
+    ),
+    scope: custom(scopeOption, { accepts: 'string or strings', default: "'openid profile email'" }),
+    products: custom(productsOption, { accepts: '{ [name]: { resource, audience, scope } }' }),
+    keys: custom(keysOption, {
+      accepts: "fromEnv('NAME'), [{ id, secret }] or a function",
+      default: 'required',
+    }),
+    store: any<SessionStore>({ accepts: 'session store', default: 'in memory' }),
+    session: group<SessionOptions>()(
+      {
+        cookieName: custom(
+          (value = 'tollgate.sid', path) => {
+            if (typeof value !== 'string' || !COOKIE_NAME.test(value)) {
+              fail(path, 'must be 1 to 64 cookie-name characters (RFC 6265 token)', value)
+            }
+            return value
+          },
+          { accepts: 'cookie name', default: "'tollgate.sid'" },
+        ),
+        idleTimeoutSeconds: int({ min: 60, max: 30 * 86_400, fallback: 1800 }),
+        absoluteTimeoutSeconds: custom(
+          (value, path, { idleTimeoutSeconds }) => {
+            const seconds = integer(value, path, { fallback: 28_800, min: 60, max: 90 * 86_400 })
+            if (seconds < (idleTimeoutSeconds as number)) {
+              fail(path, 'must not be below session.idleTimeoutSeconds')
+            }
+            return seconds
+          },
+          { accepts: 'integer idleTimeoutSeconds–7 776 000', default: '28800' },
+        ),
+        secureCookie: flag(true),
+      },
+      { doc: { type: 'SessionOptions' } },
+    ),
+    refresh: group<SessionRefreshOptions>()(
+      {
+        beforeExpirySeconds: int({ min: 0, max: 3600, fallback: 60 }),
+        lockMs: custom(
+          (value, _path, seen) =>
+            refreshLockMs(value, (seen['client'] as NormalizedTokenSourceOptions).timeoutMs),
+          { accepts: 'integer above 3 × timeoutMs, to 300 000', default: '3 × timeoutMs + 5000' },
+        ),
+      },
+      { doc: { type: 'SessionRefreshOptions' } },
+    ),
+    postLogoutRedirectUri: custom(
+      (value, path, { baseUrl }) =>
+        value === undefined ? `${baseUrl}/` : absoluteUrl(value, path),
+      { accepts: 'http(s) URL', default: '`{baseUrl}/`' },
+    ),
+    idTokenAlgorithms: custom(
+      (value, _path, seen) =>
+        idTokenAlgorithmsOption(value, (seen['client'] as NormalizedTokenSourceOptions).clientAuth),
+      { accepts: 'JWS algorithm names', default: 'the asymmetric ones' },
+    ),
+    logoutToken: group<{ readonly requireExp?: boolean }>()(
+      { requireExp: flag(true) },
+      { doc: { accepts: '{ requireExp }', default: '{ requireExp: true }' } },
+    ),
+    onEvent: fn<SignInEventListener>('(event) => void'),
+  },
+  {
+    absent: 'required',
+    // Sign-in's own hint for a provider that is not Keycloak comes before the client options'.
+    before: (input) => {
+      issuerNeedsDiscovery(input)
+      const clientPart: Record<string, unknown> = {}
+      for (const key of CLIENT_KEYS) if (input[key] !== undefined) clientPart[key] = input[key]
+      return { client: normalizeClientPart(clientPart) }
+    },
+    finish: (options, _path, seen) => {
+      const client = seen['client'] as NormalizedTokenSourceOptions
+      const { routes, scope, products, keys, session, refresh, idTokenAlgorithms } = options
+      const secureCookie = session.secureCookie
+      const base = new URL(options.baseUrl)
+      if (!secureCookie && !(base.protocol === 'http:' && isLoopback(base.hostname))) {
+        fail(
+          'session.secureCookie',
+          'may be false only for a baseUrl of http on loopback (local development)',
+        )
+      }
+      const store = options.store ?? createMemorySessionStore({ clock: { now: client.now } })
+      if (!isRecord(store) || !STORE_METHODS.every((name) => typeof store[name] === 'function')) {
+        fail(
+          'store',
+          'must be a session store (createMemorySessionStore() or createRedisSessionStore())',
+          store,
+        )
+      }
+      const cookieName = session.cookieName
+      return Object.freeze({
+        client,
+        baseUrl: options.baseUrl,
+        redirectUri: `${options.baseUrl}${routes.callback}`,
+        routes,
+        scope,
+        /**
+         * The authorization request's `scope`: `scope` and every product's scopes, deduplicated
+         * and sorted, so that the grant covers what each product's token will be asked for.
+         */
+        authorizationScope: authorizationScopeOf(scope, products),
+        products,
+        defaultProduct: products.keys().next().value,
+        keys,
+        keysSource: describeSecret(keys, 'keys'),
+        store: store as unknown as SessionStore,
+        cookieName: secureCookie ? `__Host-${cookieName}` : cookieName,
+        transactionCookieName: secureCookie ? `__Host-${cookieName}.tx` : `${cookieName}.tx`,
+        secureCookie,
+        idleTimeoutMs: session.idleTimeoutSeconds * 1000,
+        absoluteTimeoutMs: session.absoluteTimeoutSeconds * 1000,
+        refreshBeforeExpiryMs: refresh.beforeExpirySeconds * 1000,
+        lockMs: refresh.lockMs,
+        postLogoutRedirectUri: options.postLogoutRedirectUri,
+        /** The accepted ID token algorithms: asymmetric ones, or HMAC ones alone (`idTokenHmac`). */
+        idTokenAlgorithms,
+        /** `true` when `idTokenAlgorithms` are HS256/HS384/HS512, verified with the client secret. */
+        idTokenHmac: idTokenAlgorithms.every((algorithm) => HMAC_ALGORITHMS.includes(algorithm)),
+        logoutTokenRequireExp: options.logoutToken.requireExp,
+        onEvent: options.onEvent,
+        now: client.now,
+      })
+    },
+  },
+)
+
+/** {@link SignInOptions}, validated, defaulted, frozen. */
+export type NormalizedSignInOptions = Normalized<typeof signInSchema>
 
 /**
  * Validates {@link SignInOptions} once, at construction.
@@ -211,62 +338,10 @@ const STORE_METHODS = ['read', 'create', 'replace', 'delete', 'lock', 'unlock', 
  * @throws TypeError `createSignIn(options): "<option>" …`, naming the option, never a secret.
  */
 export function normalizeSignInOptions(input: unknown): NormalizedSignInOptions {
-  return validateFor('createSignIn(options):', () => normalize(input))
+  return validateFor('createSignIn(options):', () => signInSchema.read(input, 'options', {}))
 }
 
-function normalize(input: unknown): NormalizedSignInOptions {
-  const options = record(input, 'options', [
-    ...CLIENT_KEYS,
-    ...OWN_KEYS,
-  ]) as unknown as SignInOptions
-  const clientPart: Record<string, unknown> = {}
-  for (const key of CLIENT_KEYS) {
-    const value = (options as unknown as Record<string, unknown>)[key]
-    if (value !== undefined) clientPart[key] = value
-  }
-  issuerNeedsDiscovery(options)
-  const client = normalizeClientPart(clientPart)
-  const baseUrl = baseUrlOption(options.baseUrl)
-  const routes = routesOption(options.routes)
-  const scope = scopeOption(options.scope)
-  const products = productsOption(options.products)
-  const session = record(options.session ?? {}, 'session', [
-    'cookieName',
-    'idleTimeoutSeconds',
-    'absoluteTimeoutSeconds',
-    'secureCookie',
-  ])
-  const secureCookie = boolean(session['secureCookie'], 'session.secureCookie', true)
-  const base = new URL(baseUrl)
-  if (!secureCookie && !(base.protocol === 'http:' && isLoopback(base.hostname))) {
-    fail(
-      'session.secureCookie',
-      'may be false only for a baseUrl of http on loopback (local development)',
-    )
-  }
-  const cookieName = session['cookieName'] ?? 'tollgate.sid'
-  if (typeof cookieName !== 'string' || !COOKIE_NAME.test(cookieName)) {
-    fail(
-      'session.cookieName',
-      'must be 1 to 64 cookie-name characters (RFC 6265 token)',
-      cookieName,
-    )
-  }
-  const idleTimeoutSeconds = integer(session['idleTimeoutSeconds'], 'session.idleTimeoutSeconds', {
-    fallback: 1800,
-    min: 60,
-    max: 30 * 86_400,
-  })
-  const absoluteTimeoutSeconds = integer(
-    session['absoluteTimeoutSeconds'],
-    'session.absoluteTimeoutSeconds',
-    { fallback: 28_800, min: 60, max: 90 * 86_400 },
-  )
-  if (absoluteTimeoutSeconds < idleTimeoutSeconds) {
-    fail('session.absoluteTimeoutSeconds', 'must not be below session.idleTimeoutSeconds')
-  }
-  const refresh = record(options.refresh ?? {}, 'refresh', ['beforeExpirySeconds', 'lockMs'])
-  const keys = options.keys as unknown
+function keysOption(keys: unknown, path: string): SecretInput<string | readonly SignInKey[]> {
   if (
     !(
       (typeof keys === 'string' && keys !== '') ||
@@ -276,62 +351,15 @@ function normalize(input: unknown): NormalizedSignInOptions {
     )
   ) {
     fail(
-      'keys',
+      path,
       "must be fromEnv('NAME'), an array of { id, secret }, or a function returning one",
       keys,
     )
   }
   if (typeof keys === 'string') {
-    fail('keys', "must not be written in code: use fromEnv('NAME') or a function (secrets manager)")
+    fail(path, "must not be written in code: use fromEnv('NAME') or a function (secrets manager)")
   }
-  const store = options.store ?? createMemorySessionStore({ clock: { now: client.now } })
-  if (!isRecord(store) || !STORE_METHODS.every((name) => typeof store[name] === 'function')) {
-    fail(
-      'store',
-      'must be a session store (createMemorySessionStore() or createRedisSessionStore())',
-      store,
-    )
-  }
-  const postLogoutRedirectUri =
-    options.postLogoutRedirectUri === undefined
-      ? `${baseUrl}/`
-      : absoluteUrl(options.postLogoutRedirectUri, 'postLogoutRedirectUri')
-  const idTokenAlgorithms = idTokenAlgorithmsOption(options.idTokenAlgorithms, client.clientAuth)
-  return Object.freeze({
-    client,
-    baseUrl,
-    redirectUri: `${baseUrl}${routes.callback}`,
-    routes,
-    scope,
-    authorizationScope: authorizationScopeOf(scope, products),
-    products,
-    defaultProduct: products.keys().next().value,
-    keys: keys as SecretInput<string | readonly SignInKey[]>,
-    keysSource: describeSecret(keys, 'keys'),
-    store: store as unknown as SessionStore,
-    cookieName: secureCookie ? `__Host-${cookieName}` : cookieName,
-    transactionCookieName: secureCookie ? `__Host-${cookieName}.tx` : `${cookieName}.tx`,
-    secureCookie,
-    idleTimeoutMs: idleTimeoutSeconds * 1000,
-    absoluteTimeoutMs: absoluteTimeoutSeconds * 1000,
-    refreshBeforeExpiryMs:
-      integer(refresh['beforeExpirySeconds'], 'refresh.beforeExpirySeconds', {
-        fallback: 60,
-        min: 0,
-        max: 3600,
-      }) * 1000,
-    lockMs: refreshLockMs(refresh['lockMs'], client.timeoutMs),
-    postLogoutRedirectUri,
-    idTokenAlgorithms,
-    idTokenHmac: idTokenAlgorithms.every((algorithm) => HMAC_ALGORITHMS.includes(algorithm)),
-    logoutTokenRequireExp: boolean(
-      record(options.logoutToken ?? {}, 'logoutToken', ['requireExp'])['requireExp'],
-      'logoutToken.requireExp',
-      true,
-    ),
-    onEvent: optionalFunction<SignInEventListener>(options.onEvent, 'onEvent', '(event) => void'),
-    now: client.now,
-  })
+  return keys as SecretInput<string | readonly SignInKey[]>
 }
 
 /** The asymmetric JWS algorithms openid-client verifies an ID token with, against the provider's keys. */
@@ -396,11 +424,12 @@ const REALM_IN_ISSUER = /\/realms\/[^/?#]+\/?$/
  * document. Checked before the client options, whose hint for the same mistake names
  * `tokenEndpoint`, an option sign-in does not take.
  */
-function issuerNeedsDiscovery(options: SignInOptions): void {
-  let entry: unknown = options.issuer
+function issuerNeedsDiscovery(options: Record<string, unknown>): void {
+  let entry: unknown = options['issuer']
   if (Array.isArray(entry) && entry.length === 1) entry = entry[0]
   const issuer = isRecord(entry) ? entry['issuer'] : entry
-  const discovery = options.discovery === true || (isRecord(entry) && entry['discovery'] === true)
+  const discovery =
+    options['discovery'] === true || (isRecord(entry) && entry['discovery'] === true)
   if (discovery || typeof issuer !== 'string' || !URL.canParse(issuer)) return
   if (!REALM_IN_ISSUER.test(issuer)) {
     fail(
@@ -450,30 +479,6 @@ function baseUrlOption(value: unknown): string {
   if (url.pathname !== '/' || url.search)
     fail('baseUrl', 'must be an origin, without a path or query')
   return url.origin
-}
-
-function routesOption(value: unknown): Required<SignInRoutes> {
-  const routes = record(value ?? {}, 'routes', [
-    'login',
-    'callback',
-    'logout',
-    'backChannelLogout',
-    'frontChannelLogout',
-  ])
-  const result = {
-    login: routes['login'] ?? '/auth/login',
-    callback: routes['callback'] ?? '/auth/callback',
-    logout: routes['logout'] ?? '/auth/logout',
-    backChannelLogout: routes['backChannelLogout'] ?? '/auth/backchannel-logout',
-    frontChannelLogout: routes['frontChannelLogout'] ?? '/auth/frontchannel-logout',
-  }
-  for (const [name, path] of Object.entries(result)) {
-    if (typeof path !== 'string' || !ROUTE.test(path) || path.startsWith('//')) {
-      fail(`routes.${name}`, 'must be a path starting with /, without a query', path)
-    }
-  }
-  if (new Set(Object.values(result)).size !== 5) fail('routes', 'must be five different paths')
-  return Object.freeze(result as Required<SignInRoutes>)
 }
 
 function scopeOption(value: unknown): string {

@@ -1,8 +1,10 @@
 /**
- * Options of the test issuer: their types, defaults and validation.
+ * Options of the test issuer: their types and their schema (defaults, validation, the reference
+ * table).
  *
  * @module
  */
+import { custom, group, type Normalized } from '../options-kit.js'
 import { isTestAlgorithm, type TestAlgorithm } from './keys.js'
 
 /** A confidential client the token endpoint accepts for the `client_credentials` grant. */
@@ -88,16 +90,6 @@ export interface NormalizedPathIssuer {
   readonly issuer: string | undefined
   readonly jwksPath: string
   readonly tokenPath: string
-}
-
-/** {@link TestIssuerOptions} with every default filled in and every value checked. */
-export interface NormalizedTestIssuerOptions {
-  readonly realms: readonly string[]
-  readonly algorithms: readonly TestAlgorithm[]
-  readonly audience: string | readonly string[]
-  readonly clients: ReadonlyMap<string, TestClient>
-  readonly issuers: readonly NormalizedPathIssuer[]
-  readonly port: number
 }
 
 // RFC 3986 unreserved characters, so a realm is its own path segment; '.' and '..' would be
@@ -202,56 +194,88 @@ function normalizePathIssuer(entry: TestPathIssuer, index: number): NormalizedPa
   })
 }
 
+/** The schema of {@link TestIssuerOptions}: rules, defaults and the reference table. */
+export const testIssuerSchema = group<TestIssuerOptions>()(
+  {
+    realms: custom(
+      (realms = ['test'], path) => {
+        if (
+          !isStringList(realms) ||
+          realms.length === 0 ||
+          !realms.every((realm) => REALM_NAME.test(realm)) ||
+          !isDistinct(realms)
+        ) {
+          fail(path, 'a non-empty array of distinct realm names (letters, digits, "-_.~")')
+        }
+        return Object.freeze([...realms])
+      },
+      { accepts: 'realm names', default: "['test']" },
+    ),
+    algorithms: custom(
+      (algorithms = ['RS256'], path) => {
+        if (
+          !Array.isArray(algorithms) ||
+          algorithms.length === 0 ||
+          !algorithms.every(isTestAlgorithm) ||
+          !isDistinct(algorithms)
+        ) {
+          fail(path, 'a non-empty array of distinct TestAlgorithm names')
+        }
+        return Object.freeze([...algorithms]) as readonly TestAlgorithm[]
+      },
+      { accepts: 'TestAlgorithm names', default: "['RS256']" },
+    ),
+    audience: custom(
+      (audience = 'api', path) => {
+        if (!isAudience(audience)) fail(path, 'a string or an array of strings')
+        return typeof audience === 'string' ? audience : Object.freeze([...audience])
+      },
+      { accepts: 'string or strings', default: "'api'" },
+    ),
+    clients: custom(
+      (clients = [], path) => {
+        if (!Array.isArray(clients)) fail(path, 'an array')
+        const normalized = clients.map(normalizeClient)
+        if (!isDistinct(normalized.map((client) => client.clientId))) {
+          fail(path, 'clients with distinct clientIds')
+        }
+        return new Map(normalized.map((client) => [client.clientId, client]))
+      },
+      { accepts: '[{ clientId, clientSecret, audience?, scope?, tenant? }]', default: '[]' },
+    ),
+    issuers: custom(
+      (issuers = [], path, { realms }) => {
+        if (!Array.isArray(issuers)) fail(path, 'an array')
+        const pathIssuers = issuers.map(normalizePathIssuer)
+        const names = [...(realms as string[]), ...pathIssuers.map((entry) => entry.name)]
+        if (!isDistinct(names)) fail(path, "issuers with distinct names, none of them a realm's")
+        if (!isDistinct(pathIssuers.map((entry) => entry.path))) {
+          fail(path, 'issuers at distinct paths')
+        }
+        return Object.freeze(pathIssuers)
+      },
+      { accepts: '[{ name, path?, issuer?, jwksPath?, tokenPath? }]', default: '[]' },
+    ),
+    port: custom(
+      (port = 0, path) => {
+        if (!Number.isInteger(port) || (port as number) < 0 || (port as number) > 65_535) {
+          fail(path, 'an integer 0-65535')
+        }
+        return port as number
+      },
+      { accepts: 'integer 0–65 535', default: '0' },
+    ),
+  },
+  { open: true },
+)
+
+/** {@link TestIssuerOptions} with every default filled in and every value checked. */
+export type NormalizedTestIssuerOptions = Normalized<typeof testIssuerSchema>
+
 /** Fills in defaults; throws a `TypeError` naming the first invalid option. */
 export function normalizeTestIssuerOptions(
   options: TestIssuerOptions = {},
 ): NormalizedTestIssuerOptions {
   if (typeof options !== 'object' || options === null) fail('options', 'an object')
-  const {
-    realms = ['test'],
-    algorithms = ['RS256'],
-    audience = 'api',
-    clients = [],
-    issuers = [],
-    port = 0,
-  } = options
-  if (
-    !isStringList(realms) ||
-    realms.length === 0 ||
-    !realms.every((realm) => REALM_NAME.test(realm)) ||
-    !isDistinct(realms)
-  ) {
-    fail('realms', 'a non-empty array of distinct realm names (letters, digits, "-_.~")')
-  }
-  if (
-    !Array.isArray(algorithms) ||
-    algorithms.length === 0 ||
-    !algorithms.every(isTestAlgorithm) ||
-    !isDistinct(algorithms)
-  ) {
-    fail('algorithms', 'a non-empty array of distinct TestAlgorithm names')
-  }
-  if (!isAudience(audience)) fail('audience', 'a string or an array of strings')
-  if (!Array.isArray(clients)) fail('clients', 'an array')
-  const normalizedClients = clients.map(normalizeClient)
-  if (!isDistinct(normalizedClients.map((client) => client.clientId))) {
-    fail('clients', 'clients with distinct clientIds')
-  }
-  if (!Array.isArray(issuers)) fail('issuers', 'an array')
-  const pathIssuers = issuers.map(normalizePathIssuer)
-  if (!isDistinct([...realms, ...pathIssuers.map((entry) => entry.name)])) {
-    fail('issuers', "issuers with distinct names, none of them a realm's")
-  }
-  if (!isDistinct(pathIssuers.map((entry) => entry.path))) {
-    fail('issuers', 'issuers at distinct paths')
-  }
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) fail('port', 'an integer 0-65535')
-  return Object.freeze({
-    realms: Object.freeze([...realms]),
-    algorithms: Object.freeze([...algorithms]),
-    audience: typeof audience === 'string' ? audience : Object.freeze([...audience]),
-    clients: new Map(normalizedClients.map((client) => [client.clientId, client])),
-    issuers: Object.freeze(pathIssuers),
-    port,
-  })
+  return testIssuerSchema.read(options, 'options', {})
 }

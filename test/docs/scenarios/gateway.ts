@@ -1,4 +1,4 @@
-/** docs/gateway.md. */
+/** docs/gateway.md and docs/reference/gateway.md. */
 import { createDpopKey } from 'tollgate/testing'
 import { expect } from 'vitest'
 
@@ -77,7 +77,9 @@ export const GATEWAY: ScenarioTable = {
         expect((await gateway.fetch(BILLING, bearer(malformed))).status).toBe(401)
       },
     },
+  },
 
+  'docs/reference/gateway.md': {
     'Why was it refused?': {
       promises:
         'a token for another audience 401, and the rejected event logged names reason audience, the token aud, the path and X-Request-Id; a gateway token 200 and nothing logged',
