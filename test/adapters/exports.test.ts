@@ -207,12 +207,15 @@ const SURFACES: Readonly<Record<string, Surface>> = {
   },
   'tollgate/client': {
     values: [
+      'StepUpRequiredError',
       'TokenSourceError',
       'createAuthorizedFetch',
       'createTokenSource',
       'fromEnv',
+      'isStepUpRequired',
       'isTokenSourceError',
       'keycloak',
+      'stepUpChallengeOf',
     ],
     types: [
       'AuthorizedFetchOptions',
@@ -226,6 +229,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'RetryOptions',
       'SecretInput',
       'SharedCacheOptions',
+      'StepUpReason',
       'TokenParameters',
       'TokenRequestFacts',
       'TokenSource',
