@@ -41,6 +41,8 @@ export interface CallbackChecks {
   readonly state: string
   readonly nonce: string
   readonly codeVerifier: string
+  /** A step-up's `max_age`: openid-client then requires `auth_time`, at most this old. */
+  readonly maxAge?: number | undefined
 }
 
 /** The provider, as sign-in uses it. */
@@ -217,6 +219,7 @@ export function createSignInProvider(
               expectedNonce: checks.nonce,
               pkceCodeVerifier: checks.codeVerifier,
               idTokenExpected: true,
+              ...(checks.maxAge === undefined ? {} : { maxAge: checks.maxAge }),
             },
             body,
           )
@@ -392,5 +395,8 @@ function checkReason(error: unknown): SignInRefusalReason {
   if (message.includes('"state"')) return 'state'
   if (message.includes('"iss"')) return 'issuer'
   if (message.includes('"nonce"')) return 'nonce'
+  if (message.includes('"auth_time"') || message.includes('End-User authentication')) {
+    return 'auth_time'
+  }
   return 'id_token'
 }

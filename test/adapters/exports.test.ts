@@ -276,6 +276,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'SignInResponse',
       'SignInRoutes',
       'SignedInUser',
+      'StepUpOptions',
       'TokenParameters',
     ],
   },
