@@ -7,7 +7,10 @@
  * @module
  */
 import { InsufficientUserAuthenticationError, TokenMissingError } from '../errors.js'
-import type { Guard } from './guards.js'
+import type { Admission } from '../types.js'
+
+/** A guard, as `guards.ts` defines it (not imported from there: it builds its factories from these). */
+type Guard = (auth: Admission | undefined) => void
 
 // RFC 9470 §3 / OIDC Core §3.1.2.1: `acr_values` is a space-separated list; a value holds no
 // space, quote or backslash, so that the challenge cannot be broken by it.
