@@ -57,8 +57,16 @@ async function finishInteraction(
  * supports (the user is taken to have completed that method), else its first (weakest) one.
  */
 function acrOf(settings: NormalizedDevProviderOptions, requested: unknown): string | undefined {
+  return requestedAcr(settings, requested) ?? settings.acrValues[0]
+}
+
+/** The first of the request's `acr_values` the provider supports, if any. */
+function requestedAcr(
+  settings: NormalizedDevProviderOptions,
+  requested: unknown,
+): string | undefined {
   const asked = typeof requested === 'string' ? requested.split(' ') : []
-  return asked.find((value) => settings.acrValues.includes(value)) ?? settings.acrValues[0]
+  return asked.find((value) => settings.acrValues.includes(value))
 }
 
 /** Answers a request to `/realms/{realm}/interaction/{uid}`: the page, or the user signed in. */
@@ -84,6 +92,7 @@ export async function answerInteraction(
     action,
     String(details.params['client_id']),
     settings.users.values(),
+    requestedAcr(settings, details.params['acr_values']),
   )
   res.writeHead(req.method === 'POST' ? 400 : 200, {
     'content-type': 'text/html; charset=utf-8',

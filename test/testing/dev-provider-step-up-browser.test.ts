@@ -138,6 +138,8 @@ describe('step-up in chromium: API challenge → sign in again with acr → API 
     // /pay: the API refuses (401 insufficient_user_authentication, acr_values="urn:example:mfa"),
     // the page sends the browser to sign in again; the provider shows its page despite its session.
     await page.goto(`${origin}/pay`)
+    await page.waitForURL((url) => url.href.startsWith(provider.issuer))
+    expect(await page.textContent('#acr')).toBe(`Authentication asked for: ${MFA}`)
     await pickAlice(page)
     await page.waitForURL(`${origin}/pay`)
     expect(await body(page)).toMatchObject({ paid: true, acr: MFA })
