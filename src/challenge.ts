@@ -8,8 +8,8 @@
  */
 import {
   type Challenge,
+  challengeDetails,
   challengeValue,
-  InsufficientScopeError,
   type TollgateError,
   withChallenge,
 } from './errors.js'
@@ -35,11 +35,7 @@ export type Challenger = <E extends TollgateError>(
 ) => E
 
 function errorParameters(error: TollgateError, code: Exclude<Challenge, null | undefined>): string {
-  let value = `, error="${code}", error_description="${challengeValue(error.message)}"`
-  if (error instanceof InsufficientScopeError && error.requiredScope) {
-    value += `, scope="${challengeValue(error.requiredScope)}"`
-  }
-  return value
+  return `, error="${code}", error_description="${challengeValue(error.message)}"${challengeDetails(error)}`
 }
 
 /** Distinct challenges a gate keeps built: refusals come in a few kinds, each with its fixed text. */
@@ -79,17 +75,15 @@ export function createChallenger(settings: ChallengeSettings): Challenger {
 
   // Built once per kind of refusal, not per refused request (issue 14: a forged-token flood).
   // Found by challenge code, then by a key that is the message itself whenever the scheme cannot
-  // change the challenge (no DPoP, or DPoP required) and no scope is named: no key string is
-  // built per refusal (issue 24).
+  // change the challenge (no DPoP, or DPoP required) and no scope, acr or max_age is named: no
+  // key string is built per refusal (issue 24).
   const built = new Map<Challenge, Map<string, string | undefined>>()
   let remembered = 0
   const schemeMatters = dpop?.mode === 'allowed'
   return (error, scheme) => {
-    const scope = error instanceof InsufficientScopeError ? error.requiredScope : undefined
+    const details = challengeDetails(error)
     const key =
-      scope === undefined && !schemeMatters
-        ? error.message
-        : `${scheme}\n${error.message}\n${scope}`
+      details === '' && !schemeMatters ? error.message : `${scheme}\n${error.message}\n${details}`
     let byKey = built.get(error.challenge)
     let value = byKey?.get(key)
     if (value === undefined && byKey?.has(key) !== true) {

@@ -21,6 +21,7 @@ export {
   CostExceedsLimitError,
   DpopNonceError,
   InsufficientScopeError,
+  InsufficientUserAuthenticationError,
   InvalidDpopProofError,
   InvalidRequestError,
   InvalidTokenError,

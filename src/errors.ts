@@ -28,6 +28,7 @@ export type TollgateErrorCode =
   | 'ERR_DPOP_PROOF_INVALID'
   | 'ERR_DPOP_NONCE_REQUIRED'
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
+  | 'ERR_INSUFFICIENT_USER_AUTHENTICATION'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
 export type ErrorBodyCode =
@@ -40,8 +41,14 @@ export type ErrorBodyCode =
   | 'temporarily_unavailable'
   | 'invalid_dpop_proof'
   | 'use_dpop_nonce'
+  | 'insufficient_user_authentication'
 
-type BearerErrorCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope'
+type BearerErrorCode =
+  | 'invalid_request'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  // RFC 9470 §3: the token's authentication is too weak or too old for the resource.
+  | 'insufficient_user_authentication'
 /** RFC 9449 §7.1, §9: the error codes only the `DPoP` scheme challenges with. */
 export type DpopErrorCode = 'invalid_dpop_proof' | 'use_dpop_nonce'
 
@@ -64,6 +71,7 @@ export function bearerChallenge(
   error?: BearerErrorCode,
   description?: string,
   scope?: string,
+  more = '',
 ): string {
   let value = `Bearer realm="${realm.replace(OUTSIDE_CHALLENGE_CHARSET, '')}"`
   if (error) value += `, error="${error}"`
@@ -71,7 +79,7 @@ export function bearerChallenge(
     value += `, error_description="${description.replace(OUTSIDE_CHALLENGE_CHARSET, '')}"`
   }
   if (scope) value += `, scope="${scope.replace(OUTSIDE_CHALLENGE_CHARSET, '')}"`
-  return value
+  return value + more
 }
 
 /**
@@ -119,6 +127,9 @@ export type RefusalReason =
   | 'tenant_refused'
   // Authorization, limits, availability
   | 'insufficient_scope'
+  // Step-up (RFC 9470): `acr` not among those required, `auth_time` missing or too old
+  | 'acr_insufficient'
+  | 'authentication_too_old'
   | 'rate_limited'
   | 'cost_exceeds_limit'
   | 'jwks_unavailable'
@@ -297,6 +308,61 @@ export class InsufficientScopeError extends TollgateError<'ERR_INSUFFICIENT_SCOP
   }
 }
 
+const STEP_UP_MESSAGES = {
+  acr_insufficient: 'a stronger authentication is required',
+  authentication_too_old: 'a more recent authentication is required',
+} as const satisfies Partial<Record<RefusalReason, string>>
+
+/**
+ * 401 `insufficient_user_authentication` (RFC 9470 §3): the token is valid, but the user signed
+ * in too weakly (`acr` not among {@link acrValues}) or too long ago (`auth_time` missing or older
+ * than {@link maxAgeSeconds}) for the route. The challenge names what to ask the provider for
+ * (`acr_values="…"`, `max_age=…`); the client signs the user in again with it.
+ */
+export class InsufficientUserAuthenticationError extends TollgateError<'ERR_INSUFFICIENT_USER_AUTHENTICATION'> {
+  /** The authentication context classes the route accepts (`acr_values`), when it names some. */
+  readonly acrValues: readonly string[] | undefined
+  /** The most seconds since the user signed in that the route accepts (`max_age`), when it names one. */
+  readonly maxAgeSeconds: number | undefined
+
+  constructor(
+    options: ErrorOptions & {
+      readonly reason: keyof typeof STEP_UP_MESSAGES
+      readonly acrValues?: readonly string[] | undefined
+      readonly maxAgeSeconds?: number | undefined
+    },
+  ) {
+    super({
+      ...options,
+      code: 'ERR_INSUFFICIENT_USER_AUTHENTICATION',
+      status: 401,
+      error: 'insufficient_user_authentication',
+      message: STEP_UP_MESSAGES[options.reason],
+      challenge: 'insufficient_user_authentication',
+    })
+    this.acrValues = options.acrValues
+    this.maxAgeSeconds = options.maxAgeSeconds
+  }
+}
+
+/**
+ * The parameters an error adds to its challenge after `error_description`: `scope` (RFC 6750 §3)
+ * for {@link InsufficientScopeError}, `acr_values` and `max_age` (RFC 9470 §3) for
+ * {@link InsufficientUserAuthenticationError}; `''` for the others.
+ */
+export function challengeDetails(error: TollgateError): string {
+  if (error instanceof InsufficientScopeError) {
+    return error.requiredScope ? `, scope="${challengeValue(error.requiredScope)}"` : ''
+  }
+  if (!(error instanceof InsufficientUserAuthenticationError)) return ''
+  let value = ''
+  if (error.acrValues !== undefined && error.acrValues.length > 0) {
+    value += `, acr_values="${challengeValue(error.acrValues.join(' '))}"`
+  }
+  if (error.maxAgeSeconds !== undefined) value += `, max_age=${error.maxAgeSeconds}`
+  return value
+}
+
 /** 403 `access_denied`: the deployment refuses this tenant (for example, suspended). */
 export class TenantRefusedError extends TollgateError<'ERR_TENANT_REFUSED'> {
   constructor(options: ErrorOptions = {}) {
@@ -437,7 +503,8 @@ export function withChallenge<E extends TollgateError>(error: E, realm: string):
             ? 'invalid_token'
             : challenge,
           error.message,
-          error instanceof InsufficientScopeError ? error.requiredScope : undefined,
+          undefined,
+          challengeDetails(error),
         )
   return error
 }
@@ -494,6 +561,7 @@ export type AnyTollgateError =
   | ServiceUnavailableError<'ERR_DPOP_REPLAY_UNAVAILABLE'>
   | InvalidDpopProofError
   | DpopNonceError
+  | InsufficientUserAuthenticationError
 
 const CODES = new Set<string>([
   'ERR_TOKEN_MISSING',
@@ -512,6 +580,7 @@ const CODES = new Set<string>([
   'ERR_DPOP_PROOF_INVALID',
   'ERR_DPOP_NONCE_REQUIRED',
   'ERR_DPOP_REPLAY_UNAVAILABLE',
+  'ERR_INSUFFICIENT_USER_AUTHENTICATION',
 ] satisfies TollgateErrorCode[])
 
 /**

@@ -40,6 +40,7 @@ export {
   requireScopes,
 } from './gate/guards.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './gate/options.js'
+export { requireAcr, requireRecentSignIn } from './gate/step-up.js'
 export type {
   FlexibleLimiterFactory,
   FlexibleLimiterLike,

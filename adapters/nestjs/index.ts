@@ -40,6 +40,7 @@ import {
   requireScopes,
 } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
+import { requireAcr, requireRecentSignIn } from '../../src/gate/step-up.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 import { boolean, record, validateFor } from '../../src/validate.js'
 import * as express from '../express/translate.js'
@@ -198,6 +199,22 @@ export function RequireClientRoles(
   ...roles: string[]
 ): MethodDecorator & ClassDecorator {
   return guardDecorator(requireClientRoles(clientId, ...roles))
+}
+
+/**
+ * Route decorator: 401 `insufficient_user_authentication` with `acr_values="…"` (RFC 9470) unless
+ * the token's `acr` is one of `values`.
+ */
+export function RequireAcr(...values: string[]): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireAcr(...values))
+}
+
+/**
+ * Route decorator: 401 `insufficient_user_authentication` with `max_age=…` (RFC 9470) unless the
+ * token's `auth_time` is at most `maxAgeSeconds` ago.
+ */
+export function RequireRecentSignIn(maxAgeSeconds: number): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireRecentSignIn(maxAgeSeconds))
 }
 
 /**

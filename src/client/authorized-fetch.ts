@@ -6,6 +6,7 @@
  * @module
  */
 import type { TokenParameters } from './parameters.js'
+import { stepUpChallengeOf } from './step-up.js'
 import type { TokenSource } from './token-source.js'
 
 /** Options of {@link createAuthorizedFetch}. */
@@ -30,7 +31,10 @@ function replayable(input: FetchInput, body: RequestInit['body']): boolean {
 /**
  * A `fetch` that sends a token from `source`. A 401 whose `WWW-Authenticate` says
  * `error="invalid_token"` makes the source drop that token and the request is sent once more with
- * a new one (not for a one-shot stream body); any other answer is returned as it is.
+ * a new one (not for a one-shot stream body). A 401 whose challenge says
+ * `error="insufficient_user_authentication"` (RFC 9470 step-up) rejects with a
+ * `StepUpRequiredError` carrying its `acrValues` and `maxAge`: only a new sign-in of the
+ * user helps, not a new token. Any other answer is returned as it is.
  *
  * @example
  * ```ts
@@ -40,6 +44,7 @@ function replayable(input: FetchInput, body: RequestInit['body']): boolean {
  * })
  * ```
  * @throws TokenSourceError when no token can be obtained (the request is not sent).
+ * @throws StepUpRequiredError when the resource server asks for a stronger or more recent sign-in.
  */
 export function createAuthorizedFetch(
   source: TokenSource,
@@ -57,6 +62,11 @@ export function createAuthorizedFetch(
   return async function authorizedFetch(input: FetchInput, init?: RequestInit) {
     const token = await source.get(parameters)
     const response = await withToken(input, init, token)
+    const stepUp = stepUpChallengeOf(response)
+    if (stepUp !== undefined) {
+      await response.body?.cancel().catch(() => undefined)
+      throw stepUp
+    }
     if (
       response.status !== 401 ||
       !INVALID_TOKEN.test(response.headers.get('www-authenticate') ?? '') ||

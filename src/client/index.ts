@@ -30,5 +30,7 @@ export type {
 export type { TokenParameters } from './parameters.js'
 export type { EnvReference, SecretInput } from './secrets.js'
 export { fromEnv } from './secrets.js'
+export type { StepUpReason } from './step-up.js'
+export { isStepUpRequired, StepUpRequiredError, stepUpChallengeOf } from './step-up.js'
 export type { TokenSource } from './token-source.js'
 export { createTokenSource } from './token-source.js'

@@ -7,6 +7,7 @@
  */
 import { InsufficientScopeError, TokenMissingError } from '../errors.js'
 import type { Admission, CheckResult } from '../types.js'
+import { type StepUpGuardFactories, stepUpMiddleware } from './step-up.js'
 
 /**
  * Throws when the admission does not meet the requirement; returns nothing otherwise. The errors
@@ -114,7 +115,7 @@ type Slots = Record<symbol, CheckResult | undefined>
  * of the gate's middleware followed by the guard, and a guard never admits on another gate's
  * decision.
  */
-export interface GuardMiddlewareFactories<Middleware> {
+export interface GuardMiddlewareFactories<Middleware> extends StepUpGuardFactories<Middleware> {
   /**
    * Route middleware: runs the gate when it has not decided on the request, then 403
    * `insufficient_scope` unless the token has every one of `scopes`.
@@ -146,5 +147,6 @@ export function guardMiddleware<Middleware>(
     requireAnyScope: (...scopes) => wrap(requireAnyScope(...scopes)),
     requireRealmRoles: (...roles) => wrap(requireRealmRoles(...roles)),
     requireClientRoles: (clientId, ...roles) => wrap(requireClientRoles(clientId, ...roles)),
+    ...stepUpMiddleware(wrap),
   }
 }

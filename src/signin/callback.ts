@@ -16,6 +16,7 @@ import {
   storeKeyOf,
 } from './session.js'
 import { indexesOf } from './session-end.js'
+import { checkAcr } from './step-up.js'
 import { readTransactions, sealTransactions, TRANSACTION_SECONDS } from './transactions.js'
 
 /** Answers the callback route (`GET ?code=…&state=…`, or the provider's error). */
@@ -52,10 +53,16 @@ export async function callback(
     const { name, parameters } = deps.productOf(undefined)
     const tokens = await provider.exchangeCode(
       callbackUrl,
-      { state: transaction.s, nonce: transaction.n, codeVerifier: transaction.v },
+      {
+        state: transaction.s,
+        nonce: transaction.n,
+        codeVerifier: transaction.v,
+        maxAge: typeof transaction.m === 'number' ? transaction.m : undefined,
+      },
       parameters,
     )
     const claims = tokens.claims as Record<string, unknown>
+    checkAcr(typeof transaction.a === 'string' ? transaction.a : undefined, claims)
     const subject = claims['sub'] as string
     const sid = typeof claims['sid'] === 'string' ? claims['sid'] : undefined
     // A new session id at every sign-in (session fixation): whatever the browser held ends.

@@ -80,6 +80,12 @@ export type SignInRefusalReason =
   | 'nonce'
   | 'id_token'
   | 'code_refused'
+  /** A step-up sign-in's ID token has an `acr` the sign-in did not ask for (RFC 9470). */
+  | 'acr'
+  /** The ID token's `auth_time` is missing or older than the sign-in's `max_age` allows. */
+  | 'auth_time'
+  /** The login route's `acrValues` or `maxAge` is not valid. */
+  | 'step_up_request'
   | 'provider_error'
   | 'client_refused'
   /** The token endpoint refused a product's scope or resource at a refresh (`invalid_scope`, `invalid_target`). */

@@ -40,5 +40,6 @@ export type {
   SignInResponse,
 } from './signin.js'
 export { createSignIn } from './signin.js'
+export type { StepUpOptions } from './step-up.js'
 export type { MemorySessionStore, MemorySessionStoreOptions, SessionStore } from './store.js'
 export { createMemorySessionStore } from './store.js'

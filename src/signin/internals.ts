@@ -8,6 +8,7 @@
 import type { HeadersLike } from '../types.js'
 import type { SignInEvent } from './events.js'
 import type { normalizeSignInOptions } from './options.js'
+import type { StepUpOptions } from './step-up.js'
 
 /** A request, as the adapters pass it. */
 export interface SignInRequest {
@@ -62,6 +63,16 @@ export interface SignInContext {
   accessToken(product?: string): Promise<string>
   /** The login route with `returnTo` (same-origin paths only; anything else becomes `/`). */
   loginPath(returnTo?: string): string
+  /**
+   * The login route for a step-up (RFC 9470): the user signs in again with `acrValues` and/or
+   * `maxAge` (an API's `insufficient_user_authentication` challenge, `tollgate/client`'s
+   * `StepUpRequiredError`), and comes back to `returnTo`. The callback refuses an ID token whose
+   * `acr` is not one of `acrValues` or whose `auth_time` is older than `maxAge`
+   * (`ERR_SIGNIN_REFUSED`, reason `acr`; `ERR_SIGNIN_CALLBACK_INVALID`, reason `auth_time`).
+   *
+   * @throws TypeError when `acrValues` or `maxAge` is not valid.
+   */
+  stepUpPath(options: StepUpOptions): string
 }
 
 /** What `SignIn.handle` decided. */

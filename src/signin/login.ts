@@ -9,6 +9,7 @@ import * as oidc from 'openid-client'
 import { methodNotAllowed, respond, type SignInDeps } from './deps.js'
 import type { SignInRequest, SignInResponse } from './internals.js'
 import { safeReturnTo } from './return-to.js'
+import { readStepUp } from './step-up.js'
 import {
   MAX_TRANSACTIONS,
   readTransactions,
@@ -17,7 +18,7 @@ import {
   type Transaction,
 } from './transactions.js'
 
-/** Answers the login route (`GET ?returnTo=/path`). */
+/** Answers the login route (`GET ?returnTo=/path`, and `&acrValues=…&maxAge=…` for a step-up). */
 export async function login(
   deps: SignInDeps,
   request: SignInRequest,
@@ -26,6 +27,7 @@ export async function login(
   const { settings, provider, cookies } = deps
   if (request.method !== 'GET' && request.method !== 'HEAD') return methodNotAllowed(deps, 'GET')
   const returnTo = safeReturnTo(url.searchParams.get('returnTo')) ?? '/'
+  const stepUp = readStepUp(url)
   const keys = await deps.keyRing()
   const state = oidc.randomState()
   const nonce = oidc.randomNonce()
@@ -45,6 +47,8 @@ export async function login(
     for (const resource of product.resource) resources.add(resource)
   }
   for (const resource of resources) parameters.append('resource', resource)
+  if (stepUp.acrValues !== undefined) parameters.set('acr_values', stepUp.acrValues)
+  if (stepUp.maxAge !== undefined) parameters.set('max_age', String(stepUp.maxAge))
   const target = await provider.authorizationUrl(parameters)
   const transaction: Transaction = {
     s: state,
@@ -52,6 +56,8 @@ export async function login(
     v: codeVerifier,
     r: returnTo,
     e: settings.now() + TRANSACTION_SECONDS * 1000,
+    ...(stepUp.acrValues === undefined ? {} : { a: stepUp.acrValues }),
+    ...(stepUp.maxAge === undefined ? {} : { m: stepUp.maxAge }),
   }
   // Several at once, so that sign-ins started in two tabs both complete.
   const pending = readTransactions(

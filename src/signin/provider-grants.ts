@@ -27,6 +27,8 @@ export interface CallbackChecks {
   readonly state: string
   readonly nonce: string
   readonly codeVerifier: string
+  /** A step-up's `max_age`: openid-client then requires `auth_time`, at most this old. */
+  readonly maxAge?: number | undefined
 }
 
 /** What the grants use of their provider. */
@@ -59,6 +61,7 @@ export async function exchangeCode(
           expectedNonce: checks.nonce,
           pkceCodeVerifier: checks.codeVerifier,
           idTokenExpected: true,
+          ...(checks.maxAge === undefined ? {} : { maxAge: checks.maxAge }),
         },
         body,
       )

@@ -103,5 +103,8 @@ function checkReason(error: unknown): SignInRefusalReason {
   if (message.includes('"state"')) return 'state'
   if (message.includes('"iss"')) return 'issuer'
   if (message.includes('"nonce"')) return 'nonce'
+  if (message.includes('"auth_time"') || message.includes('End-User authentication')) {
+    return 'auth_time'
+  }
   return 'id_token'
 }

@@ -13,6 +13,7 @@ import type { KeyRing } from './key-ring.js'
 import type { Refresher } from './refresh.js'
 import { type OpenSession, openSession, sealedUnderUnknownKey, storeKeyOf } from './session.js'
 import { endSession } from './session-end.js'
+import { stepUpPath } from './step-up.js'
 
 /** What loading a session needs besides the routes' shared parts. */
 export interface SessionDeps extends SignInDeps {
@@ -23,13 +24,15 @@ export interface SessionDeps extends SignInDeps {
 
 /** The context of a request without a live session: no user, `accessToken()` refuses. */
 export function anonymousContext(loginPath: (returnTo?: string) => string): SignInContext {
-  return Object.freeze({
+  const context: SignInContext = {
     user: undefined,
     accessToken: async () => {
       throw new SignInError('ERR_SIGNIN_REQUIRED', 'no_session')
     },
     loginPath,
-  })
+    stepUpPath: (options) => stepUpPath(loginPath, options),
+  }
+  return Object.freeze(context)
 }
 
 /** Reads and opens a session; a missing, unreadable or expired one ends with ERR_SIGNIN_REQUIRED. */
@@ -91,6 +94,7 @@ function contextFor(
       return held.token
     },
     loginPath: deps.loginPath,
+    stepUpPath: (options) => stepUpPath(deps.loginPath, options),
   }
 }
 

@@ -15,13 +15,18 @@ export const TRANSACTION_SECONDS = 600
 /** Sign-ins one browser may have under way at once (tabs); the oldest is dropped beyond that. */
 export const MAX_TRANSACTIONS = 4
 
-/** One sign-in under way: state, nonce, PKCE verifier, where to return, when it expires (ms). */
+/**
+ * One sign-in under way: state, nonce, PKCE verifier, where to return, when it expires (ms), and
+ * for a step-up the `acr_values` (`a`) and `max_age` (`m`) it asked for.
+ */
 export interface Transaction {
   readonly s: string
   readonly n: string
   readonly v: string
   readonly r: string
   readonly e: number
+  readonly a?: string | undefined
+  readonly m?: number | undefined
 }
 
 export function sealTransactions(keys: KeyRing, transactions: readonly Transaction[]): string {

@@ -59,6 +59,52 @@ function clientMetadata(client: NormalizedDevClient): Record<string, unknown> {
   }
 }
 
+/** What a token request holds of the sign-in a token comes from (oidc-provider's entities). */
+interface SignInEntities {
+  readonly oidc?: {
+    readonly entities?: Readonly<
+      Record<string, { readonly acr?: unknown; readonly authTime?: unknown } | undefined>
+    >
+  }
+}
+
+/**
+ * `acr` and `auth_time` of the sign-in an access token comes from (RFC 9068 §2.2.1), read from the
+ * code or the refresh token being exchanged: a resource server's step-up guards read them.
+ */
+function signInClaims(ctx: SignInEntities | undefined): Record<string, unknown> {
+  const entities = ctx?.oidc?.entities
+  const source = entities?.['AuthorizationCode'] ?? entities?.['RefreshToken']
+  const claims: Record<string, unknown> = {}
+  if (typeof source?.acr === 'string') claims['acr'] = source.acr
+  if (typeof source?.authTime === 'number') claims['auth_time'] = source.authTime
+  return claims
+}
+
+/**
+ * oidc-provider's default prompts, and one more reason to sign in again: the authorization
+ * request's `acr_values` name an `acr` this provider supports that the session was not signed in
+ * with (OIDC Core §3.1.2.1 makes `acr_values` voluntary; a step-up asks for it, RFC 9470 §4).
+ */
+function interactionPolicy(oidc: ProviderModule, options: NormalizedDevProviderOptions): unknown {
+  const { base, Check } = oidc.interactionPolicy
+  const policy = base()
+  policy.get('login')?.checks.add(
+    new Check('acr_values', 'the requested acr could not be obtained', 'login_required', (ctx) => {
+      const requested = String(ctx.oidc.params['acr_values'] ?? '')
+        .split(' ')
+        .filter((value) => options.acrValues.includes(value))
+      if (requested.length === 0 || ctx.oidc.result?.['login'] !== undefined) {
+        return Check.NO_NEED_TO_PROMPT
+      }
+      return requested.includes(String(ctx.oidc.acr))
+        ? Check.NO_NEED_TO_PROMPT
+        : Check.REQUEST_PROMPT
+    }),
+  )
+  return policy
+}
+
 /** The oidc-provider configuration; `keys` are the signing keys, the current one first. */
 export function configuration(
   options: NormalizedDevProviderOptions,
@@ -93,10 +139,13 @@ export function configuration(
         }),
       }
     },
-    extraTokenClaims: async (_ctx: unknown, token: ProviderToken) => {
-      if (token.accountId !== undefined) return { ...users.get(token.accountId)?.tokenClaims }
+    extraTokenClaims: async (ctx: SignInEntities | undefined, token: ProviderToken) => {
+      if (token.accountId !== undefined) {
+        return { ...users.get(token.accountId)?.tokenClaims, ...signInClaims(ctx) }
+      }
       return { ...clients.get(token.clientId ?? '')?.tokenClaims }
     },
+    ...(options.acrValues.length === 0 ? {} : { acrValues: [...options.acrValues] }),
     // Keycloak issues a refresh token with every code exchange; rotated on every use, and a
     // rotated one used again revokes the whole grant (oidc-provider's reuse detection).
     issueRefreshToken: async (_ctx: unknown, client: ProviderClient) =>
@@ -154,6 +203,7 @@ export function configuration(
       },
     },
     interactions: {
+      policy: interactionPolicy(oidc, options),
       url: (_ctx: unknown, interaction: { uid: string }) =>
         `/realms/${options.realm}/interaction/${interaction.uid}`,
     },

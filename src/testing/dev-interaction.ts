@@ -1,7 +1,8 @@
 /**
  * The development provider's interactions (oidc-provider hands the login and consent prompts to
  * the application): the user is chosen by the page, by `autoLogin` or by a `login_hint` naming a
- * configured user, then signed in and consenting to everything the client may ask for.
+ * configured user, then signed in (with the `acr` the request asked for, among `acrValues`) and
+ * consenting to everything the client may ask for.
  *
  * @module
  */
@@ -42,12 +43,30 @@ async function finishInteraction(
     )
   }
   const grantId = await grant.save()
+  const acr = acrOf(settings, details.params['acr_values'])
   await current.interactionFinished(
     req,
     res,
-    { login: { accountId: sub }, consent: { grantId } },
+    { login: { accountId: sub, ...(acr === undefined ? {} : { acr }) }, consent: { grantId } },
     { mergeWithLastSubmission: false },
   )
+}
+
+/**
+ * The `acr` a sign-in completes with: the first of the request's `acr_values` the provider
+ * supports (the user is taken to have completed that method), else its first (weakest) one.
+ */
+function acrOf(settings: NormalizedDevProviderOptions, requested: unknown): string | undefined {
+  return requestedAcr(settings, requested) ?? settings.acrValues[0]
+}
+
+/** The first of the request's `acr_values` the provider supports, if any. */
+function requestedAcr(
+  settings: NormalizedDevProviderOptions,
+  requested: unknown,
+): string | undefined {
+  const asked = typeof requested === 'string' ? requested.split(' ') : []
+  return asked.find((value) => settings.acrValues.includes(value))
 }
 
 /** Answers a request to `/realms/{realm}/interaction/{uid}`: the page, or the user signed in. */
@@ -73,6 +92,7 @@ export async function answerInteraction(
     action,
     String(details.params['client_id']),
     settings.users.values(),
+    requestedAcr(settings, details.params['acr_values']),
   )
   res.writeHead(req.method === 'POST' ? 400 : 200, {
     'content-type': 'text/html; charset=utf-8',

@@ -109,6 +109,15 @@ export interface DevProviderOptions {
    * provider signs in anyone, and refuses to start there.
    */
   readonly allowInProduction?: boolean | undefined
+  /**
+   * The authentication context classes (`acr`) users sign in with, published as
+   * `acr_values_supported`, weakest first (`['urn:example:pwd', 'urn:example:mfa']`). A sign-in
+   * gets the first of the authorization request's `acr_values` listed here (the user is taken to
+   * have completed that method), else the first of these; a session signed in with an `acr` the
+   * request's `acr_values` do not list signs in again. ID and access tokens carry `acr` and
+   * `auth_time`. Default: none, and no `acr` in tokens (`auth_time` and `max_age` work either way).
+   */
+  readonly acrValues?: readonly string[] | undefined
 }
 
 export interface NormalizedDevClient {
@@ -140,6 +149,7 @@ export interface NormalizedDevProviderOptions {
   readonly accessTokenTtlSeconds: number
   readonly refreshTokenTtlSeconds: number
   readonly allowInProduction: boolean
+  readonly acrValues: readonly string[]
 }
 
 const OPTIONS = [
@@ -152,6 +162,7 @@ const OPTIONS = [
   'accessTokenTtlSeconds',
   'refreshTokenTtlSeconds',
   'allowInProduction',
+  'acrValues',
 ]
 const USER_OPTIONS = ['sub', 'name', 'email', 'claims', 'tokenClaims']
 const CLIENT_OPTIONS = [
@@ -222,6 +233,13 @@ function claims(value: unknown, path: string): Readonly<Record<string, unknown>>
 function scope(value: unknown, path: string): string {
   if (typeof value !== 'string' || !SCOPE_TOKEN.test(value)) {
     fail(path, 'must be a scope (printable ASCII without spaces or quotes)', value)
+  }
+  return value
+}
+
+function acrValue(value: unknown, path: string): string {
+  if (typeof value !== 'string' || !SCOPE_TOKEN.test(value)) {
+    fail(path, 'must be an acr value (printable ASCII without spaces or quotes)', value)
   }
   return value
 }
@@ -404,6 +422,7 @@ export function normalizeDevProviderOptions(options: unknown): NormalizedDevProv
         fallback: 1800,
       }),
       allowInProduction: boolean(root['allowInProduction'], 'allowInProduction', false),
+      acrValues: list(root['acrValues'], 'acrValues', acrValue) ?? [],
     })
   })
 }

@@ -13,12 +13,16 @@ const escapeHtml = (text: string) =>
 const STYLE =
   'body{font:16px system-ui,sans-serif;margin:2rem auto;max-width:30rem}button{display:block;margin:.5rem 0;padding:.5rem 1rem;font:inherit}'
 
-/** The sign-in page of an interaction: choosing a user signs them in (no password). */
+/**
+ * The sign-in page of an interaction: choosing a user signs them in (no password), with `acr`
+ * when the request asked for one the provider supports (a step-up).
+ */
 export function signInPage(
   realm: string,
   action: string,
   clientId: string,
   users: Iterable<DevUser>,
+  acr?: string,
 ): string {
   const buttons = Array.from(users, (user) => {
     const label = user.name === undefined ? user.sub : `${user.name} (${user.sub})`
@@ -28,7 +32,7 @@ export function signInPage(
 <html lang="en"><head><meta charset="utf-8"><title>Sign in to ${escapeHtml(realm)}</title><style>${STYLE}</style></head>
 <body><h1>Sign in to ${escapeHtml(realm)}</h1>
 <p>${escapeHtml(clientId)} asks you to sign in. Development provider: choose a user.</p>
-<form method="post" action="${escapeHtml(action)}">
+${acr === undefined ? '' : `<p id="acr">Authentication asked for: ${escapeHtml(acr)}</p>\n`}<form method="post" action="${escapeHtml(action)}">
 ${buttons}
 </form></body></html>`
 }

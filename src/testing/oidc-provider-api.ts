@@ -61,8 +61,34 @@ export interface ProviderInstance {
   ): Promise<void>
 }
 
+/** What a login check reads of the authorization request (oidc-provider's `ctx.oidc`). */
+export interface PolicyContext {
+  oidc: {
+    params: Record<string, unknown>
+    /** The session's `acr`. */
+    acr: unknown
+    result?: Record<string, unknown> | undefined
+  }
+}
+
+/** A prompt check: `REQUEST_PROMPT` when the prompt must be shown. */
+export interface PolicyCheckClass {
+  new (
+    reason: string,
+    description: string,
+    error: string,
+    check: (ctx: PolicyContext) => boolean,
+  ): object
+  readonly REQUEST_PROMPT: boolean
+  readonly NO_NEED_TO_PROMPT: boolean
+}
+
 export interface ProviderModule {
   default: new (issuer: string, configuration: Record<string, unknown>) => ProviderInstance
+  interactionPolicy: {
+    base(): { get(name: string): { checks: { add(check: object): void } } | undefined }
+    Check: PolicyCheckClass
+  }
   errors: {
     InvalidTarget: new (description?: string) => Error
     InvalidScope: new (description: string, scope: string) => Error

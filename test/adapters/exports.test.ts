@@ -51,9 +51,11 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'errors',
       'isTollgateError',
       'renderError',
+      'requireAcr',
       'requireAnyScope',
       'requireClientRoles',
       'requireRealmRoles',
+      'requireRecentSignIn',
       'requireScopes',
     ],
     types: [
@@ -163,9 +165,11 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       ...PROVIDERS,
       'Auth',
       'Public',
+      'RequireAcr',
       'RequireAnyScope',
       'RequireClientRoles',
       'RequireRealmRoles',
+      'RequireRecentSignIn',
       'RequireScopes',
       'TOLLGATE_GATE',
       'TollgateExceptionFilter',
@@ -203,12 +207,15 @@ const SURFACES: Readonly<Record<string, Surface>> = {
   },
   'tollgate/client': {
     values: [
+      'StepUpRequiredError',
       'TokenSourceError',
       'createAuthorizedFetch',
       'createTokenSource',
       'fromEnv',
+      'isStepUpRequired',
       'isTokenSourceError',
       'keycloak',
+      'stepUpChallengeOf',
     ],
     types: [
       'AuthorizedFetchOptions',
@@ -222,6 +229,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'RetryOptions',
       'SecretInput',
       'SharedCacheOptions',
+      'StepUpReason',
       'TokenParameters',
       'TokenRequestFacts',
       'TokenSource',
@@ -268,6 +276,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'SignInResponse',
       'SignInRoutes',
       'SignedInUser',
+      'StepUpOptions',
       'TokenParameters',
     ],
   },
@@ -283,6 +292,7 @@ const ERRORS: Surface = {
     'CostExceedsLimitError',
     'DpopNonceError',
     'InsufficientScopeError',
+    'InsufficientUserAuthenticationError',
     'InvalidDpopProofError',
     'InvalidRequestError',
     'InvalidTokenError',
@@ -324,7 +334,14 @@ const MODULES: Readonly<Record<string, Record<string, unknown>>> = {
 const ADAPTERS = Object.keys(MODULES).filter((name) =>
   /^tollgate\/(express|koa|fastify|hono|fetch|nestjs)$/.test(name),
 )
-const GUARD_NAMES = ['requireScopes', 'requireAnyScope', 'requireRealmRoles', 'requireClientRoles']
+const GUARD_NAMES = [
+  'requireScopes',
+  'requireAnyScope',
+  'requireRealmRoles',
+  'requireClientRoles',
+  'requireAcr',
+  'requireRecentSignIn',
+]
 
 /** The source file of each `tollgate/*` specifier, as tsconfig.json maps it for the samples. */
 function entryFiles(): Record<string, string> {

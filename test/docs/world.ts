@@ -233,6 +233,8 @@ async function startDevProvider(): Promise<DevProvider> {
       { ...DEV_USERS.alice, tokenClaims: { tenant: 'acme' } },
       { ...DEV_USERS.bob, tokenClaims: { tenant: 'acme' } },
     ],
+    // docs/step-up.md: a sign-in gets the first, or the one its acr_values ask for.
+    acrValues: ['urn:example:pwd', 'urn:example:mfa'],
     resources: {
       'https://office.example.com': { audience: 'office', scopes: ['office:records:read'] },
       'https://api.example.com': { audience: 'gateway', scopes: ['billing:read'] },

@@ -372,7 +372,19 @@ export const GUARD_PATHS = {
   /** No guard: gate A's middleware in front of the route and again on it. */
   gatedAgain: '/gated/again',
   behindB: '/behind-b/scoped',
+  /** Step-up (RFC 9470): `requireAcr(...STEP_UP_ACR)`, alone and behind gate A. */
+  soloAcr: '/solo/acr',
+  gatedAcr: '/gated/acr',
+  /** `requireRecentSignIn(STEP_UP_MAX_AGE)`, alone. */
+  soloRecent: '/solo/recent',
+  /** `requireScopes('billing:read')`, then `requireAcr(...STEP_UP_ACR)`, then `requireRecentSignIn(STEP_UP_MAX_AGE)`. */
+  soloStepUp: '/solo/step-up',
 } as const
+
+/** The acr values of the step-up routes, most preferred first. */
+export const STEP_UP_ACR = ['urn:example:mfa', 'urn:example:hwk'] as const
+/** The `max_age` of the step-up routes, seconds. */
+export const STEP_UP_MAX_AGE = 300
 
 /** The second guard of the `two` routes, and the scope its refusal names. */
 export const SECOND_GUARD_SCOPES = ['billing:write', 'billing:admin'] as const
@@ -386,6 +398,8 @@ interface GuardFactories<Guard> {
   requireAnyScope(...scopes: string[]): Guard
   requireRealmRoles(...roles: string[]): Guard
   requireClientRoles(clientId: string, ...roles: string[]): Guard
+  requireAcr(...values: string[]): Guard
+  requireRecentSignIn(maxAgeSeconds: number): Guard
 }
 
 /** Each guarded route's guards, built from gate A's factories, in the order they run. */
@@ -401,6 +415,14 @@ function routeGuards<Guard>(a: GuardFactories<Guard>) {
     [GUARD_PATHS.gatedScoped]: scoped(),
     [GUARD_PATHS.gatedTwo]: two(),
     [GUARD_PATHS.behindB]: scoped(),
+    [GUARD_PATHS.soloAcr]: [a.requireAcr(...STEP_UP_ACR)],
+    [GUARD_PATHS.gatedAcr]: [a.requireAcr(...STEP_UP_ACR)],
+    [GUARD_PATHS.soloRecent]: [a.requireRecentSignIn(STEP_UP_MAX_AGE)],
+    [GUARD_PATHS.soloStepUp]: [
+      a.requireScopes('billing:read'),
+      a.requireAcr(...STEP_UP_ACR),
+      a.requireRecentSignIn(STEP_UP_MAX_AGE),
+    ],
   }
 }
 
@@ -522,11 +544,10 @@ const honoGuardApp: GuardAppFactory = (aOptions, bOptions) => {
   app.use('/gated/*', a)
   app.use('/behind-b/*', honoAdapter.tollgate(bOptions))
   const answer = (c: Context) => c.body(JSON.stringify(describeAuth(c.get('auth'))), 200, JSON_TYPE)
-  for (const [path, [first, second]] of Object.entries(routeGuards(a))) {
+  for (const [path, [first, ...rest]] of Object.entries(routeGuards(a))) {
     // As applications write it: the guards before the handler, in the route.
     if (first === undefined) throw new Error(`no guard on ${path}`)
-    if (second === undefined) app.get(path, first, answer)
-    else app.get(path, first, second, answer)
+    app.get(path, first, ...rest, answer)
   }
   app.get(GUARD_PATHS.gatedAgain, a, answer)
   return createServer(fetchListener(app.fetch))

@@ -28,9 +28,11 @@ import * as expressAdapter from '../../adapters/express/index.js'
 import * as fastifyAdapter from '../../adapters/fastify/index.js'
 import {
   Auth,
+  RequireAcr,
   RequireAnyScope,
   RequireClientRoles,
   RequireRealmRoles,
+  RequireRecentSignIn,
   RequireScopes,
   TOLLGATE_GATE,
   TollgateGuard,
@@ -48,6 +50,8 @@ import {
   type ProtectedServer,
   PUSH_PATH,
   SECOND_GUARD_SCOPES,
+  STEP_UP_ACR,
+  STEP_UP_MAX_AGE,
   TWO_SCOPES_PATH,
 } from './apps.js'
 
@@ -217,6 +221,23 @@ class SoloController {
   two(@Auth() auth: Admission) {
     return describeAuth(auth)
   }
+  @Get('acr')
+  @RequireAcr(...STEP_UP_ACR)
+  acr(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('recent')
+  @RequireRecentSignIn(STEP_UP_MAX_AGE)
+  recent(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('step-up')
+  @RequireScopes('billing:read')
+  @RequireAcr(...STEP_UP_ACR)
+  @RequireRecentSignIn(STEP_UP_MAX_AGE)
+  stepUp(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
 }
 
 @Controller('gated')
@@ -231,6 +252,11 @@ class GatedController {
   @RequireScopes('billing:read')
   @RequireAnyScope(...SECOND_GUARD_SCOPES)
   two(@Auth() auth: Admission) {
+    return describeAuth(auth)
+  }
+  @Get('acr')
+  @RequireAcr(...STEP_UP_ACR)
+  acr(@Auth() auth: Admission) {
     return describeAuth(auth)
   }
   // Under the controller's guard and its own.

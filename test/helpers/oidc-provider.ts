@@ -87,6 +87,11 @@ export interface StartProviderOptions {
    * each resource against the requested scopes does. Default: no such check.
    */
   readonly resourceScopesRequired?: Readonly<Record<string, string>>
+  /**
+   * Signs users in as if they had authenticated this many seconds ago (the ID token's
+   * `auth_time`), whatever the request's `max_age`: a provider that ignores `max_age`. Default: now.
+   */
+  readonly loginAgeSeconds?: number
 }
 
 /** What the token endpoint answers instead of the provider (a gateway in front of it). */
@@ -426,7 +431,15 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     await provider.interactionFinished(
       req,
       res,
-      { login: { accountId: user }, consent: { grantId } },
+      {
+        login: {
+          accountId: user,
+          ...(options.loginAgeSeconds === undefined
+            ? {}
+            : { ts: Math.floor(Date.now() / 1000) - options.loginAgeSeconds }),
+        },
+        consent: { grantId },
+      },
       { mergeWithLastSubmission: false },
     )
   }

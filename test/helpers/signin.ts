@@ -102,7 +102,15 @@ export function signInOptions(
 /** What the test routes answer about a token: its claims, never the token itself. */
 function describeToken(token: string) {
   const claims = claimsOf(token)
-  return { aud: claims['aud'], sub: claims['sub'], jti: claims['jti'], scope: claims['scope'] }
+  // `acr` and `auth_time` when the token has them (step-up); JSON leaves out the absent ones.
+  return {
+    aud: claims['aud'],
+    sub: claims['sub'],
+    jti: claims['jti'],
+    scope: claims['scope'],
+    acr: claims['acr'],
+    auth_time: claims['auth_time'],
+  }
 }
 
 export type SignInAppFactory = (options: SignInOptions) => Server

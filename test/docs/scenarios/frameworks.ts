@@ -107,18 +107,19 @@ export const FRAMEWORKS: ScenarioTable = {
     'A product backend (Koa)': officeKoa,
     'Protected Resource Metadata (RFC 9728) and MCP servers': {
       promises:
-        'POST /mcp without a token 401 naming the metadata; the metadata 200 without a token; a token for the resource with mcp:tools 200; no scope 403; a token for another resource 401',
+        'POST /mcp without a token 401 naming the metadata; the metadata 200 without a token; a token for the resource with mcp:tools 200; no scope 403; delete_records with mcp:tools 403 scope="mcp:admin", with both 200; a token for another resource 401',
       async run({ start, world: { kit } }) {
         const mcp = await start()
         const resource = 'https://mcp.example.com/mcp'
-        const call = (token?: string) =>
+        const LIST = { jsonrpc: '2.0', id: 7, method: 'tools/list' }
+        const call = (token?: string, body: unknown = LIST) =>
           mcp.fetch('/mcp', {
             method: 'POST',
             headers: {
               'content-type': 'application/json',
               ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
             },
-            body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+            body: JSON.stringify(body),
           })
         const anonymous = await call()
         expect(anonymous.status).toBe(401)
@@ -143,6 +144,25 @@ export const FRAMEWORKS: ScenarioTable = {
         })
         const unscoped = await kit.mint({ aud: resource, scope: 'openid' }, { realm: 'sso' })
         expect((await call(unscoped)).status).toBe(403)
+        const remove = {
+          jsonrpc: '2.0',
+          id: 8,
+          method: 'tools/call',
+          params: { name: 'delete_records' },
+        }
+        const toolsOnly = await call(token, remove)
+        expect(toolsOnly.headers.get('www-authenticate')).toBe(
+          'Bearer realm="api", error="insufficient_scope", error_description="insufficient scope", scope="mcp:admin", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"',
+        )
+        expect(toolsOnly.status).toBe(403)
+        const both = await kit.mint(
+          { aud: resource, scope: 'mcp:tools mcp:admin' },
+          { realm: 'sso' },
+        )
+        expect(await answer(await call(both, remove))).toEqual({
+          status: 200,
+          body: { jsonrpc: '2.0', id: 8, result: {} },
+        })
         const other = await kit.mint({ aud: 'https://other.example.com/mcp' }, { realm: 'sso' })
         expect((await call(other)).status).toBe(401)
       },

@@ -9,6 +9,7 @@ import { PROVIDERS } from './providers.js'
 import { README } from './readme.js'
 import { RUNTIMES } from './runtimes.js'
 import { SIGN_IN } from './sign-in.js'
+import { STEP_UP } from './step-up.js'
 import { STORES } from './stores.js'
 
 export const SCENARIOS: ScenarioTable = {
@@ -18,6 +19,7 @@ export const SCENARIOS: ScenarioTable = {
   ...GATEWAY,
   ...CLIENTS,
   ...SIGN_IN,
+  ...STEP_UP,
   ...OPERATING,
   ...STORES,
   ...RUNTIMES,
