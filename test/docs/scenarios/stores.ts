@@ -97,13 +97,17 @@ export const STORES: ScenarioTable = {
         const app = await start()
         // The port answers once one worker listens: wait (on another tenant's counter) until
         // both answer, so that acme's requests are shared between them.
-        const warm = await kit.mint({ tenant: 'warmup' })
         const listening = new Set<unknown>()
-        for (let batch = 0; batch < 4 && listening.size < 2; batch++) {
+        for (let batch = 0; batch < 30 && listening.size < 2; batch++) {
+          // A tenant per batch: 10 requests stay within its window of 50.
+          const warm = await kit.mint({ tenant: `warmup${batch}` })
           const answers = await Promise.all(
             Array.from({ length: 10 }, async () => answer(await app.fetch(BILLING, bearer(warm)))),
           )
-          for (const { body } of answers) listening.add((body as { worker?: unknown }).worker)
+          for (const { status, body } of answers) {
+            expect(status).toBe(200)
+            listening.add((body as { worker: unknown }).worker)
+          }
           if (listening.size < 2) await new Promise((resolve) => setTimeout(resolve, 500))
         }
         expect(listening.size).toBe(2)
