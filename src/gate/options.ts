@@ -13,6 +13,11 @@ import {
 } from '../dpop/options.js'
 import type { GateEventListener } from '../events.js'
 import {
+  type IssuerIntrospection,
+  type NormalizedIntrospection,
+  normalizeIntrospection,
+} from '../introspection/options.js'
+import {
   type NormalizedRateLimitOptions,
   normalizeRateLimitOptions,
   type RateLimitOptions,
@@ -76,8 +81,11 @@ export interface CacheOptions {
 
 /** Options of `createGate()` and of both adapters' `tollgate()`. */
 export interface GateOptions {
-  /** Trusted issuers (an allow-list; see `keycloak()`). Required. */
-  readonly issuers: readonly IssuerOptions[]
+  /**
+   * Trusted issuers (an allow-list; see `keycloak()`). Required. An entry's `introspection` says
+   * how its tokens are checked when they are not self-contained JWTs (see docs/introspection.md).
+   */
+  readonly issuers: readonly (IssuerOptions & IssuerIntrospection)[]
   /**
    * Audiences this service accepts; a token must carry one of them in `aud`. Required, unless
    * every issuer entry names its own (`audience`, or `withoutAudience` as `cognito()` does);
@@ -144,6 +152,8 @@ export interface NormalizedIssuer {
   readonly jwksUri: string | undefined
   readonly discovery: boolean
   readonly realm: string | undefined
+  /** How its tokens are introspected; `undefined`: they are JWTs verified locally. */
+  readonly introspection: NormalizedIntrospection | undefined
 }
 
 /** Everything `createGate()` needs, validated, defaulted and frozen. */
@@ -389,6 +399,11 @@ function normalizeIssuers(
         jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
       discovery: discovery === true,
       realm: realmOf({ issuer, ...(typeof realm === 'string' ? { realm } : {}) }),
+      introspection: normalizeIntrospection(fields.introspection, path, {
+        issuer,
+        jwksUri: jwksUri as string | undefined,
+        discovery: discovery === true,
+      }),
     })
     return { issuer: normalized, own: issuerClaimOptions(fields, path) }
   })
