@@ -58,7 +58,7 @@ export function createIntrospectionStep(
   context: IntrospectionContext,
 ): IntrospectionStep | undefined {
   const { jwt, maxTokenBytes } = context
-  const now = context.now ?? Date.now
+  const now = context.now ?? (() => Date.now())
   const byIssuer = new Map<string, Introspector>()
   for (const { issuer, realm, introspection } of context.issuers) {
     if (introspection === undefined) continue

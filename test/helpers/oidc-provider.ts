@@ -277,6 +277,7 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
               // may introspect any token (a resource server introspects other clients' tokens).
               introspection: { enabled: true, allowedPolicy: async () => true },
               jwtIntrospection: { enabled: true },
+              revocation: { enabled: true },
             }
           : {}),
         resourceIndicators: {
