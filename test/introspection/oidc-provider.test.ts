@@ -94,7 +94,9 @@ async function tokenFor(resource: string, scope = 'office:records:read'): Promis
 }
 
 function gateWith(
-  introspection: Partial<IntrospectionOptions> = {},
+  introspection: {
+    readonly [K in keyof IntrospectionOptions]?: IntrospectionOptions[K] | undefined
+  } = {},
   extra: Partial<GateOptions> = {},
 ) {
   const events: GateEvent[] = []
