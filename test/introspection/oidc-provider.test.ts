@@ -107,7 +107,7 @@ function gateWith(
         clientId: 'office-api',
         clientSecret: 'office-api-secret',
         ...introspection,
-      },
+      } as IntrospectionOptions,
     })),
     audience: 'office',
     onEvent: (event) => events.push(event),
