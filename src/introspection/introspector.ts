@@ -13,7 +13,7 @@ import {
   ServiceUnavailableError,
   TokenExpiredError,
 } from '../errors.js'
-import type { Emit } from '../events.js'
+import type { Emit, IntrospectionFailureReason } from '../events.js'
 import { type ClaimRules, checkClaims, DEFAULT_READERS } from '../token/claims.js'
 import { admissionWith, type Verdict } from '../token/verify.js'
 import type { TokenClaims, TokenHeader } from '../types.js'
@@ -140,25 +140,11 @@ export class Introspector {
       response = await endpoint.introspect(token)
       this.failing = false
     } catch (error) {
-      this.failing = true
-      const failure = error as {
-        reason?: unknown
-        status?: number
-        url?: string
-        message?: string
-      }
-      this.context.emit?.({
-        type: 'introspection_failed',
-        issuer: this.issuer,
-        reason: typeof failure.reason === 'string' ? (failure.reason as never) : 'network',
-        status: failure.status,
-        url: failure.url,
-        error,
-      })
+      const reason = this.failed(error)
       throw new ServiceUnavailableError({
         code: 'ERR_INTROSPECTION_UNAVAILABLE',
         retryAfterSeconds: RETRY_AFTER_SECONDS,
-        detail: { issuer: this.issuer, reason: failure.reason },
+        detail: { issuer: this.issuer, reason },
         cause: error,
       })
     }
@@ -218,6 +204,25 @@ export class Introspector {
     return verdict
   }
 
+  /** Marks the endpoint failing and reports why (`introspection_failed`); returns the reason. */
+  private failed(error: unknown): IntrospectionFailureReason {
+    this.failing = true
+    const failure = error as { reason?: unknown; status?: number; url?: string }
+    const reason =
+      typeof failure.reason === 'string'
+        ? (failure.reason as IntrospectionFailureReason)
+        : 'network'
+    this.context.emit?.({
+      type: 'introspection_failed',
+      issuer: this.issuer,
+      reason,
+      status: failure.status,
+      url: failure.url,
+      error,
+    })
+    return reason
+  }
+
   /**
    * Finds the endpoint (discovery, when configured) and, the first time and after a failed call,
    * asks it about a random string: an answer (`active: false`) shows the endpoint reachable and
@@ -234,16 +239,7 @@ export class Introspector {
         this.failing = false
       }
     } catch (error) {
-      this.failing = true
-      const failure = error as { reason?: unknown; status?: number; url?: string }
-      this.context.emit?.({
-        type: 'introspection_failed',
-        issuer: this.issuer,
-        reason: typeof failure.reason === 'string' ? (failure.reason as never) : 'network',
-        status: failure.status,
-        url: failure.url,
-        error,
-      })
+      this.failed(error)
     }
     return {
       issuer: this.issuer,

@@ -9,6 +9,7 @@
 import type { PrivateKeyInput } from '../client/options.js'
 import { describeSecret, isEnvReference, type SecretInput } from '../client/secrets.js'
 import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
+import { warnOnce } from '../warnings.js'
 
 /** How an issuer's tokens are checked. */
 export type TokenCheck = 'jwt' | 'introspection' | 'jwt-then-introspection'
@@ -154,8 +155,6 @@ export function endpointProblem(value: string, allowInsecureHttp: boolean): stri
   if (LOOPBACK.test(url.hostname) || allowInsecureHttp) return undefined
   return 'must be https: tokens and client credentials would cross the network in clear text (or set allowInsecureHttp: true on a trusted network)'
 }
-
-let insecureWarned = false
 
 function secretShape(value: unknown, path: string): void {
   if (
@@ -350,13 +349,11 @@ function checkedEndpoint(value: string, path: string, allowInsecureHttp: boolean
   if (endpointProblem(value, allowInsecureHttp) !== undefined) {
     fail(path, problem, value, { show: 'url' })
   }
-  if (!insecureWarned) {
-    insecureWarned = true
-    process.emitWarning('tollgate sends tokens to an introspection endpoint over plain http', {
-      code: 'TOLLGATE_INSECURE_INTROSPECTION',
-      detail: 'Anyone on the path can read the tokens and the client credentials. Prefer https.',
-    })
-  }
+  warnOnce({
+    code: 'TOLLGATE_INSECURE_INTROSPECTION',
+    subject: new URL(value).origin,
+    message: `${path}: tokens and client credentials are sent over plain http to ${new URL(value).host} (allowInsecureHttp: true); anyone on the path can read them. Prefer https.`,
+  })
   return value
 }
 

@@ -139,4 +139,25 @@ describe('createGate() refuses, naming the option', () => {
   it('accepts http to loopback without a warning', () => {
     expect(() => gate({ ...SECRET, endpoint: 'http://127.0.0.1:8080/introspect' })).not.toThrow()
   })
+
+  it('accepts http off loopback with allowInsecureHttp, and warns once (TOLLGATE_INSECURE_INTROSPECTION)', async () => {
+    const warnings: (Error & { code?: string })[] = []
+    const listener = (warning: Error & { code?: string }) => warnings.push(warning)
+    process.on('warning', listener)
+    try {
+      for (let i = 0; i < 2; i++) {
+        gate({
+          ...SECRET,
+          endpoint: 'http://sso.internal/introspect',
+          allowInsecureHttp: true,
+        })
+      }
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('warning', listener)
+    }
+    const ours = warnings.filter((warning) => warning.code === 'TOLLGATE_INSECURE_INTROSPECTION')
+    expect(ours).toHaveLength(1)
+    expect(ours[0]?.message).toContain('sso.internal')
+  })
 })
