@@ -62,9 +62,9 @@ export interface Gate extends RevocationHandles {
    */
   refresh(issuer?: string): Promise<ReadyReport>
   /**
-   * Aborts key fetches under way and starts no new ones, and closes the revocation subscriber, so
-   * nothing the gate holds keeps the process alive. Requests are still decided with the keys and
-   * revocations already held. Idempotent.
+   * Aborts key fetches and introspection calls under way and starts no new ones, and closes the
+   * revocation subscriber, so nothing the gate holds keeps the process alive. Requests are still
+   * decided with the keys, verdicts and revocations already held. Idempotent.
    */
   close(): Promise<void>
   /** How the adapters handle refusals (see `GateOptions.errorHandling`). */
@@ -203,6 +203,7 @@ export function openGate(
     refresh,
     async close(): Promise<void> {
       for (const { keys } of issuers.values()) keys.close()
+      introspection?.close()
       revocation.close()
     },
     ...revocation.handles,

@@ -77,6 +77,7 @@ export class Introspector {
   private readonly inFlight = new Map<string, Promise<Verdict>>()
   private readonly context: IntrospectorContext
   private endpoint: Promise<IntrospectionEndpoint> | undefined
+  private readonly stopped = new AbortController()
   /** Set by a failed call or discovery, cleared by an answer: what `ready()` reports. */
   private failing = false
   /** Whether `status()` has asked the endpoint once. */
@@ -97,7 +98,7 @@ export class Introspector {
   /** The protocol part, loaded on first use: a gate that never introspects never loads oauth4webapi. */
   private protocol(): Promise<IntrospectionEndpoint> {
     this.endpoint ??= import('./protocol.js').then(
-      ({ IntrospectionEndpoint }) => new IntrospectionEndpoint(this.settings),
+      ({ IntrospectionEndpoint }) => new IntrospectionEndpoint(this.settings, this.stopped.signal),
     )
     return this.endpoint
   }
@@ -202,6 +203,11 @@ export class Introspector {
     const verdict: Verdict = { verified, admission, answer: undefined, withTenant: undefined }
     this.cache.keep(key, verdict, validity, now)
     return verdict
+  }
+
+  /** Ends calls under way (503) and starts no new ones; held verdicts still answer. */
+  close(): void {
+    this.stopped.abort()
   }
 
   /** Marks the endpoint failing and reports why (`introspection_failed`); returns the reason. */

@@ -50,9 +50,18 @@ export class IntrospectionEndpoint {
   /** The endpoint in use, once known (given, or discovered). */
   url: string | undefined
 
-  constructor(settings: NormalizedIntrospection) {
+  /** Aborted by the gate's `close()`: calls under way end, and none starts. */
+  private readonly stopped: AbortSignal
+
+  constructor(settings: NormalizedIntrospection, stopped: AbortSignal) {
     this.settings = settings
     this.url = settings.endpoint
+    this.stopped = stopped
+  }
+
+  /** A call's deadline: `timeoutMs`, or the gate's `close()`, whichever comes first. */
+  private deadline(): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(this.settings.timeoutMs), this.stopped])
   }
 
   /** The configured fetch, typed as whichever request's `customFetch` it is given to. */
@@ -89,7 +98,7 @@ export class IntrospectionEndpoint {
         algorithm: 'oidc',
         [oauth.customFetch]: this.fetcher(),
         [oauth.allowInsecureRequests]: this.insecure(settings.issuer),
-        signal: AbortSignal.timeout(settings.timeoutMs),
+        signal: this.deadline(),
       })
       metadata = await oauth.processDiscoveryResponse(issuer, response)
     } catch (error) {
@@ -145,7 +154,10 @@ export class IntrospectionEndpoint {
         { cause: error },
       )
     }
-    const signal = AbortSignal.timeout(settings.timeoutMs)
+    if (this.stopped.aborted) {
+      throw new IntrospectionFailure('network', 'the gate was closed: no introspection call starts')
+    }
+    const signal = this.deadline()
     const insecure = this.insecure(url)
     let response: Response
     try {

@@ -44,6 +44,8 @@ export interface IntrospectionStep {
   readonly verifier: Verifier
   /** What `gate.ready()` reports of each introspecting issuer. */
   status(): Promise<readonly IntrospectionStatus[]>
+  /** `gate.close()`: ends calls under way and starts no new ones. */
+  close(): void
 }
 
 /** JWT refusals that mean "not a JWT of this issuer's keys": `jwt-then-introspection` introspects them. */
@@ -147,6 +149,9 @@ export function createIntrospectionStep(
     },
     async status() {
       return Promise.all(introspectors.map((introspector) => introspector.status()))
+    },
+    close() {
+      for (const introspector of introspectors) introspector.close()
     },
   }
 }

@@ -18,7 +18,8 @@ export interface IntrospectionEndpointStub {
   readonly url: string
   /** The path of every introspection call, in order. */
   readonly calls: string[]
-  answer: (form: URLSearchParams, path: string) => EndpointAnswer
+  /** The answer to a call; `'hang'`: never answers. */
+  answer: (form: URLSearchParams, path: string) => EndpointAnswer | 'hang'
   close(): Promise<void>
 }
 
@@ -50,12 +51,9 @@ export async function startIntrospectionEndpoint(
     const path = req.url ?? ''
     stub.calls.push(path)
     void readForm(req).then((form) => {
-      const {
-        status = 200,
-        contentType = 'application/json',
-        body,
-        headers = {},
-      } = stub.answer(form, path)
+      const answer = stub.answer(form, path)
+      if (answer === 'hang') return
+      const { status = 200, contentType = 'application/json', body, headers = {} } = answer
       res.writeHead(status, { 'content-type': contentType, ...headers })
       res.end(body)
     })

@@ -228,3 +228,30 @@ describe('what the gate never repeats', () => {
     expect(text).not.toContain(token)
   })
 })
+
+describe('gate.close()', () => {
+  it('ends a call under way with 503 at once and starts none, while held verdicts still answer', async () => {
+    const { gate } = gateOf([
+      {
+        ...entry(B(), 'introspection'),
+        introspection: {
+          endpoint: `${B()}/introspect`,
+          clientId: 'orders-api',
+          clientSecret: 'orders-secret',
+          timeoutMs: 60_000,
+        },
+      },
+    ])
+    const held = opaque()
+    await check(gate, held)
+    endpoint.answer = () => 'hang'
+    const pending = check(gate, opaque())
+    // The call has reached the endpoint, which never answers; only close() can end it now.
+    while (endpoint.calls.length < 2) await new Promise((resolve) => setTimeout(resolve, 10))
+    await gate.close()
+    await expect(pending).rejects.toMatchObject({ status: 503 })
+    await expect(check(gate, opaque())).rejects.toMatchObject({ status: 503 })
+    expect(endpoint.calls).toHaveLength(2)
+    await expect(check(gate, held)).resolves.toBeDefined()
+  })
+})
