@@ -266,6 +266,15 @@ describe('answers that do not hold', () => {
     await expect(check(gate, opaque())).rejects.toMatchObject({ status: 401, reason: 'expired' })
   })
 
+  it('refuses an answer whose nbf is in the future (401 not_yet_valid)', async () => {
+    answer = () => json(activeFacts({ nbf: nowSeconds() + 600 }))
+    const { gate } = gateWith()
+    await expect(check(gate, opaque())).rejects.toMatchObject({
+      status: 401,
+      reason: 'not_yet_valid',
+    })
+  })
+
   it('refuses an answer of another client when allowedClientIds is set', async () => {
     answer = () => json(activeFacts({ client_id: 'intruder' }))
     const { gate } = gateWith({}, { allowedClientIds: ['shop'] })
