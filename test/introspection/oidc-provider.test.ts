@@ -12,6 +12,7 @@ import { fromEnv } from '../../src/client/secrets.js'
 import type { GateEvent } from '../../src/events.js'
 import { createGate, type GateOptions, keycloak } from '../../src/index.js'
 import type { IntrospectionOptions } from '../../src/introspection/options.js'
+import { createDpopKey } from '../../src/testing/index.js'
 import { type RunningProvider, startProvider } from '../helpers/oidc-provider.js'
 
 const { privateKey: apiKey, publicKey: apiPublicKey } = generateKeyPairSync('ec', {
@@ -230,6 +231,48 @@ describe('opaque access tokens introspected at oidc-provider', () => {
     await gate.revoke({ issuer: provider.issuer(), clientId: 'job' })
     await expect(check(gate, other)).rejects.toMatchObject({ status: 401, reason: 'revoked' })
     await gate.close()
+  })
+
+  it('admits a DPoP-bound opaque token (cnf.jkt in the answer) with a proof by its key only', async () => {
+    const key = await createDpopKey('ES256')
+    const other = await createDpopKey('ES256')
+    const response = await fetch(provider.tokenEndpoint(), {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from('job:job-secret').toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+        dpop: await key.proof({ method: 'POST', url: provider.tokenEndpoint() }),
+      },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        resource: 'urn:platform:office',
+        scope: 'office:records:read',
+      }).toString(),
+    })
+    const body = (await response.json()) as { access_token: string; token_type: string }
+    expect(body.token_type).toBe('DPoP')
+    const token = body.access_token
+    const bearerOnly = gateWith()
+    await expect(check(bearerOnly.gate, token)).rejects.toMatchObject({
+      status: 401,
+      reason: 'sender_constrained',
+    })
+    const { gate } = gateWith(
+      {},
+      { dpop: { mode: 'allowed', publicBaseUrl: 'https://api.example' } },
+    )
+    const request = { method: 'GET', url: 'https://api.example/records' }
+    const send = async (signer: typeof key) => {
+      const { Authorization, DPoP } = await signer.headers(token, request)
+      return gate.check({
+        method: 'GET',
+        url: '/records',
+        headers: { authorization: Authorization, dpop: DPoP },
+      })
+    }
+    const { auth } = await send(key)
+    expect(auth?.claims).toMatchObject({ cnf: { jkt: key.jkt }, token_type: 'DPoP' })
+    await expect(send(other)).rejects.toMatchObject({ status: 401, reason: 'dpop_binding' })
   })
 
   it('refuses a token bound to a client other than allowedClientIds', async () => {
