@@ -143,6 +143,13 @@ describe('where a token goes', () => {
   })
 })
 
+describe('token profiles', () => {
+  it("refuses every introspected token under tokenProfile 'rfc9068' (no JOSE header to mark it)", async () => {
+    const { gate } = gateOf([entry(B(), 'introspection')], { tokenProfile: 'rfc9068' })
+    await expect(check(gate, opaque())).rejects.toMatchObject({ status: 401, reason: 'token_type' })
+  })
+})
+
 describe('readiness', () => {
   it('asks the endpoint once, with a random string, on the first ready()', async () => {
     let probe: string | null = null
