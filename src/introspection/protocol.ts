@@ -143,10 +143,12 @@ export class IntrospectionEndpoint {
     const client: oauth.Client = { client_id: settings.clientId }
     let clientAuth: oauth.ClientAuth
     try {
-      clientAuth = (await clientAuthenticationOf({
+      // The token source's own authentication: the same secrets, `fromEnv()` and key handling.
+      const asSource = {
         ...settings,
         server: { issuer: settings.issuer, tokenEndpoint: undefined, discovery: true },
-      })) as unknown as oauth.ClientAuth
+      } as unknown as Parameters<typeof clientAuthenticationOf>[0]
+      clientAuth = (await clientAuthenticationOf(asSource)) as unknown as oauth.ClientAuth
     } catch (error) {
       throw new IntrospectionFailure(
         'credentials',
