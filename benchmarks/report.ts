@@ -141,6 +141,7 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.tokenSource),
     ...microTables(suites.rateLimit),
     ...microTables(suites.revocation),
+    ...microTables(suites.introspection),
     ...microTables(suites.dpop),
     ...microTables(suites.stores),
   )

@@ -14,6 +14,7 @@ import { stopAll } from './http/spawn.ts'
 import { runSuite as runMemory } from './memory.bench.ts'
 import { runSuite as runCache } from './micro/cache.bench.ts'
 import { runSuite as runDpop } from './micro/dpop.bench.ts'
+import { runSuite as runIntrospection } from './micro/introspection.bench.ts'
 import { runSuite as runRateLimit } from './micro/rate-limit.bench.ts'
 import { runSuite as runRevocation } from './micro/revocation.bench.ts'
 import { runSuite as runStores } from './micro/stores.bench.ts'
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     suites.rateLimit = keep(await runRateLimit())
     suites.tokenSource = keep(await runTokenSource())
     suites.revocation = keep(await runRevocation())
+    if (!skipped('introspection')) suites.introspection = keep(await runIntrospection())
     if (!skipped('dpop')) suites.dpop = keep(await runDpop())
     if (!skipped('stores')) suites.stores = keep(await runStores())
   }

@@ -5,6 +5,7 @@
 import { settings } from './config.ts'
 import { FLOOR } from './http/contenders.ts'
 import { TOLLGATE_HIT } from './micro/cache.bench.ts'
+import { INTROSPECTION_HIT, JWT_HIT } from './micro/introspection.bench.ts'
 import { REVOCATION_FULL, REVOCATION_OFF } from './micro/revocation.bench.ts'
 import { TOKEN_SOURCE_WARM } from './micro/token-source.bench.ts'
 import { TOLLGATE } from './micro/verify.bench.ts'
@@ -24,6 +25,7 @@ export interface Suites {
   rateLimit?: SuiteResult<MicroRow>
   tokenSource?: SuiteResult<MicroRow>
   revocation?: SuiteResult<MicroRow>
+  introspection?: SuiteResult<MicroRow>
   dpop?: SuiteResult<MicroRow>
   stores?: SuiteResult<MicroRow>
   memory?: SuiteResult<MemoryRow>
@@ -97,6 +99,20 @@ export function evaluateTargets(suites: Suites): Target[] {
           pass: warm.nsPerOp < 1000,
         }
       : notMeasured('Token source get(), warm cache', '< 1 µs'),
+  )
+  const introspectionRows = suites.introspection?.rows ?? []
+  const jwtHit = introspectionRows.find((r) => r.contender === JWT_HIT)
+  const introspectionHit = introspectionRows.find((r) => r.contender === INTROSPECTION_HIT)
+  const introspectionLabel = 'Introspection cache hit beyond a JWT cache hit'
+  targets.push(
+    jwtHit && introspectionHit
+      ? {
+          label: introspectionLabel,
+          goal: '≤ 2 µs',
+          measured: `${((introspectionHit.nsPerOp - jwtHit.nsPerOp) / 1000).toFixed(2)} µs`,
+          pass: introspectionHit.nsPerOp - jwtHit.nsPerOp <= 2000,
+        }
+      : notMeasured(introspectionLabel, '≤ 2 µs'),
   )
   const revocationRows = suites.revocation?.rows ?? []
   const revocationOff = revocationRows.find((r) => r.contender === REVOCATION_OFF)
@@ -302,6 +318,11 @@ export function ratios(suites: Suites): Record<string, number> {
     if (r.vsCrypto !== undefined && r.contender !== 'node:crypto (limit)') {
       out[`micro.${slug(r.case)}.${slug(r.contender)}.vs-crypto`] = r.vsCrypto
     }
+  }
+  const jwtHit = suites.introspection?.rows.find((r) => r.contender === JWT_HIT)
+  const introspectionHit = suites.introspection?.rows.find((r) => r.contender === INTROSPECTION_HIT)
+  if (jwtHit && introspectionHit && introspectionHit.nsPerOp > 0) {
+    out['micro.introspection-hit.vs-jwt-hit'] = jwtHit.nsPerOp / introspectionHit.nsPerOp
   }
   const http = suites.http?.rows ?? []
   // tollgate against the floor contender of the same framework, mode and rounds, by server CPU per

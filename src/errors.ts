@@ -29,6 +29,7 @@ export type TollgateErrorCode =
   | 'ERR_DPOP_NONCE_REQUIRED'
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
   | 'ERR_INSUFFICIENT_USER_AUTHENTICATION'
+  | 'ERR_INTROSPECTION_UNAVAILABLE'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
 export type ErrorBodyCode =
@@ -113,6 +114,9 @@ export type RefusalReason =
   | 'client'
   | 'sender_constrained'
   | 'revoked'
+  // Introspection (RFC 7662): the provider said the token is not active; too many calls to it
+  | 'inactive'
+  | 'introspection_budget'
   // DPoP (RFC 9449): the proof, its binding to the token, replay and nonces
   | 'dpop_proof'
   | 'dpop_binding'
@@ -135,6 +139,7 @@ export type RefusalReason =
   | 'jwks_unavailable'
   | 'limiter_unavailable'
   | 'revocation_unavailable'
+  | 'introspection_unavailable'
 
 /** What every error constructor accepts. */
 export interface ErrorOptions {
@@ -442,6 +447,7 @@ export type UnavailableCode =
   | 'ERR_LIMITER_UNAVAILABLE'
   | 'ERR_REVOCATION_UNAVAILABLE'
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
+  | 'ERR_INTROSPECTION_UNAVAILABLE'
 
 const UNAVAILABLE = {
   ERR_JWKS_UNAVAILABLE: { message: 'signing keys unavailable', reason: 'jwks_unavailable' },
@@ -453,6 +459,10 @@ const UNAVAILABLE = {
   ERR_DPOP_REPLAY_UNAVAILABLE: {
     message: 'replay cache unavailable',
     reason: 'dpop_replay_unavailable',
+  },
+  ERR_INTROSPECTION_UNAVAILABLE: {
+    message: 'token introspection unavailable',
+    reason: 'introspection_unavailable',
   },
 } as const satisfies Record<UnavailableCode, { message: string; reason: RefusalReason }>
 

@@ -17,6 +17,17 @@ export type JWKSFailureReason =
   | 'no_usable_keys'
   | 'discovery'
 
+/** Why an introspection call failed (the gate answered 503). */
+export type IntrospectionFailureReason =
+  | 'network'
+  | 'timeout'
+  | 'status'
+  | 'invalid_response'
+  | 'signature'
+  | 'discovery'
+  | 'insecure_endpoint'
+  | 'credentials'
+
 /**
  * What an entry names: one token (`jti`), a sign-in session (`sid`), a user (`sub`), an OAuth
  * client (`clientId`, matched against `azp`, else `client_id`), or every token of the issuer
@@ -175,6 +186,28 @@ export type GateEvent =
       readonly issuer: string
       /** How long ago the keys in use were fetched. */
       readonly ageMs: number
+    }
+  | {
+      /** An introspection call failed: the provider was down, slow, or answered what cannot be trusted (503). */
+      readonly type: 'introspection_failed'
+      readonly issuer: string
+      readonly reason: IntrospectionFailureReason
+      /** The HTTP status the provider answered, with reason `status`. */
+      readonly status?: number | undefined
+      /** The endpoint called, scheme, host and path; a query shows as `?…`. */
+      readonly url?: string | undefined
+      readonly error: unknown
+    }
+  | {
+      /**
+       * A token needed an introspection call and the issuer's call budget was spent (a flood of
+       * unknown tokens): it was refused 401 without calling the provider. Once per budget period.
+       */
+      readonly type: 'introspection_budget_exhausted'
+      readonly issuer: string
+      /** The budget: calls per `perSeconds`. */
+      readonly calls: number
+      readonly perSeconds: number
     }
   | {
       readonly type: 'rate_limited'

@@ -25,6 +25,7 @@ export type {
   DecisionFacts,
   GateEvent,
   GateEventListener,
+  IntrospectionFailureReason,
   JWKSFailureReason,
   RevocationEvent,
   RevocationSource,
@@ -41,6 +42,15 @@ export {
 } from './gate/guards.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './gate/options.js'
 export { requireAcr, requireRecentSignIn } from './gate/step-up.js'
+export type { IntrospectionStatus } from './introspection/introspector.js'
+export type {
+  IntrospectionBudgetOptions,
+  IntrospectionCacheOptions,
+  IntrospectionClientAuth,
+  IntrospectionOptions,
+  IssuerIntrospection,
+  TokenCheck,
+} from './introspection/options.js'
 export type {
   FlexibleLimiterFactory,
   FlexibleLimiterLike,

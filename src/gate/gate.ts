@@ -13,6 +13,7 @@ import { createChallenger } from '../challenge.js'
 import { createDpopStep } from '../dpop/dpop.js'
 import { type ErrorResponse, TokenMissingError } from '../errors.js'
 import { createEmit } from '../events.js'
+import { createIntrospectionStep } from '../introspection/verifier.js'
 import { planNameOf } from '../limits/options.js'
 import { createTenantLimiter } from '../limits/rate-limit.js'
 import { createTenantResolver } from '../limits/tenant.js'
@@ -61,9 +62,9 @@ export interface Gate extends RevocationHandles {
    */
   refresh(issuer?: string): Promise<ReadyReport>
   /**
-   * Aborts key fetches under way and starts no new ones, and closes the revocation subscriber, so
-   * nothing the gate holds keeps the process alive. Requests are still decided with the keys and
-   * revocations already held. Idempotent.
+   * Aborts key fetches and introspection calls under way and starts no new ones, and closes the
+   * revocation subscriber, so nothing the gate holds keeps the process alive. Requests are still
+   * decided with the keys, verdicts and revocations already held. Idempotent.
    */
   close(): Promise<void>
   /** How the adapters handle refusals (see `GateOptions.errorHandling`). */
@@ -144,7 +145,7 @@ export function openGate(
       },
     ]),
   )
-  const verifier = createVerifier({
+  const jwtVerifier = createVerifier({
     keys: issuers,
     algorithms: new Set(normalized.algorithms),
     // With DPoP on, `cnf` is judged by the DPoP step on every request, cache hits included.
@@ -153,6 +154,16 @@ export function openGate(
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
   })
+  // Issuers whose tokens are introspected (RFC 7662): a verifier that routes each token.
+  const introspection = createIntrospectionStep({
+    jwt: jwtVerifier,
+    issuers: normalized.issuers,
+    rules:
+      dpop === undefined ? normalized.claims : { ...normalized.claims, confirmationChecked: true },
+    maxTokenBytes: normalized.maxTokenBytes,
+    emit,
+  })
+  const verifier = introspection?.verifier ?? jwtVerifier
   const limits = normalized.rateLimit
   // The admission names the plan the request is metered on, which the limiter's options decide.
   const resolveTenant =
@@ -183,7 +194,7 @@ export function openGate(
       normalized.errorHandling === 'framework' ||
       adapter?.refusalsReachApplication === true,
   })
-  const { ready, refresh } = createReadiness(issuers, revoked)
+  const { ready, refresh } = createReadiness(issuers, revoked, introspection?.status)
 
   const gate: Gate = Object.freeze({
     check,
@@ -192,6 +203,7 @@ export function openGate(
     refresh,
     async close(): Promise<void> {
       for (const { keys } of issuers.values()) keys.close()
+      introspection?.close()
       revocation.close()
     },
     ...revocation.handles,

@@ -9,6 +9,11 @@
 
 import { type DpopOptions, normalizeDpopOptions } from '../dpop/options.js'
 import type { GateEventListener } from '../events.js'
+import {
+  type IssuerIntrospection,
+  type NormalizedIntrospection,
+  normalizeIntrospection,
+} from '../introspection/options.js'
 import { normalizeRateLimitOptions, type RateLimitOptions } from '../limits/options.js'
 import { normalizeTenantOptions, type TenantOptions } from '../limits/tenant.js'
 import {
@@ -61,8 +66,11 @@ export interface CacheOptions {
 
 /** Options of `createGate()` and of both adapters' `tollgate()`. */
 export interface GateOptions {
-  /** Trusted issuers (an allow-list; see `keycloak()`). Required. */
-  readonly issuers: readonly IssuerOptions[]
+  /**
+   * Trusted issuers (an allow-list; see `keycloak()`). Required. An entry's `introspection` says
+   * how its tokens are checked when they are not self-contained JWTs (see docs/introspection.md).
+   */
+  readonly issuers: readonly (IssuerOptions & IssuerIntrospection)[]
   /**
    * Audiences this service accepts; a token must carry one of them in `aud`. Required, unless
    * every issuer entry names its own (`audience`, or `withoutAudience` as `cognito()` does);
@@ -130,6 +138,8 @@ export interface NormalizedIssuer {
   readonly jwksUri: string | undefined
   readonly discovery: boolean
   readonly realm: string | undefined
+  /** How its tokens are introspected; `undefined`: they are JWTs verified locally. */
+  readonly introspection: NormalizedIntrospection | undefined
 }
 
 const MAPPING_KEYS = ['scopes', 'roles', 'clientId']
@@ -318,6 +328,11 @@ function normalizeIssuers(
         jwksUri === undefined ? undefined : keyUrl(jwksUri, `${path}.jwksUri`, allowInsecureHttp),
       discovery: discovery === true,
       realm: realmOf({ issuer, ...(typeof realm === 'string' ? { realm } : {}) }),
+      introspection: normalizeIntrospection(fields.introspection, path, {
+        issuer,
+        jwksUri: jwksUri as string | undefined,
+        discovery: discovery === true,
+      }),
     })
     return { issuer: normalized, own: issuerClaimOptions(fields, path) }
   })

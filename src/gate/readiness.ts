@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { IntrospectionStatus } from '../introspection/introspector.js'
 import type { Revocation } from '../revocation/revocation.js'
 import type { IssuerKeys, IssuerKeysStatus } from '../token/jwks.js'
 
@@ -20,6 +21,11 @@ export interface ReadyReport {
    * waiting up to `revocation.storeTimeoutMs`.
    */
   readonly revocation?: 'held' | 'not_held'
+  /**
+   * From `gate.ready()`, for issuers whose tokens are introspected: each one's endpoint (given or
+   * discovered) and whether it answered (`ready` needs every one `ready`).
+   */
+  readonly introspection?: readonly IntrospectionStatus[]
 }
 
 /** A gate's `ready()` and `refresh()` (see {@link Gate}). */
@@ -32,6 +38,7 @@ export interface Readiness {
 export function createReadiness(
   issuers: ReadonlyMap<string, { readonly keys: IssuerKeys }>,
   revoked: Revocation | undefined,
+  introspection?: () => Promise<readonly IntrospectionStatus[]>,
 ): Readiness {
   const allKeys = [...issuers.values()].map((entry) => entry.keys)
 
@@ -55,13 +62,22 @@ export function createReadiness(
   }
 
   async function ready(): Promise<ReadyReport> {
-    const [keys] = await Promise.all([report(allKeys, false), revoked?.whenHeld()])
-    if (revoked === undefined) return keys
-    const held = revoked.held
+    const [keys, , endpoints] = await Promise.all([
+      report(allKeys, false),
+      revoked?.whenHeld(),
+      introspection?.(),
+    ])
+    const introspected =
+      endpoints === undefined
+        ? undefined
+        : { introspection: endpoints, ready: endpoints.every((e) => e.state === 'ready') }
+    if (revoked === undefined && introspected === undefined) return keys
+    const held = revoked === undefined || revoked.held
     return {
-      ready: keys.ready && held,
+      ready: keys.ready && held && (introspected?.ready ?? true),
       issuers: keys.issuers,
-      revocation: held ? 'held' : 'not_held',
+      ...(revoked === undefined ? {} : { revocation: held ? 'held' : 'not_held' }),
+      ...(introspected === undefined ? {} : { introspection: introspected.introspection }),
     }
   }
 

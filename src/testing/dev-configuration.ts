@@ -17,6 +17,8 @@ export const ROUTES = {
   jwks: '/protocol/openid-connect/certs',
   userinfo: '/protocol/openid-connect/userinfo',
   end_session: '/protocol/openid-connect/logout',
+  introspection: '/protocol/openid-connect/token/introspect',
+  revocation: '/protocol/openid-connect/revoke',
 } as const
 // Standard claims (OpenID Connect Core §5.4) released per scope.
 const PROFILE_CLAIMS = [
@@ -162,6 +164,11 @@ export function configuration(
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
       backchannelLogout: { enabled: true },
+      // RFC 7662 for every registered client (an API checks other clients' tokens), RFC 9701 JWT
+      // responses when asked for, and RFC 7009 revocation, as Keycloak offers them.
+      introspection: { enabled: true, allowedPolicy: async () => true },
+      jwtIntrospection: { enabled: true },
+      revocation: { enabled: true },
       rpInitiatedLogout: {
         enabled: true,
         logoutSource: async (ctx: { body: string }, form: string) => {
@@ -192,13 +199,14 @@ export function configuration(
           ) {
             throw new oidc.errors.InvalidTarget()
           }
-          return {
+          const info = {
             audience: resource.audience,
             scope: resource.scopes.join(' '),
-            accessTokenFormat: 'jwt',
             accessTokenTTL: options.accessTokenTtlSeconds,
-            jwt: { sign: { alg: keys[0]?.alg ?? 'RS256' } },
           }
+          return resource.accessTokenFormat === 'opaque'
+            ? { ...info, accessTokenFormat: 'opaque' }
+            : { ...info, accessTokenFormat: 'jwt', jwt: { sign: { alg: keys[0]?.alg ?? 'RS256' } } }
         },
       },
     },

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { boolean, fail, integer, isRecord, record, validateFor } from '../validate.js'
+import { boolean, fail, integer, isRecord, oneOf, record, validateFor } from '../validate.js'
 
 /** A person who can sign in at the development provider. */
 export interface DevUser {
@@ -78,6 +78,12 @@ export interface DevResource {
   readonly audience?: string | undefined
   /** The scopes it knows; a token for it carries those requested and granted among them. */
   readonly scopes?: readonly string[] | undefined
+  /**
+   * `jwt` (default): its access tokens are signed JWTs. `opaque`: random strings the API checks
+   * at the provider's introspection endpoint (`{issuer}/protocol/openid-connect/token/introspect`,
+   * RFC 7662, with RFC 9701 JWT responses on request), as reference tokens are.
+   */
+  readonly accessTokenFormat?: 'jwt' | 'opaque' | undefined
 }
 
 /** Options of {@link createDevProvider}. */
@@ -137,6 +143,7 @@ export interface NormalizedDevClient {
 export interface NormalizedDevResource {
   readonly audience: string
   readonly scopes: readonly string[]
+  readonly accessTokenFormat: 'jwt' | 'opaque'
 }
 
 export interface NormalizedDevProviderOptions {
@@ -265,10 +272,14 @@ function normalizeResource(indicator: string, value: unknown): NormalizedDevReso
   if (!URL.canParse(indicator) || indicator.includes('#')) {
     fail(path, 'must be named by an absolute URI without a fragment (RFC 8707 §2)')
   }
-  const resource = record(value, path, ['audience', 'scopes'])
+  const resource = record(value, path, ['audience', 'scopes', 'accessTokenFormat'])
   return Object.freeze({
     audience: text(resource['audience'], `${path}.audience`, indicator),
     scopes: list(resource['scopes'], `${path}.scopes`, scope) ?? [],
+    accessTokenFormat: oneOf(resource['accessTokenFormat'], `${path}.accessTokenFormat`, [
+      'jwt',
+      'opaque',
+    ] as const),
   })
 }
 

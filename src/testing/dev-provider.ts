@@ -35,6 +35,12 @@ export interface DevProvider {
   /** `{issuer}/protocol/openid-connect/logout` (RP-initiated logout, with a confirmation page). */
   readonly endSessionEndpoint: string
   /**
+   * `{issuer}/protocol/openid-connect/token/introspect` (RFC 7662; RFC 9701 JWT responses on
+   * request): where an API checks the opaque tokens of a resource with `accessTokenFormat: 'opaque'`.
+   * Any registered client may call it with its credentials.
+   */
+  readonly introspectionEndpoint: string
+  /**
    * Follows an authorization URL (what a sign-in route redirects to) as a browser would, without
    * the page: `user` (a configured `sub`; default `autoLogin`, else the first user) is signed in
    * and consents. Returns the URL the provider sends the browser back to: the redirect URI with
@@ -80,7 +86,9 @@ const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
  * `/realms/{realm}`: discovery, an authorization endpoint with a sign-in page listing `users`
  * (PKCE required), a token endpoint for `authorization_code`, `refresh_token` (rotated, reuse
  * revokes the grant) and `client_credentials`, honouring `scope`, `resource` (RFC 8707) and `audience`, ID
- * tokens with profile claims, userinfo, end-session and back-channel logout. Refusals are
+ * tokens with profile claims, userinfo, end-session and back-channel logout, and token
+ * introspection (RFC 7662, RFC 9701) for APIs whose tokens are opaque
+ * (`resources: { …: { accessTokenFormat: 'opaque' } }`) and revocation (RFC 7009). Refusals are
  * oidc-provider's, as any certified provider answers: `invalid_client`, `invalid_grant`,
  * `invalid_scope`, `invalid_target`. Everything is kept in memory. Close it when done.
  *
@@ -199,6 +207,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
     authorizationEndpoint: `${issuer}${ROUTES.authorization}`,
     tokenEndpoint: `${issuer}${ROUTES.token}`,
     endSessionEndpoint: `${issuer}${ROUTES.end_session}`,
+    introspectionEndpoint: `${issuer}${ROUTES.introspection}`,
     authorize,
     async rotateKeys(rotateOptions = {}) {
       const key = await generateTestKey('RS256')

@@ -19,6 +19,7 @@ export const ISSUER_ENTRY_KEYS: readonly string[] = [
   'withoutAudience',
   'accessTokenClaims',
   'claims',
+  'introspection',
 ]
 
 /** One trusted issuer. Keys are fetched only from what is configured here, never from a token. */

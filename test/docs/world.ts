@@ -39,6 +39,9 @@ export { AUTH0, COGNITO, ENTRA, OKTA }
 export const SECRETS = {
   BILLING_SYNC_SECRET: 'billing-sync-secret-for-the-samples',
   OFFICE_WEB_SECRET: 'office-web-secret-for-the-samples',
+  // The APIs' own clients at their providers, for introspection (docs/introspection.md, keycloak.md).
+  LEDGER_API_SECRET: 'ledger-api-secret-for-the-samples',
+  GATEWAY_CLIENT_SECRET: 'gateway-client-secret-for-the-samples',
   // Two keys of 32 bytes, newest first (docs/signin.md "The key ring").
   SIGNIN_KEYS: `2026-11=${Buffer.alloc(32, 7).toString('base64')},2026-05=${Buffer.alloc(32, 5).toString('base64url')}`,
 } as const
@@ -238,6 +241,12 @@ async function startDevProvider(): Promise<DevProvider> {
     resources: {
       'https://office.example.com': { audience: 'office', scopes: ['office:records:read'] },
       'https://api.example.com': { audience: 'gateway', scopes: ['billing:read'] },
+      // Opaque tokens, checked by introspection (docs/introspection.md).
+      'https://ledger.example.com': {
+        audience: 'ledger',
+        scopes: ['ledger:read'],
+        accessTokenFormat: 'opaque',
+      },
     },
     clients: [
       {
@@ -249,9 +258,10 @@ async function startDevProvider(): Promise<DevProvider> {
       {
         clientId: 'billing-sync',
         clientSecret: SECRETS.BILLING_SYNC_SECRET,
-        scopes: ['office:records:read'],
-        audiences: ['https://office.example.com'],
+        scopes: ['office:records:read', 'ledger:read'],
+        audiences: ['https://office.example.com', 'https://ledger.example.com'],
       },
+      { clientId: 'ledger-api', clientSecret: SECRETS.LEDGER_API_SECRET },
     ],
   })
 }

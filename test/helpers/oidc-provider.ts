@@ -92,6 +92,13 @@ export interface StartProviderOptions {
    * `auth_time`), whatever the request's `max_age`: a provider that ignores `max_age`. Default: now.
    */
   readonly loginAgeSeconds?: number
+  /**
+   * Token introspection (RFC 7662) at Keycloak's path `…/token/introspect`, and JWT responses
+   * (RFC 9701) for clients registered with `introspection_signed_response_alg`. Default false.
+   */
+  readonly introspection?: boolean
+  /** Resource indicators whose access tokens are opaque (oidc-provider's `accessTokenFormat`). */
+  readonly opaqueResources?: readonly string[]
 }
 
 /** What the token endpoint answers instead of the provider (a gateway in front of it). */
@@ -139,6 +146,13 @@ export interface RunningProvider {
    * a gateway, a `{"error":"unauthorized_client"}`); `undefined` lets requests through again.
    */
   interceptTokenEndpoint(answer: TokenEndpointAnswer | undefined): void
+  /** Requests the introspection endpoint received (answered or not) since the start. */
+  readonly introspections: number
+  /**
+   * From now on the introspection endpoint answers `answer` without reaching the provider, or
+   * never answers (`'hang'`); `undefined` lets requests through again.
+   */
+  interceptIntrospection(answer: TokenEndpointAnswer | 'hang' | undefined): void
   /** Closes the port: new connections are refused, open ones dropped. */
   stop(): Promise<void>
   /** Listens again on the same port. */
@@ -220,6 +234,9 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
   const jars = new Map<string, Map<string, string>>()
   const handlers = new Map<string, ReturnType<Provider['callback']>>()
   let tokenAnswer: TokenEndpointAnswer | undefined
+  let introspectionAnswer: TokenEndpointAnswer | 'hang' | undefined
+  let introspections = 0
+  const opaque = new Set(options.opaqueResources ?? [])
 
   const server = createServer((req, res) => route(req, res))
   const port = await listen(server, options.port ?? 0)
@@ -259,6 +276,15 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
           },
         },
         clientCredentials: { enabled: true },
+        ...(options.introspection === true
+          ? {
+              // oidc-provider's default policy, stated: a client authenticated at the endpoint
+              // may introspect any token (a resource server introspects other clients' tokens).
+              introspection: { enabled: true, allowedPolicy: async () => true },
+              jwtIntrospection: { enabled: true },
+              revocation: { enabled: true },
+            }
+          : {}),
         resourceIndicators: {
           enabled: true,
           defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) =>
@@ -267,13 +293,20 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
           getResourceServerInfo: async (_ctx: unknown, indicator: string) => {
             const audience = resources[indicator]
             if (audience === undefined) throw new errors.InvalidTarget()
-            return {
-              audience,
-              scope: resourceScopes,
-              accessTokenFormat: 'jwt',
-              accessTokenTTL: accessTokenSeconds,
-              jwt: { sign: { alg: 'RS256' } },
-            }
+            return opaque.has(indicator)
+              ? {
+                  audience,
+                  scope: resourceScopes,
+                  accessTokenFormat: 'opaque',
+                  accessTokenTTL: accessTokenSeconds,
+                }
+              : {
+                  audience,
+                  scope: resourceScopes,
+                  accessTokenFormat: 'jwt',
+                  accessTokenTTL: accessTokenSeconds,
+                  jwt: { sign: { alg: 'RS256' } },
+                }
           },
         },
       },
@@ -506,6 +539,25 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       })
       return
     }
+    if (rest.split('?')[0] === KEYCLOAK_ROUTES.introspection) {
+      introspections++
+      const answer = introspectionAnswer
+      if (answer === 'hang') {
+        req.resume()
+        return
+      }
+      if (answer !== undefined) {
+        req.resume()
+        req.once('end', () => {
+          res.writeHead(
+            answer.status,
+            answer.contentType === undefined ? {} : { 'Content-Type': answer.contentType },
+          )
+          res.end(answer.body ?? '')
+        })
+        return
+      }
+    }
     if (
       options.resourceScopesRequired !== undefined &&
       rest.split('?')[0] === KEYCLOAK_ROUTES.authorization &&
@@ -638,6 +690,12 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
     },
     interceptTokenEndpoint(answer) {
       tokenAnswer = answer
+    },
+    get introspections() {
+      return introspections
+    },
+    interceptIntrospection(answer) {
+      introspectionAnswer = answer
     },
     stop,
     start: async () => {

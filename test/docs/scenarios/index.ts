@@ -3,6 +3,7 @@ import type { ScenarioTable } from '../scenario.js'
 import { CLIENTS } from './clients.js'
 import { FRAMEWORKS } from './frameworks.js'
 import { GATEWAY } from './gateway.js'
+import { INTROSPECTION } from './introspection.js'
 import { NESTJS } from './nestjs.js'
 import { OPERATING } from './operating.js'
 import { PROVIDERS } from './providers.js'
@@ -15,6 +16,11 @@ import { STORES } from './stores.js'
 export const SCENARIOS: ScenarioTable = {
   ...README,
   ...PROVIDERS,
+  ...INTROSPECTION,
+  'docs/keycloak.md': {
+    ...PROVIDERS['docs/keycloak.md'],
+    ...INTROSPECTION['docs/keycloak.md'],
+  },
   ...FRAMEWORKS,
   ...GATEWAY,
   ...CLIENTS,

@@ -1,0 +1,93 @@
+/**
+ * The verdict cache of introspected tokens, keyed by a SHA-256 of the token: an opaque token is a
+ * bearer secret, and the cache never holds one (nor its prefix or tail). Two bounded LRUs, so a
+ * flood of refused strings cannot push the verdicts of active tokens out: active tokens until
+ * their `exp` and at most `maxTtlSeconds`; refusals (inactive, or refused by the gate's checks)
+ * for `inactiveTtlSeconds`.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto'
+
+import { LRUCache } from 'lru-cache'
+
+import type { InvalidTokenError } from '../errors.js'
+
+/** The key of a token in the cache: its SHA-256, base64url. */
+export function tokenKey(token: string): string {
+  return createHash('sha256').update(token).digest('base64url')
+}
+
+interface Held<T> {
+  readonly value: T
+  readonly validFrom: number
+  readonly validUntil: number
+}
+
+/** Bound on remembered refusals: enough for tokens repeated after refusal, small enough to be cheap. */
+const MAX_REMEMBERED_REFUSALS = 1000
+
+/** Verdicts and refusals of one gate's introspected tokens. */
+export class IntrospectionCache<T extends {}> {
+  private readonly verdicts: LRUCache<string, Held<T>>
+  private readonly refusals: LRUCache<string, Held<InvalidTokenError>> | undefined
+  private readonly maxTtlMs: number
+  private readonly refusalTtlMs: number
+
+  constructor(options: {
+    readonly maxEntries: number
+    readonly maxTtlSeconds: number
+    readonly inactiveTtlSeconds: number
+  }) {
+    this.verdicts = new LRUCache({ max: options.maxEntries })
+    this.refusals =
+      options.inactiveTtlSeconds === 0
+        ? undefined
+        : new LRUCache({ max: Math.min(options.maxEntries, MAX_REMEMBERED_REFUSALS) })
+    this.maxTtlMs = options.maxTtlSeconds * 1000
+    this.refusalTtlMs = options.inactiveTtlSeconds * 1000
+  }
+
+  /** The verdict held for `key`, still within the token's validity and the cache's bound. */
+  verdict(key: string, nowMs: number): T | undefined {
+    const held = this.verdicts.get(key)
+    if (held === undefined) return undefined
+    if (nowMs < held.validUntil) return nowMs >= held.validFrom ? held.value : undefined
+    this.verdicts.delete(key)
+    return undefined
+  }
+
+  /** The refusal held for `key`, while it is remembered. */
+  refusal(key: string, nowMs: number): InvalidTokenError | undefined {
+    const held = this.refusals?.get(key)
+    if (held === undefined) return undefined
+    if (nowMs < held.validUntil) return held.value
+    this.refusals?.delete(key)
+    return undefined
+  }
+
+  /** Keeps a verdict until `validity.validUntil`, and no longer than the cache's bound. */
+  keep(
+    key: string,
+    value: T,
+    validity: { readonly validFrom: number; readonly validUntil: number },
+    nowMs: number,
+  ): void {
+    const validUntil = Math.min(validity.validUntil, nowMs + this.maxTtlMs)
+    if (validUntil <= nowMs) return
+    this.verdicts.set(key, { value, validFrom: validity.validFrom, validUntil })
+  }
+
+  /** Remembers a refusal for the cache's short refusal lifetime. */
+  refuse(key: string, error: InvalidTokenError, nowMs: number): void {
+    this.refusals?.set(key, {
+      value: error,
+      validFrom: Number.NEGATIVE_INFINITY,
+      validUntil: nowMs + this.refusalTtlMs,
+    })
+  }
+
+  get size(): number {
+    return this.verdicts.size
+  }
+}

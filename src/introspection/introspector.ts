@@ -1,0 +1,256 @@
+/**
+ * One introspecting issuer: its verdict cache, its call budget, the calls in flight (one per
+ * token, whoever asks), and the turn of a provider's answer into the gate's verdict, through the
+ * same claim checks a JWT meets (`checkClaims`: `exp`, `nbf`, `aud`, token type, client, …).
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto'
+
+import {
+  InvalidTokenError,
+  type RefusalReason,
+  ServiceUnavailableError,
+  TokenExpiredError,
+} from '../errors.js'
+import type { Emit, IntrospectionFailureReason } from '../events.js'
+import { type ClaimRules, checkClaims, DEFAULT_READERS } from '../token/claims.js'
+import { admissionWith, type Verdict } from '../token/verify.js'
+import type { TokenClaims, TokenHeader } from '../types.js'
+import { CallBudget } from './budget.js'
+import { IntrospectionCache } from './cache.js'
+import type { NormalizedIntrospection } from './options.js'
+import type { IntrospectionEndpoint, IntrospectionResponse } from './protocol.js'
+
+/** What `gate.ready()` reports of an introspecting issuer. */
+export interface IntrospectionStatus {
+  readonly issuer: string
+  /** The introspection endpoint, once known (given, or discovered). */
+  readonly endpoint: string | undefined
+  /** `unavailable`: discovery failed, or the last call failed (requests needing one get 503). */
+  readonly state: 'ready' | 'unavailable'
+}
+
+/** Seconds a client is asked to wait after a failed call. */
+const RETRY_AFTER_SECONDS = 5
+/** An opaque token has no JOSE header: what `auth.header` holds for it. */
+const NO_HEADER: TokenHeader = Object.freeze({ alg: 'none' })
+/** `token_type` values (RFC 7662 §2.2, RFC 6749 §7.1) of an access token. */
+const ACCESS_TOKEN_TYPES = new Set(['bearer', 'dpop'])
+
+// Keys of the response that describe the answer, not the token: kept out of `auth.claims`.
+const ANSWER_ONLY = new Set(['active'])
+
+const invalid = (reason: RefusalReason, detail?: Readonly<Record<string, unknown>>) =>
+  new InvalidTokenError(detail === undefined ? { reason } : { reason, detail })
+
+/** A fresh copy of a remembered refusal: the gate's refusal point adds headers to what it answers. */
+function copyOf(error: InvalidTokenError): InvalidTokenError {
+  const options = { reason: error.reason, detail: error.detail }
+  return error instanceof TokenExpiredError
+    ? new TokenExpiredError(options)
+    : new InvalidTokenError({ ...options, code: error.code })
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value
+  for (const child of Object.values(value)) deepFreeze(child)
+  return Object.freeze(value)
+}
+
+/** Everything one introspecting issuer needs, built once by the gate. */
+export interface IntrospectorContext {
+  readonly settings: NormalizedIntrospection
+  /** The issuer's claim rules (the gate's, with the entry's own). */
+  readonly rules: ClaimRules
+  readonly realm: string | undefined
+  readonly emit: Emit
+  /** Milliseconds since the epoch. */
+  readonly now: () => number
+}
+
+export class Introspector {
+  readonly issuer: string
+  readonly settings: NormalizedIntrospection
+  readonly cache: IntrospectionCache<Verdict>
+  private readonly budget: CallBudget
+  private readonly inFlight = new Map<string, Promise<Verdict>>()
+  private readonly context: IntrospectorContext
+  private endpoint: Promise<IntrospectionEndpoint> | undefined
+  private readonly stopped = new AbortController()
+  /** Set by a failed call or discovery, cleared by an answer: what `ready()` reports. */
+  private failing = false
+  /** Whether `status()` has asked the endpoint once. */
+  private probed = false
+
+  constructor(context: IntrospectorContext) {
+    this.context = context
+    this.settings = context.settings
+    this.issuer = context.settings.issuer
+    this.cache = new IntrospectionCache<Verdict>(context.settings.cache)
+    this.budget = new CallBudget(
+      context.settings.budget.calls,
+      context.settings.budget.perSeconds,
+      context.now(),
+    )
+  }
+
+  /** The protocol part, loaded on first use: a gate that never introspects never loads oauth4webapi. */
+  private protocol(): Promise<IntrospectionEndpoint> {
+    this.endpoint ??= import('./protocol.js').then(
+      ({ IntrospectionEndpoint }) => new IntrospectionEndpoint(this.settings, this.stopped.signal),
+    )
+    return this.endpoint
+  }
+
+  /**
+   * The verdict for a token (by its `key`): held, shared with a call in flight, or asked for.
+   * A remembered refusal, and a refusal for want of budget, are returned, not thrown.
+   */
+  verify(token: string, key: string): Verdict | InvalidTokenError | Promise<Verdict> {
+    const now = this.context.now()
+    const held = this.cache.verdict(key, now)
+    if (held !== undefined) return held
+    const refused = this.cache.refusal(key, now)
+    if (refused !== undefined) return copyOf(refused)
+    const pending = this.inFlight.get(key)
+    if (pending !== undefined) return pending
+    if (!this.budget.take(now)) {
+      if (this.budget.shouldReport(now)) {
+        this.context.emit?.({
+          type: 'introspection_budget_exhausted',
+          issuer: this.issuer,
+          calls: this.budget.calls,
+          perSeconds: this.budget.perSeconds,
+        })
+      }
+      return invalid('introspection_budget')
+    }
+    const call = this.call(token, key)
+    this.inFlight.set(key, call)
+    // Settled either way, the slot is freed: the next request reads the cache, or asks again.
+    const free = () => this.inFlight.delete(key)
+    call.then(free, free)
+    return call
+  }
+
+  private async call(token: string, key: string): Promise<Verdict> {
+    let response: IntrospectionResponse
+    try {
+      const endpoint = await this.protocol()
+      response = await endpoint.introspect(token)
+      this.failing = false
+    } catch (error) {
+      const reason = this.failed(error)
+      throw new ServiceUnavailableError({
+        code: 'ERR_INTROSPECTION_UNAVAILABLE',
+        retryAfterSeconds: RETRY_AFTER_SECONDS,
+        detail: { issuer: this.issuer, reason },
+        cause: error,
+      })
+    }
+    try {
+      return this.conclude(token, key, response)
+    } catch (error) {
+      if (error instanceof InvalidTokenError) this.cache.refuse(key, error, this.context.now())
+      throw error
+    }
+  }
+
+  /** The provider's answer through the gate's checks; caches the verdict. */
+  private conclude(token: string, key: string, response: IntrospectionResponse): Verdict {
+    // processIntrospectionResponse has made sure `active` is a boolean.
+    if (response.active !== true) throw invalid('inactive')
+    const { issuer } = this
+    // RFC 7662 §2.2: `iss` is optional; when present it must be this issuer.
+    if (response.iss !== undefined && response.iss !== issuer) {
+      throw invalid('unknown_issuer', {
+        unverifiedIss: typeof response.iss === 'string' ? response.iss.slice(0, 200) : 'non-string',
+      })
+    }
+    const tokenType = response.token_type
+    if (
+      tokenType !== undefined &&
+      (typeof tokenType !== 'string' || !ACCESS_TOKEN_TYPES.has(tokenType.toLowerCase()))
+    ) {
+      throw invalid('token_type')
+    }
+    const claims: Record<string, unknown> = { iss: issuer }
+    for (const name of Object.keys(response)) {
+      if (!ANSWER_ONLY.has(name) && name !== 'iss') {
+        claims[name] = structuredClone(response[name])
+      }
+    }
+    const header = NO_HEADER
+    const { rules } = this.context
+    const now = this.context.now()
+    const validity = checkClaims(header, claims, rules, now)
+    const frozen = deepFreeze(claims) as TokenClaims
+    const readers = rules.readers ?? DEFAULT_READERS
+    const verified = Object.freeze({ header, claims: frozen, issuer, realm: this.context.realm })
+    const admission = admissionWith(token, {
+      header,
+      claims: frozen,
+      issuer,
+      realm: this.context.realm,
+      subject: frozen.sub,
+      clientId: readers.clientId(frozen),
+      scopes: readers.scopes(frozen),
+      roles: readers.roles(frozen),
+      tenant: undefined,
+      plan: undefined,
+    })
+    const verdict: Verdict = { verified, admission, answer: undefined, withTenant: undefined }
+    this.cache.keep(key, verdict, validity, now)
+    return verdict
+  }
+
+  /** Ends calls under way (503) and starts no new ones; held verdicts still answer. */
+  close(): void {
+    this.stopped.abort()
+  }
+
+  /** Marks the endpoint failing and reports why (`introspection_failed`); returns the reason. */
+  private failed(error: unknown): IntrospectionFailureReason {
+    this.failing = true
+    const failure = error as { reason?: unknown; status?: number; url?: string }
+    const reason =
+      typeof failure.reason === 'string'
+        ? (failure.reason as IntrospectionFailureReason)
+        : 'network'
+    this.context.emit?.({
+      type: 'introspection_failed',
+      issuer: this.issuer,
+      reason,
+      status: failure.status,
+      url: failure.url,
+      error,
+    })
+    return reason
+  }
+
+  /**
+   * Finds the endpoint (discovery, when configured) and, the first time and after a failed call,
+   * asks it about a random string: an answer (`active: false`) shows the endpoint reachable and
+   * the gate's credentials accepted. Never rejects.
+   */
+  async status(): Promise<IntrospectionStatus> {
+    let endpoint: IntrospectionEndpoint | undefined
+    try {
+      endpoint = await this.protocol()
+      await endpoint.metadata()
+      if (this.failing || !this.probed) {
+        await endpoint.introspect(`tollgate-probe-${randomUUID()}`)
+        this.probed = true
+        this.failing = false
+      }
+    } catch (error) {
+      this.failed(error)
+    }
+    return {
+      issuer: this.issuer,
+      endpoint: endpoint?.url ?? this.settings.endpoint,
+      state: this.failing ? 'unavailable' : 'ready',
+    }
+  }
+}
