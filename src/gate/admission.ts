@@ -1,6 +1,7 @@
 /**
  * The admission pipeline: decides one request (bearer extraction → verification (cache, JWS, keys,
- * signature, claims) → revocation → DPoP proof, when on → tenant → rate limit) and runs the
+ * signature, claims) → revocation → client certificate and DPoP proof, when on → tenant → rate
+ * limit) and runs the
  * guards. Built once per gate from the steps `openGate()` wired; knows nothing of HTTP settings:
  * every refusal goes to the gate's one refusal point.
  *
@@ -9,6 +10,7 @@
 import { performance } from 'node:perf_hooks'
 
 import { readBearerCredentials, readCredentials } from '../bearer.js'
+import type { CertificateStep } from '../binding/certificate.js'
 import type { CredentialScheme } from '../challenge.js'
 import type { DpopStep } from '../dpop/dpop.js'
 import { InvalidTokenError, TokenMissingError } from '../errors.js'
@@ -48,6 +50,8 @@ export interface AdmissionSteps {
   readonly credentialsRequired: boolean
   readonly verifier: Verifier
   readonly revoked: Revocation | undefined
+  /** Certificate-bound tokens (`mtls`): no I/O, so it runs on the synchronous path too. */
+  readonly certificate: CertificateStep | undefined
   readonly dpop: DpopStep | undefined
   readonly resolveTenant: TenantResolver | undefined
   /** Whether the tenant options have a `policy` hook, which `resolveTenant` may wait on. */
@@ -71,6 +75,14 @@ export interface AdmissionPipeline {
 }
 
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({})
+
+/** Whether an admitted token is DPoP-bound (`cnf.jkt`), so was sent with the `DPoP` scheme. */
+function dpopBound(auth: Admission | undefined): boolean {
+  const cnf = auth?.claims.cnf
+  return (
+    typeof cnf === 'object' && cnf !== null && (cnf as Record<string, unknown>).jkt !== undefined
+  )
+}
 const PASS: CheckResult = Object.freeze({ auth: undefined, headers: NO_HEADERS })
 
 /**
@@ -83,6 +95,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     credentialsRequired,
     verifier,
     revoked,
+    certificate,
     dpop,
     resolveTenant,
     tenantPolicy,
@@ -152,6 +165,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     try {
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) throw revocationRefusal
+      certificate?.confirm(request, verdict.verified)
       if (resolveTenant === undefined) return accept(request, verdict, startedAt)
       tenant = resolveTenant(verdict.verified) as ResolvedTenant
       const headers =
@@ -190,6 +204,11 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
         throw revocationRefusal
+      }
+      if (certificate !== undefined) {
+        issuer = verdict.admission.issuer
+        // Before the DPoP proof: a refused certificate takes no place in the replay cache.
+        certificate.confirm(request, verdict.verified)
       }
       let proofHeaders = NO_HEADERS
       if (dpop !== undefined) {
@@ -297,8 +316,8 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
         tenant: auth?.tenant,
         plan: auth?.plan,
         startedAt,
-        // Only a DPoP request gets a bound token admitted.
-        scheme: auth?.claims.cnf === undefined ? 'Bearer' : 'DPoP',
+        // Only a DPoP request gets a DPoP-bound token admitted (a certificate-bound one is Bearer).
+        scheme: dpopBound(auth) ? 'DPoP' : 'Bearer',
       })
     }
   }

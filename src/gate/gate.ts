@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { createCertificateStep } from '../binding/certificate.js'
 import { createChallenger } from '../challenge.js'
 import { createDpopStep } from '../dpop/dpop.js'
 import { type ErrorResponse, TokenMissingError } from '../errors.js'
@@ -115,9 +116,15 @@ export function openGate(
   const emit = createEmit(options.onEvent)
   const caches = createVerdictCaches(normalized.cache)
   const dpopOptions = normalized.dpop
+  const mtlsOptions = normalized.mtls
   const dpop =
     dpopOptions &&
-    createDpopStep(dpopOptions, { clockToleranceSeconds: normalized.claims.clockToleranceSeconds })
+    createDpopStep(dpopOptions, {
+      clockToleranceSeconds: normalized.claims.clockToleranceSeconds,
+      certificateBound: mtlsOptions !== undefined,
+    })
+  const certificate =
+    mtlsOptions && createCertificateStep(mtlsOptions, { dpop: dpopOptions !== undefined })
   const metadata =
     normalized.resourceMetadata &&
     createResourceMetadata(normalized.resourceMetadata, {
@@ -147,9 +154,11 @@ export function openGate(
   const verifier = createVerifier({
     keys: issuers,
     algorithms: new Set(normalized.algorithms),
-    // With DPoP on, `cnf` is judged by the DPoP step on every request, cache hits included.
+    // With DPoP or mTLS on, `cnf` is judged by their steps on every request, cache hits included.
     rules:
-      dpop === undefined ? normalized.claims : { ...normalized.claims, confirmationChecked: true },
+      dpop === undefined && certificate === undefined
+        ? normalized.claims
+        : { ...normalized.claims, confirmationChecked: true },
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
   })
@@ -170,6 +179,7 @@ export function openGate(
     credentialsRequired,
     verifier,
     revoked,
+    certificate,
     dpop,
     resolveTenant,
     tenantPolicy: normalized.tenant?.policy !== undefined,

@@ -7,6 +7,11 @@
  */
 
 import {
+  type MtlsOptions,
+  type NormalizedMtlsOptions,
+  normalizeMtlsOptions,
+} from '../binding/options.js'
+import {
   type DpopOptions,
   type NormalizedDpopOptions,
   normalizeDpopOptions,
@@ -135,6 +140,12 @@ export interface GateOptions {
   readonly onEvent?: GateEventListener
   /** DPoP-bound tokens (RFC 9449). Default mode `off`: `cnf`-bound tokens are refused. */
   readonly dpop?: DpopOptions
+  /**
+   * Certificate-bound tokens (RFC 8705 §3): a token with `cnf["x5t#S256"]` is admitted only with
+   * that client certificate, from the request's TLS connection or a trusted proxy's RFC 9440
+   * `Client-Cert` field. Default off: such tokens are refused. See `MtlsOptions`.
+   */
+  readonly mtls?: MtlsOptions
   /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
   readonly resourceMetadata?: ResourceMetadataOptions
 }
@@ -164,6 +175,8 @@ export interface NormalizedOptions {
   readonly revocation: NormalizedRevocationOptions | undefined
   /** `undefined` when DPoP is off. */
   readonly dpop: NormalizedDpopOptions | undefined
+  /** `undefined` when certificate-bound tokens are off. */
+  readonly mtls: NormalizedMtlsOptions | undefined
   readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
 }
 
@@ -203,6 +216,7 @@ const KNOWN_OPTIONS = new Set([
   'revocation',
   'onEvent',
   'dpop',
+  'mtls',
   'resourceMetadata',
 ])
 
@@ -593,6 +607,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         ? undefined
         : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
     dpop: normalizeDpopOptions(input.dpop),
+    mtls: normalizeMtlsOptions(input.mtls),
     resourceMetadata: normalizeResourceMetadataOptions(input.resourceMetadata),
   })
 }
