@@ -9,6 +9,7 @@
  * @module
  */
 
+export type { MtlsMode, MtlsOptions } from './binding/options.js'
 export type {
   DpopMode,
   DpopNonceOptions,
@@ -93,6 +94,7 @@ export type {
   Admission,
   CheckResult,
   HeadersLike,
+  PeerSocket,
   RequestLike,
   TokenClaims,
   TokenHeader,

@@ -36,9 +36,9 @@ export interface TollgateMiddleware
 }
 
 function requestOf(req: Request): RequestLike {
-  const { headers, rawHeaders, method, originalUrl: url, body } = req
-  const secure = (req.socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders, method, url, body, secure }
+  const { headers, rawHeaders, method, originalUrl: url, body, socket } = req
+  const secure = (socket as { encrypted?: boolean }).encrypted === true
+  return { headers, rawHeaders, method, url, body, secure, socket }
 }
 
 // Node's own calls, not `res.status().set()`: Express's helpers re-validate the status and look

@@ -58,8 +58,9 @@ function isCallbackRoute(request: FastifyRequest): boolean {
 
 function requestOf(request: FastifyRequest): RequestLike {
   const { headers, method, url, body, raw } = request
-  const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
-  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
+  const socket = raw.socket ?? undefined
+  const secure = (socket as { encrypted?: boolean } | undefined)?.encrypted === true
+  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure, socket }
 }
 
 function hasForm(request: FastifyRequest): boolean {

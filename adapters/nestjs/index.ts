@@ -88,7 +88,7 @@ const EXPRESS: Platform = {
   requestOf(request) {
     const { headers, rawHeaders, method, originalUrl: url, body, socket } = request as Request
     const secure = (socket as { encrypted?: boolean }).encrypted === true
-    return { headers, rawHeaders, method, url, body, secure }
+    return { headers, rawHeaders, method, url, body, secure, socket }
   },
   admit(request, response, result) {
     const res = response as Response
@@ -103,8 +103,9 @@ const EXPRESS: Platform = {
 const FASTIFY: Platform = {
   requestOf(request) {
     const { headers, method, url, body, raw } = request as FastifyRequest
-    const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
-    return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
+    const socket = raw.socket ?? undefined
+    const secure = (socket as { encrypted?: boolean } | undefined)?.encrypted === true
+    return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure, socket }
   },
   admit(request, response, result) {
     ;(request as AuthHolder).auth = result.auth
