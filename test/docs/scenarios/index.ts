@@ -3,6 +3,7 @@ import type { ScenarioTable } from '../scenario.js'
 import { CLIENTS } from './clients.js'
 import { FRAMEWORKS } from './frameworks.js'
 import { GATEWAY } from './gateway.js'
+import { MTLS } from './mtls.js'
 import { NESTJS } from './nestjs.js'
 import { OPERATING } from './operating.js'
 import { PROVIDERS } from './providers.js'
@@ -22,4 +23,5 @@ export const SCENARIOS: ScenarioTable = {
   ...STORES,
   ...RUNTIMES,
   ...NESTJS,
+  ...MTLS,
 }
