@@ -44,6 +44,11 @@ export interface PeerSocket {
   readonly remoteAddress?: string | undefined
   /** The client certificate of a TLS connection, `undefined` when the client sent none. */
   getPeerX509Certificate?(): X509Certificate | undefined
+  /**
+   * The TLS version (`'TLSv1.3'`): the certificate of a TLS 1.3 connection, which cannot
+   * renegotiate, is read once per connection.
+   */
+  getProtocol?(): string | null
 }
 
 /** The JOSE header of a verified token, as far as tollgate reads it. */

@@ -7,6 +7,7 @@
  */
 import type { Server } from 'node:http'
 import { createServer } from 'node:http'
+import { Agent } from 'node:https'
 
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -160,6 +161,34 @@ describe.each(EVERY_APP)('%s: certificate-bound tokens over TLS', (_name, create
     expectRefused(await over(headers, mallory), events, 'certificate_mismatch')
     expectAdmitted(await over({ ...headers, 'client-cert': clientCertField(mallory) }, alice))
   })
+
+  it.each(['TLSv1.3', 'TLSv1.2'] as const)(
+    'judges every request of a kept-alive %s connection by its certificate',
+    async (maxVersion) => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1, maxVersion })
+      const sockets = new Set<unknown>()
+      agent.on('free', (socket) => sockets.add(socket))
+      try {
+        const mine = await issuer.mint({}, { certificate: alice.cert })
+        const theirs = await issuer.mint({}, { certificate: mallory.cert })
+        const on = (token: string) =>
+          send({
+            port,
+            path: ROUTE,
+            headers: { authorization: `Bearer ${token}` },
+            ca: serverCert,
+            client: alice,
+            agent,
+          })
+        expectAdmitted(await on(mine))
+        expectRefused(await on(theirs), events, 'certificate_mismatch')
+        expectAdmitted(await on(mine))
+        expect(sockets.size).toBe(1)
+      } finally {
+        agent.destroy()
+      }
+    },
+  )
 
   it('admits an unbound bearer token as before, certificate or not', async () => {
     const token = await issuer.mint()

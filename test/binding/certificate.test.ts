@@ -170,3 +170,41 @@ describe('a proxy certificate that parses', () => {
     expect((parsed as X509Certificate).raw.equals(alice.x509.raw)).toBe(true)
   })
 })
+
+describe('the certificate of a kept-alive connection', () => {
+  /** A socket that counts how often its certificate is read, and can change it (renegotiation). */
+  function countingSocket(protocol: string, certificate: TestCertificate) {
+    const socket = {
+      reads: 0,
+      certificate,
+      remoteAddress: '127.0.0.1',
+      getProtocol: () => protocol,
+      getPeerX509Certificate() {
+        socket.reads++
+        return socket.certificate.x509
+      },
+    }
+    return socket
+  }
+
+  it('is read once per TLS 1.3 connection, which cannot renegotiate', async () => {
+    const token = await issuer.mint({}, { certificate: alice.cert })
+    const socket = countingSocket('TLSv1.3', alice)
+    for (let i = 0; i < 3; i++) {
+      expect(await reasonOf({ headers: { authorization: `Bearer ${token}` }, socket })).toBe(
+        'admitted',
+      )
+    }
+    expect(socket.reads).toBe(1)
+  })
+
+  it('is read on every request of a TLS 1.2 connection: a renegotiated certificate counts', async () => {
+    const token = await issuer.mint({}, { certificate: alice.cert })
+    const socket = countingSocket('TLSv1.2', alice)
+    const headers = { authorization: `Bearer ${token}` }
+    expect(await reasonOf({ headers, socket })).toBe('admitted')
+    socket.certificate = bob
+    expect(await reasonOf({ headers, socket })).toBe('certificate_mismatch')
+    expect(socket.reads).toBe(2)
+  })
+})

@@ -8,7 +8,7 @@ import { X509Certificate } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import type { IncomingHttpHeaders, RequestListener, Server } from 'node:http'
 import { request as httpRequest } from 'node:http'
-import { createServer as createHttpsServer, request as httpsRequest } from 'node:https'
+import { type Agent, createServer as createHttpsServer, request as httpsRequest } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -108,8 +108,10 @@ export function send(options: {
   readonly ca?: TestCertificate | undefined
   readonly client?: TestCertificate | undefined
   readonly host?: string | undefined
+  /** An HTTPS agent (kept-alive connections); default a new connection per request. */
+  readonly agent?: Agent | undefined
 }): Promise<Answer> {
-  const { port, path, ca, client, host = '127.0.0.1' } = options
+  const { port, path, ca, client, host = '127.0.0.1', agent } = options
   // A name given twice is sent as two fields (Node writes each value of an array on its own line).
   const headers: Record<string, string | string[]> = {}
   const pairs = Array.isArray(options.headers)
@@ -120,12 +122,13 @@ export function send(options: {
     headers[name] = held === undefined ? value : [...(Array.isArray(held) ? held : [held]), value]
   }
   return new Promise((resolve, reject) => {
-    const common = { host, port, path, method: 'GET', headers, agent: false as const }
+    const common = { host, port, path, method: 'GET', headers }
     const request =
       ca === undefined
-        ? httpRequest(common)
+        ? httpRequest({ ...common, agent: false })
         : httpsRequest({
             ...common,
+            agent: agent ?? false,
             ca: ca.cert,
             ...(client === undefined ? {} : { cert: client.cert, key: client.key }),
           })
