@@ -38,8 +38,8 @@ const X5T = 'x5t#S256'
 const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/
 
 /** RFC 8705 §3.1: base64url of the SHA-256 of the certificate's DER (not `fingerprint256`, hex). */
-export function certificateThumbprint(certificate: X509Certificate): string {
-  return hash('sha256', certificate.raw, 'base64url')
+export function certificateThumbprint(certificate: X509Certificate | Uint8Array): string {
+  return hash('sha256', 'raw' in certificate ? certificate.raw : certificate, 'base64url')
 }
 
 /**
@@ -103,7 +103,7 @@ export function createCertificateStep(
     if (proxied) {
       const certificate = clientCertOf(request)
       if (certificate === undefined) return undefined
-      if ('raw' in certificate) return certificateThumbprint(certificate)
+      if (!('problem' in certificate)) return certificateThumbprint(certificate)
       throw new InvalidTokenError({
         reason: 'certificate_header',
         detail: { source: 'client-cert', problem: certificate.problem },
