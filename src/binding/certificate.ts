@@ -98,6 +98,16 @@ export function createCertificateStep(
     return family !== 0 && trustedProxies.check(address, family === 4 ? 'ipv4' : 'ipv6')
   }
 
+  /**
+   * Where the certificate was looked for and, for operators who expected a proxy's field, that a
+   * `Client-Cert` field came from an address not in `trustedProxies` (and was ignored).
+   */
+  function refusalDetail(request: RequestLike, proxied: boolean): Record<string, unknown> {
+    if (proxied) return { source: 'client-cert' }
+    if (request.headers['client-cert'] === undefined) return { source: 'tls' }
+    return { source: 'tls', ignoredClientCertFrom: request.socket?.remoteAddress }
+  }
+
   /** The thumbprint of the request's client certificate, from its proxy's field or its own TLS. */
   function presented(request: RequestLike, proxied: boolean): string | undefined {
     if (proxied) {
@@ -121,14 +131,14 @@ export function createCertificateStep(
         return
       }
       const proxied = fromTrustedProxy(request)
-      const source = proxied ? 'client-cert' : 'tls'
       const actual = presented(request, proxied)
-      if (actual === undefined) {
-        throw new InvalidTokenError({ reason: 'certificate_missing', detail: { source } })
+      if (actual !== undefined && timingSafeEqual(Buffer.from(actual), Buffer.from(expected))) {
+        return
       }
-      if (!timingSafeEqual(Buffer.from(actual), Buffer.from(expected))) {
-        throw new InvalidTokenError({ reason: 'certificate_mismatch', detail: { source } })
-      }
+      throw new InvalidTokenError({
+        reason: actual === undefined ? 'certificate_missing' : 'certificate_mismatch',
+        detail: refusalDetail(request, proxied),
+      })
     },
   }
 }

@@ -133,6 +133,7 @@ export function openGate(
         algorithms: dpopOptions.algorithms,
         required: dpopOptions.mode === 'required',
       },
+      mtls: normalized.mtls !== undefined,
     })
   const challenge = createChallenger({
     realm,

@@ -113,6 +113,20 @@ describe('where the certificate comes from', () => {
     }
   })
 
+  it('says in the detail that a Client-Cert field came from an address not listed', async () => {
+    const token = await issuer.mint({}, { certificate: alice.cert })
+    const error = await gate
+      .check({
+        headers: { authorization: `Bearer ${token}`, 'client-cert': clientCertField(alice) },
+        socket: socketOf('172.16.0.9'),
+      })
+      .catch((caught: unknown) => caught)
+    expect(error).toMatchObject({
+      reason: 'certificate_missing',
+      detail: { source: 'tls', ignoredClientCertFrom: '172.16.0.9' },
+    })
+  })
+
   it('reports the source in the refusal detail', async () => {
     const token = await issuer.mint({}, { certificate: alice.cert })
     const error = await gate
