@@ -29,6 +29,7 @@ import { NEST_APPS } from '../helpers/nest-apps.js'
 import {
   type Answer,
   clientCertField,
+  clientCertProxy,
   close,
   httpsServerOf,
   listen,
@@ -320,6 +321,44 @@ describe.each(EVERY_APP)(
     it('never reads the field for an unbound token: a broken field does not refuse it', async () => {
       const token = await issuer.mint()
       expectAdmitted(await proxied({ authorization: `Bearer ${token}`, 'client-cert': 'garbage' }))
+    })
+  },
+)
+
+describe.each(EVERY_APP)(
+  '%s: behind a TLS-terminating proxy on loopback, the app listening on every address',
+  (_name, createApp) => {
+    const events: GateEvent[] = []
+    let app: Server
+    let proxy: Server
+    let proxyPort: number
+    beforeAll(async () => {
+      // Listening on '::', the app sees the IPv4 proxy as ::ffff:127.0.0.1: the IPv4 entry covers it.
+      app = createApp(gateOptions({ mtls: { trustedProxies: ['127.0.0.1'] } }, events))
+      const appPort = await listen(app, '::')
+      proxy = clientCertProxy({ port: appPort }, serverCert)
+      proxyPort = await listen(proxy)
+    })
+    afterAll(async () => {
+      await close(proxy)
+      await close(app)
+    })
+    const through = (headers: Record<string, string>, client?: TestCertificate) =>
+      send({ port: proxyPort, path: ROUTE, headers, ca: serverCert, client })
+
+    it('admits a bound token with its certificate, refuses it with another or none', async () => {
+      const token = await issuer.mint({}, { certificate: alice.cert })
+      const authorization = `Bearer ${token}`
+      expectAdmitted(await through({ authorization }, alice))
+      expectRefused(await through({ authorization }, mallory), events, 'certificate_mismatch')
+      expectRefused(await through({ authorization }), events, 'certificate_missing')
+    })
+
+    it("a client's own Client-Cert field does not get through the proxy", async () => {
+      const token = await issuer.mint({}, { certificate: alice.cert })
+      const forged = { authorization: `Bearer ${token}`, 'client-cert': clientCertField(alice) }
+      expectRefused(await through(forged), events, 'certificate_missing')
+      expectRefused(await through(forged, mallory), events, 'certificate_mismatch')
     })
   },
 )

@@ -147,3 +147,42 @@ export function send(options: {
     request.end()
   })
 }
+
+/**
+ * A TLS-terminating proxy as RFC 9440 describes one: asks for a client certificate, drops any
+ * `Client-Cert` its client sent, forwards the certificate it received in its own `Client-Cert`
+ * field, and relays the request to `target` on loopback over plain HTTP.
+ */
+export function clientCertProxy(
+  target: { readonly port: number; readonly host?: string },
+  server: TestCertificate,
+): Server {
+  return createHttpsServer(
+    { cert: server.cert, key: server.key, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const headers = { ...req.headers }
+      delete headers['client-cert']
+      const peer = (req.socket as import('node:tls').TLSSocket).getPeerX509Certificate()
+      if (peer !== undefined) headers['client-cert'] = clientCertField(peer)
+      const upstream = httpRequest(
+        {
+          host: target.host ?? '127.0.0.1',
+          port: target.port,
+          path: req.url,
+          method: req.method,
+          headers,
+          agent: false,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        },
+      )
+      upstream.on('error', () => {
+        res.statusCode = 502
+        res.end()
+      })
+      req.pipe(upstream)
+    },
+  )
+}
