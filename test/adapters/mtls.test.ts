@@ -6,14 +6,10 @@
  * mismatched certificate, a bound token without a certificate, malformed and repeated fields.
  */
 import type { Server } from 'node:http'
-import { createServer } from 'node:http'
 import { Agent } from 'node:https'
 
-import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import * as fetchAdapter from '../../adapters/fetch/index.js'
-import * as honoAdapter from '../../adapters/hono/index.js'
 import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import {
@@ -23,9 +19,8 @@ import {
   type TestIssuer,
 } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
-import { APPS, type AppFactory, FETCH_HOSTS } from '../helpers/apps.js'
-import { fetchListener } from '../helpers/fetch-server.js'
-import { NEST_APPS } from '../helpers/nest-apps.js'
+import { APPS, type AppFactory } from '../helpers/apps.js'
+import { MTLS_APPS as EVERY_APP } from '../helpers/mtls-apps.js'
 import {
   type Answer,
   clientCertField,
@@ -40,39 +35,6 @@ import {
 
 const ROUTE = '/api/v1/billing/subscriptions'
 const BASE = 'https://api.example.test'
-
-/** The Hono app as @hono/node-server runs it: `app.fetch(request, { incoming, outgoing })`. */
-const honoOnNodeServer: AppFactory = (options) => {
-  const app = new Hono<honoAdapter.TollgateEnv>()
-  const auth = honoAdapter.tollgate(options)
-  app.use(auth)
-  app.get(ROUTE, (c) => c.json({ authenticated: c.get('auth') !== undefined }))
-  const server = createServer((req, res) =>
-    fetchListener((request) => app.fetch(request, { incoming: req, outgoing: res }))(req, res),
-  )
-  return Object.assign(server, { gate: auth.gate })
-}
-
-/** The Fetch adapter told of the connection: `handle(request, { socket })`. */
-const fetchWithSocket: AppFactory = (options) => {
-  const auth = fetchAdapter.tollgate(options)
-  const server = createServer((req, res) =>
-    fetchListener(async (request) => {
-      const admitted = await auth.handle(request, { socket: req.socket })
-      if (admitted.response !== undefined) return admitted.response
-      return Response.json({ authenticated: admitted.auth !== undefined })
-    })(req, res),
-  )
-  return Object.assign(server, { gate: auth.gate })
-}
-
-/** Every Node adapter on its own socket, NestJS on both platforms, Hono and Fetch as above. */
-const EVERY_APP: ReadonlyArray<readonly [string, AppFactory]> = [
-  ...APPS.filter(([name]) => !FETCH_HOSTS.has(name)),
-  ...NEST_APPS,
-  ['hono (@hono/node-server)', honoOnNodeServer],
-  ['fetch (handle with socket)', fetchWithSocket],
-]
 
 let issuer: TestIssuer
 let serverCert: TestCertificate

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { generateKeyPairSync, type JsonWebKey } from 'node:crypto'
+import { generateKeyPairSync, type JsonWebKey, X509Certificate } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -87,6 +87,13 @@ export interface StartProviderOptions {
    * each resource against the requested scopes does. Default: no such check.
    */
   readonly resourceScopesRequired?: Readonly<Record<string, string>>
+  /**
+   * Certificate-bound access tokens (RFC 8705 §3, oidc-provider's `features.mTLS`): a client
+   * registered with `tls_client_certificate_bound_access_tokens: true` gets tokens bound to the
+   * certificate in the request's RFC 9440 `Client-Cert` field, as a provider behind a
+   * TLS-terminating proxy reads it. Default false.
+   */
+  readonly mtls?: boolean
 }
 
 /** What the token endpoint answers instead of the provider (a gateway in front of it). */
@@ -254,6 +261,21 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
           },
         },
         clientCredentials: { enabled: true },
+        ...(options.mtls === true
+          ? {
+              mTLS: {
+                enabled: true,
+                certificateBoundAccessTokens: true,
+                getCertificate: (ctx: { req: IncomingMessage }) => {
+                  const value = ctx.req.headers['client-cert']
+                  const field = /^:([A-Za-z0-9+/=]+):$/.exec(String(value ?? ''))?.[1]
+                  return field === undefined
+                    ? undefined
+                    : new X509Certificate(Buffer.from(field, 'base64'))
+                },
+              },
+            }
+          : {}),
         resourceIndicators: {
           enabled: true,
           defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) =>
