@@ -68,7 +68,8 @@ function connectionThumbprint(socket: PeerSocket | undefined): string | undefine
 function boundThumbprintOf(verified: VerifiedToken, dpop: boolean): string | undefined {
   const cnf = verified.claims.cnf
   if (cnf === undefined) return undefined
-  if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) {
+  // An empty `cnf` binds to nothing anyone could check: refused, as without `mtls`.
+  if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf) || isEmpty(cnf)) {
     throw new InvalidTokenError({ reason: 'sender_constrained' })
   }
   let thumbprint: string | undefined
@@ -76,10 +77,15 @@ function boundThumbprintOf(verified: VerifiedToken, dpop: boolean): string | und
     if (member === X5T && typeof value === 'string' && THUMBPRINT.test(value)) {
       thumbprint = value
     } else if (!(member === 'jkt' && dpop)) {
-      throw new InvalidTokenError({ reason: 'sender_constrained', detail: { member } })
+      throw new InvalidTokenError({ reason: 'sender_constrained' })
     }
   }
   return thumbprint
+}
+
+function isEmpty(record: object): boolean {
+  for (const _ in record) return false
+  return true
 }
 
 /** Creates the certificate step of a gate whose `mtls` mode is `allowed` or `required`. */

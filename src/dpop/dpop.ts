@@ -61,8 +61,11 @@ function boundKeyOf(verified: VerifiedToken, certificateBound: boolean): string 
   if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) {
     throw new InvalidTokenError({ reason: 'sender_constrained' })
   }
+  const members = Object.entries(cnf)
+  // An empty `cnf` binds to nothing anyone could check: refused.
+  if (members.length === 0) throw new InvalidTokenError({ reason: 'sender_constrained' })
   let jkt: string | undefined
-  for (const [member, value] of Object.entries(cnf)) {
+  for (const [member, value] of members) {
     if (member === 'jkt' && typeof value === 'string' && JKT.test(value)) jkt = value
     else if (!(member === 'x5t#S256' && certificateBound)) {
       throw new InvalidTokenError({ reason: 'sender_constrained' })

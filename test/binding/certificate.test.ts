@@ -75,6 +75,23 @@ describe('the thumbprint (RFC 8705 §3.1)', () => {
   })
 })
 
+describe('the confirmation claim', () => {
+  it.each([
+    ['empty', {}],
+    ['an array', ['x']],
+    ['a string', 'x5t'],
+    ['a thumbprint of another length', { 'x5t#S256': 'A'.repeat(42) }],
+    ['a SHA-1 thumbprint (x5t)', { x5t: 'A'.repeat(27) }],
+    ['jkt on a gate without DPoP', { jkt: 'A'.repeat(43) }],
+  ])('refuses a cnf that is %s (sender_constrained)', async (_what, cnf) => {
+    const token = await issuer.mint({ cnf })
+    const headers = { authorization: `Bearer ${token}` }
+    expect(await reasonOf({ headers, socket: socketOf('127.0.0.1', alice) })).toBe(
+      'sender_constrained',
+    )
+  })
+})
+
 describe('where the certificate comes from', () => {
   it('the TLS connection of a client that is not a listed proxy', async () => {
     const token = await issuer.mint({}, { certificate: alice.cert })
