@@ -124,6 +124,11 @@ export type RefusalReason =
   | 'dpop_replayed'
   | 'dpop_nonce'
   | 'dpop_replay_unavailable'
+  // Certificate-bound tokens (RFC 8705 §3): the client certificate against `cnf["x5t#S256"]`
+  | 'certificate_required'
+  | 'certificate_missing'
+  | 'certificate_mismatch'
+  | 'certificate_header'
   // The tenant
   | 'tenant_missing'
   | 'tenant_malformed'

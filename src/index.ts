@@ -9,6 +9,7 @@
  * @module
  */
 
+export type { MtlsMode, MtlsOptions } from './binding/options.js'
 export type {
   DpopMode,
   DpopNonceOptions,
@@ -104,6 +105,7 @@ export type {
   Admission,
   CheckResult,
   HeadersLike,
+  PeerSocket,
   RequestLike,
   TokenClaims,
   TokenHeader,

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { X509Certificate } from 'node:crypto'
 
 /** Request headers as Node (and so Express and Koa) expose them, lower-cased names. */
 export type HeadersLike = Readonly<Record<string, string | string[] | undefined>>
@@ -26,6 +27,28 @@ export interface RequestLike {
    * sent in the body as well as in the header (RFC 6750 §2.2, §3.1). tollgate never reads bodies.
    */
   readonly body?: unknown
+  /**
+   * The connection the request came on (Node's `req.socket`, which the Node adapters pass): its
+   * peer address, and on TLS the client certificate. Read only by certificate-bound tokens (the
+   * `mtls` option, RFC 8705).
+   */
+  readonly socket?: PeerSocket | undefined
+}
+
+/**
+ * What the gate reads of a connection: Node's `net.Socket` and `tls.TLSSocket` fit as they are.
+ * A host without Node sockets builds one: the proxy's address, or the TLS client certificate.
+ */
+export interface PeerSocket {
+  /** The peer's IP address (`127.0.0.1`, `::ffff:10.0.0.5`): compared with `mtls.trustedProxies`. */
+  readonly remoteAddress?: string | undefined
+  /** The client certificate of a TLS connection, `undefined` when the client sent none. */
+  getPeerX509Certificate?(): X509Certificate | undefined
+  /**
+   * The TLS version (`'TLSv1.3'`): the certificate of a TLS 1.3 connection, which cannot
+   * renegotiate, is read once per connection.
+   */
+  getProtocol?(): string | null
 }
 
 /** The JOSE header of a verified token, as far as tollgate reads it. */

@@ -14,9 +14,9 @@ import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 /** The request as the gate reads it. */
 export function requestOf(req: Request): RequestLike {
-  const { headers, rawHeaders, method, originalUrl: url, body } = req
-  const secure = (req.socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders, method, url, body, secure }
+  const { headers, rawHeaders, method, originalUrl: url, body, socket } = req
+  const secure = (socket as { encrypted?: boolean }).encrypted === true
+  return { headers, rawHeaders, method, url, body, secure, socket }
 }
 
 /** Sets `req.auth` (when admitted with a token) and the admission's headers. */

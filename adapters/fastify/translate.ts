@@ -13,8 +13,9 @@ import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 /** The request as the gate reads it. */
 export function requestOf(request: FastifyRequest): RequestLike {
   const { headers, method, url, body, raw } = request
-  const secure = (raw.socket as { encrypted?: boolean } | null)?.encrypted === true
-  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure }
+  const socket = raw.socket ?? undefined
+  const secure = (socket as { encrypted?: boolean } | undefined)?.encrypted === true
+  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure, socket }
 }
 
 /** Sets `request.auth` (`undefined` when admitted without a token) and the admission's headers. */

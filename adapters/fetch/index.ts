@@ -10,7 +10,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
-import type { Admission, CheckResult } from '../../src/types.js'
+import type { Admission, CheckResult, PeerSocket } from '../../src/types.js'
 
 /** The request may proceed: what the gate admitted, and the headers to add to the response. */
 export interface Admitted {
@@ -53,6 +53,14 @@ export interface HandleOptions {
    * it would through both gates' middleware in the other adapters.
    */
   readonly guards?: readonly FetchGuard[] | undefined
+  /**
+   * What the host knows of the request's connection, which a Fetch `Request` does not carry:
+   * its peer address (`remoteAddress`, compared with `mtls.trustedProxies`) and, on TLS, the
+   * client certificate (`getPeerX509Certificate()`). Read only for certificate-bound tokens
+   * (`mtls`); without it such a token is refused. Node's `socket` fits as it is; elsewhere, for
+   * example on Deno, `{ remoteAddress: info.remoteAddr.hostname }`.
+   */
+  readonly socket?: PeerSocket | undefined
 }
 
 /** What {@link FetchTollgate.withAuth} takes besides the handler. */
@@ -111,6 +119,8 @@ type GuardStep = (
 const GUARD_STEPS = new WeakMap<FetchGuard, GuardStep>()
 
 const refusalOf = (outcome: Admitted | Answered): Response | undefined => outcome.response
+// The connection `handle()` was told of, for the guards of other gates that decide on the request.
+const SOCKETS = new WeakMap<Request, PeerSocket>()
 
 function withHeaders(response: Response, headers: Readonly<Record<string, string>>): Response {
   const names = Object.keys(headers)
@@ -158,7 +168,7 @@ export function tollgate(options: GateOptions): FetchTollgate {
     body: unknown,
     headers?: Readonly<Record<string, string>>,
   ): Admitted | Answered | Promise<Admitted | Answered> {
-    const view = requestOfFetch(request, body)
+    const view = requestOfFetch(request, body, SOCKETS.get(request))
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return { response: responseOfFetch(metadata) }
     const decided = decide(view)
@@ -212,6 +222,7 @@ export function tollgate(options: GateOptions): FetchTollgate {
 
   async function handle(request: Request, options?: HandleOptions): Promise<Admitted | Answered> {
     let admitted = decisions.of(request) as Admitted | undefined
+    if (options?.socket !== undefined) SOCKETS.set(request, options.socket)
     if (admitted === undefined) {
       const pending = decideOn(request, options?.body)
       const decided = pending instanceof Promise ? await pending : pending

@@ -11,7 +11,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
-import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
+import type { Admission, CheckResult, PeerSocket, RequestLike } from '../../src/types.js'
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -50,6 +50,16 @@ const FORM = 'application/x-www-form-urlencoded'
  * not on GET or HEAD, whose body is no credential channel (and which a Fetch host hands over
  * without one).
  */
+/**
+ * The connection, on Node: `@hono/node-server` hands the handler `{ incoming, outgoing }` as its
+ * bindings (what its `getConnInfo` reads). Other hosts give no socket: `undefined`.
+ */
+function socketOf(c: Context): PeerSocket | undefined {
+  const incoming = (c.env as { incoming?: { socket?: unknown } } | undefined)?.incoming
+  const socket = incoming?.socket
+  return typeof socket === 'object' && socket !== null ? (socket as PeerSocket) : undefined
+}
+
 function requestOf(c: Context): RequestLike | Promise<RequestLike> {
   const type = c.req.header('content-type')
   const method = c.req.method
@@ -60,9 +70,9 @@ function requestOf(c: Context): RequestLike | Promise<RequestLike> {
     type.split(';', 1)[0]?.trim().toLowerCase() !== FORM
   ) {
     // No body to wait for: no promise (issue 24, the hit path).
-    return requestOfFetch(c.req.raw)
+    return requestOfFetch(c.req.raw, undefined, socketOf(c))
   }
-  return c.req.parseBody().then((body) => requestOfFetch(c.req.raw, body))
+  return c.req.parseBody().then((body) => requestOfFetch(c.req.raw, body, socketOf(c)))
 }
 
 function send(c: Context, { status, headers, body }: ErrorResponse): Response {

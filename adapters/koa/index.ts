@@ -35,8 +35,9 @@ export interface TollgateMiddleware
 function requestOf(ctx: Context): RequestLike {
   const { headers, method, originalUrl: url } = ctx
   const body = (ctx.request as { body?: unknown }).body
-  const secure = (ctx.req.socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body, secure }
+  const socket = ctx.req.socket
+  const secure = (socket as { encrypted?: boolean }).encrypted === true
+  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body, secure, socket }
 }
 
 const RESOLVED = Promise.resolve()

@@ -51,19 +51,25 @@ const NONCE_MAC_BYTES = 16
 const AMBIGUOUS_PATH = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)|\\|%5c/i
 
 /**
- * The token's `cnf.jkt` (RFC 9449 §6.1), `undefined` when it is unbound. A confirmation tollgate
- * cannot check (mTLS `x5t#S256`, RFC 8705, or anything beyond `jkt`) refuses the token.
+ * The token's `cnf.jkt` (RFC 9449 §6.1), `undefined` when it has none. A confirmation this gate
+ * cannot check (mTLS `x5t#S256`, RFC 8705, without `mtls` on, or anything else) refuses the token;
+ * with `mtls` on, the certificate step checks `x5t#S256`, and a token that has both needs both.
  */
-function boundKeyOf(verified: VerifiedToken): string | undefined {
+function boundKeyOf(verified: VerifiedToken, certificateBound: boolean): string | undefined {
   const cnf = verified.claims.cnf
   if (cnf === undefined) return undefined
   if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) {
     throw new InvalidTokenError({ reason: 'sender_constrained' })
   }
-  const members = Object.keys(cnf)
-  const jkt = (cnf as Record<string, unknown>).jkt
-  if (members.length !== 1 || typeof jkt !== 'string' || !JKT.test(jkt)) {
-    throw new InvalidTokenError({ reason: 'sender_constrained' })
+  const members = Object.entries(cnf)
+  // An empty `cnf` binds to nothing anyone could check: refused.
+  if (members.length === 0) throw new InvalidTokenError({ reason: 'sender_constrained' })
+  let jkt: string | undefined
+  for (const [member, value] of members) {
+    if (member === 'jkt' && typeof value === 'string' && JKT.test(value)) jkt = value
+    else if (!(member === 'x5t#S256' && certificateBound)) {
+      throw new InvalidTokenError({ reason: 'sender_constrained' })
+    }
   }
   return jkt
 }
@@ -162,7 +168,7 @@ function createNonces(secret: Buffer, lifetimeSeconds: number) {
 /** Creates the DPoP step of a gate whose DPoP mode is `allowed` or `required`. */
 export function createDpopStep(
   options: NormalizedDpopOptions,
-  context: { readonly clockToleranceSeconds: number },
+  context: { readonly clockToleranceSeconds: number; readonly certificateBound?: boolean },
 ): DpopStep {
   const { mode, target, replay } = options
   const proofs = createProofChecker({
@@ -186,7 +192,7 @@ export function createDpopStep(
 
   return {
     async confirm(request, scheme, token, verified) {
-      const jkt = boundKeyOf(verified)
+      const jkt = boundKeyOf(verified, context.certificateBound === true)
       if (scheme === 'Bearer') {
         // RFC 9449 §7.2: a bound token sent as a bearer token is a stolen token being tried.
         if (jkt !== undefined) throw new InvalidTokenError({ reason: 'dpop_binding' })

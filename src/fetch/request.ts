@@ -7,7 +7,7 @@
 import type { ErrorResponse } from '../errors.js'
 import type { CallbackRequest } from '../revocation/callback-body.js'
 import type { CallbackResponse } from '../revocation/callbacks.js'
-import type { HeadersLike, RequestLike } from '../types.js'
+import type { HeadersLike, PeerSocket, RequestLike } from '../types.js'
 
 // What follows ", " in a joined Authorization value when a second field was joined to the first:
 // a scheme alone, or a scheme and token68 credentials (RFC 9110 §11.4). Auth-params of a single
@@ -126,9 +126,10 @@ const FIELDS: ProxyHandler<FetchFields> = {
 /**
  * The {@link RequestLike} of a Fetch `Request`. `body` is the body the application parsed before
  * the gate, if any (it is used only to refuse a token sent in the body as well, RFC 6750 §2.2):
- * the request's own body stream is never read.
+ * the request's own body stream is never read. A Fetch `Request` says nothing of its connection:
+ * `socket` is what the host told the application of it (peer address, TLS client certificate).
  */
-export function requestOfFetch(request: Request, body?: unknown): RequestLike {
+export function requestOfFetch(request: Request, body?: unknown, socket?: PeerSocket): RequestLike {
   const url = request.url
   const view = new FetchFields(request.headers, url)
   const headers = new Proxy(view, FIELDS) as unknown as HeadersLike
@@ -145,6 +146,7 @@ export function requestOfFetch(request: Request, body?: unknown): RequestLike {
     url: targetOf(url),
     secure: url.startsWith('https:'),
     body,
+    socket,
   }
 }
 

@@ -76,12 +76,13 @@ export type AdmitNow = (
 
 /** {@link AdmitNow} for a gate, its steps read once from `context`. */
 export function admitNowWith(context: AdmissionContext): AdmitNow {
-  const { revoked, resolveTenant, consumeNow, emit, refusal } = context
+  const { revoked, certificate, resolveTenant, consumeNow, emit, refusal } = context
   return function admitNow(request, verdict, scheme, startedAt) {
     let tenant: ResolvedTenant | undefined
     try {
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) throw revocationRefusal
+      certificate?.confirm(request, verdict.verified)
       if (resolveTenant === undefined) return accept(emit, request, verdict, startedAt)
       tenant = resolveTenant(verdict.verified) as ResolvedTenant
       const headers =

@@ -22,7 +22,7 @@ export type Admit = (
 
 /** {@link Admit} for a gate, its steps read once from `context`. */
 export function admitWith(context: AdmissionContext): Admit {
-  const { verifier, revoked, dpop, resolveTenant, limiter, emit, refusal } = context
+  const { verifier, revoked, certificate, dpop, resolveTenant, limiter, emit, refusal } = context
   return async function admit(request, token, scheme, pending, startedAt) {
     let issuer: string | undefined
     let tenant: ResolvedTenant | undefined
@@ -35,6 +35,11 @@ export function admitWith(context: AdmissionContext): Admit {
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
         throw revocationRefusal
+      }
+      if (certificate !== undefined) {
+        issuer = verdict.admission.issuer
+        // Before the DPoP proof: a refused certificate takes no place in the replay cache.
+        certificate.confirm(request, verdict.verified)
       }
       let proofHeaders = NO_HEADERS
       if (dpop !== undefined) {

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { CertificateStep } from '../binding/certificate.js'
 import type { DpopStep } from '../dpop/dpop.js'
 import type { Emit } from '../events.js'
 import type { TenantLimiter } from '../limits/rate-limit.js'
@@ -20,6 +21,8 @@ export interface AdmissionSteps {
   readonly credentialsRequired: boolean
   readonly verifier: Verifier
   readonly revoked: Revocation | undefined
+  /** Certificate-bound tokens (`mtls`): no I/O, so it runs on the synchronous path too. */
+  readonly certificate: CertificateStep | undefined
   readonly dpop: DpopStep | undefined
   readonly resolveTenant: TenantResolver | undefined
   /** Whether the tenant options have a `policy` hook, which `resolveTenant` may wait on. */

@@ -1,6 +1,7 @@
 /**
  * The admission pipeline: decides one request (bearer extraction → verification (cache, JWS, keys,
- * signature, claims) → revocation → DPoP proof, when on → tenant → rate limit) and runs the
+ * signature, claims) → revocation → client certificate and DPoP proof, when on → tenant → rate
+ * limit) and runs the
  * guards. Built once per gate from the steps `openGate()` wired; knows nothing of HTTP settings:
  * every refusal goes to the gate's one refusal point. The parts: `admission-context.ts` (the
  * steps and settings, taken once), `admission-decide.ts` (credentials, and the way to the answer),
@@ -68,11 +69,19 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
         tenant: auth?.tenant,
         plan: auth?.plan,
         startedAt,
-        // Only a DPoP request gets a bound token admitted.
-        scheme: auth?.claims.cnf === undefined ? 'Bearer' : 'DPoP',
+        // Only a DPoP request gets a DPoP-bound token admitted (a certificate-bound one is Bearer).
+        scheme: dpopBound(auth) ? 'DPoP' : 'Bearer',
       })
     }
   }
 
   return { decide, check, authorize }
+}
+
+/** Whether an admitted token is DPoP-bound (`cnf.jkt`), so was sent with the `DPoP` scheme. */
+function dpopBound(auth: Admission | undefined): boolean {
+  const cnf = auth?.claims.cnf
+  return (
+    typeof cnf === 'object' && cnf !== null && (cnf as Record<string, unknown>).jkt !== undefined
+  )
 }

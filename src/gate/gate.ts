@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { createCertificateStep } from '../binding/certificate.js'
 import { createChallenger } from '../challenge.js'
 import { createDpopStep } from '../dpop/dpop.js'
 import { type ErrorResponse, TokenMissingError } from '../errors.js'
@@ -116,9 +117,15 @@ export function openGate(
   const emit = createEmit(options.onEvent)
   const caches = createVerdictCaches(normalized.cache)
   const dpopOptions = normalized.dpop
+  const mtlsOptions = normalized.mtls
   const dpop =
     dpopOptions &&
-    createDpopStep(dpopOptions, { clockToleranceSeconds: normalized.claims.clockToleranceSeconds })
+    createDpopStep(dpopOptions, {
+      clockToleranceSeconds: normalized.claims.clockToleranceSeconds,
+      certificateBound: mtlsOptions !== undefined,
+    })
+  const certificate =
+    mtlsOptions && createCertificateStep(mtlsOptions, { dpop: dpopOptions !== undefined })
   const metadata =
     normalized.resourceMetadata &&
     createResourceMetadata(normalized.resourceMetadata, {
@@ -127,6 +134,7 @@ export function openGate(
         algorithms: dpopOptions.algorithms,
         required: dpopOptions.mode === 'required',
       },
+      mtls: normalized.mtls !== undefined,
     })
   const challenge = createChallenger({
     realm,
@@ -148,9 +156,11 @@ export function openGate(
   const jwtVerifier = createVerifier({
     keys: issuers,
     algorithms: new Set(normalized.algorithms),
-    // With DPoP on, `cnf` is judged by the DPoP step on every request, cache hits included.
+    // With DPoP or mTLS on, `cnf` is judged by their steps on every request, cache hits included.
     rules:
-      dpop === undefined ? normalized.claims : { ...normalized.claims, confirmationChecked: true },
+      dpop === undefined && certificate === undefined
+        ? normalized.claims
+        : { ...normalized.claims, confirmationChecked: true },
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
   })
@@ -181,6 +191,7 @@ export function openGate(
     credentialsRequired,
     verifier,
     revoked,
+    certificate,
     dpop,
     resolveTenant,
     tenantPolicy: normalized.tenant?.policy !== undefined,

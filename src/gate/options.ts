@@ -7,6 +7,7 @@
  * @module
  */
 
+import { type MtlsOptions, normalizeMtlsOptions } from '../binding/options.js'
 import { type DpopOptions, normalizeDpopOptions } from '../dpop/options.js'
 import type { GateEventListener } from '../events.js'
 import {
@@ -129,6 +130,12 @@ export interface GateOptions {
   readonly onEvent?: GateEventListener
   /** DPoP-bound tokens (RFC 9449). Default mode `off`: `cnf`-bound tokens are refused. */
   readonly dpop?: DpopOptions
+  /**
+   * Certificate-bound tokens (RFC 8705 §3): a token with `cnf["x5t#S256"]` is admitted only with
+   * that client certificate, from the request's TLS connection or a trusted proxy's RFC 9440
+   * `Client-Cert` field. Default off: such tokens are refused. See `MtlsOptions`.
+   */
+  readonly mtls?: MtlsOptions
   /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
   readonly resourceMetadata?: ResourceMetadataOptions
 }
@@ -489,6 +496,11 @@ export const gateSchema = group<GateOptions>()(
       accepts: 'mode, publicBaseUrl or allowedHosts, replay, nonce, …',
       default: "mode 'off'",
       see: 'reference/dpop-options.md',
+    }),
+    mtls: custom(normalizeMtlsOptions, {
+      accepts: 'mode, trustedProxies',
+      default: 'off: certificate-bound tokens refused',
+      see: 'mtls.md#options',
     }),
     resourceMetadata: custom(normalizeResourceMetadataOptions, {
       accepts: '{ resource, scopesSupported?, authorizationServers?, extra? }',

@@ -61,6 +61,7 @@ const DERIVED_MEMBERS = new Set([
   'bearer_methods_supported',
   'dpop_signing_alg_values_supported',
   'dpop_bound_access_tokens_required',
+  'tls_client_certificate_bound_access_tokens',
 ])
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
 
@@ -164,6 +165,8 @@ export function createResourceMetadata(
     readonly dpop:
       | { readonly algorithms: readonly string[]; readonly required: boolean }
       | undefined
+    /** Whether certificate-bound tokens (RFC 8705) are accepted: the `mtls` option is on. */
+    readonly mtls?: boolean
   },
 ): ResourceMetadata {
   const url = metadataUrlOf(options.resource)
@@ -188,6 +191,8 @@ export function createResourceMetadata(
     document.dpop_signing_alg_values_supported = [...context.dpop.algorithms]
     document.dpop_bound_access_tokens_required = context.dpop.required
   }
+  // RFC 9728 §2: support for mutual-TLS certificate-bound access tokens (RFC 8705).
+  if (context.mtls === true) document.tls_client_certificate_bound_access_tokens = true
   Object.assign(document, options.extra)
   const body = JSON.stringify(document)
   const answer: ErrorResponse = { status: 200, headers: RESPONSE_HEADERS, body }

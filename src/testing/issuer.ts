@@ -4,9 +4,10 @@
  *
  * @module
  */
-import { randomUUID, type webcrypto } from 'node:crypto'
+import { randomUUID, type webcrypto, X509Certificate } from 'node:crypto'
 import { validateHeaderValue } from 'node:http'
 
+import { certificateThumbprint } from '../binding/certificate.js'
 import { checkFault, type TestIssuerFault } from './faults.js'
 import { isFinalStatus, listenOnLoopback } from './http.js'
 import {
@@ -54,9 +55,40 @@ export interface MintOptions {
    * A `claims.cnf` wins over it.
    */
   readonly dpop?: { readonly jkt: string } | undefined
+  /**
+   * Bind the token to this client certificate (PEM text, DER bytes or an `X509Certificate`): adds
+   * `cnf: { "x5t#S256": … }` (RFC 8705 §3.1), beside `jkt` when `dpop` is given too. A
+   * `claims.cnf` wins over it.
+   */
+  readonly certificate?: string | Uint8Array | X509Certificate | undefined
 }
 
-const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds', 'dpop']
+const MINT_OPTIONS = ['realm', 'alg', 'kid', 'header', 'expiresInSeconds', 'dpop', 'certificate']
+
+/** `cnf` of a minted token: the DPoP key's thumbprint and the certificate's, when given. */
+function confirmationOf(options: MintOptions): Record<string, string> | undefined {
+  const { dpop, certificate } = options
+  if (dpop === undefined && certificate === undefined) return undefined
+  let x5t: string | undefined
+  if (certificate !== undefined) {
+    let parsed: X509Certificate
+    try {
+      parsed =
+        certificate instanceof X509Certificate
+          ? certificate
+          : new X509Certificate(
+              typeof certificate === 'string' ? certificate : Buffer.from(certificate),
+            )
+    } catch (error) {
+      throw new TypeError(
+        'mint(claims, options): "certificate" must be a certificate: PEM text, DER bytes or an X509Certificate',
+        { cause: error },
+      )
+    }
+    x5t = certificateThumbprint(parsed)
+  }
+  return withoutUndefined({ jkt: dpop?.jkt, 'x5t#S256': x5t }) as Record<string, string>
+}
 const LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout'
 const LOGOUT_TOKEN_SECONDS = 120
 
@@ -334,7 +366,7 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
       iat: now,
       exp: now + (mintOptions.expiresInSeconds ?? ACCESS_TOKEN_SECONDS),
       jti: randomUUID(),
-      cnf: mintOptions.dpop === undefined ? undefined : { jkt: mintOptions.dpop.jkt },
+      cnf: confirmationOf(mintOptions),
       ...claims,
     })
     const header = withoutUndefined({

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { generateKeyPairSync, type JsonWebKey } from 'node:crypto'
+import { generateKeyPairSync, type JsonWebKey, X509Certificate } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -99,6 +99,13 @@ export interface StartProviderOptions {
   readonly introspection?: boolean
   /** Resource indicators whose access tokens are opaque (oidc-provider's `accessTokenFormat`). */
   readonly opaqueResources?: readonly string[]
+  /**
+   * Certificate-bound access tokens (RFC 8705 §3, oidc-provider's `features.mTLS`): a client
+   * registered with `tls_client_certificate_bound_access_tokens: true` gets tokens bound to the
+   * certificate in the request's RFC 9440 `Client-Cert` field, as a provider behind a
+   * TLS-terminating proxy reads it. Default false.
+   */
+  readonly mtls?: boolean
 }
 
 /** What the token endpoint answers instead of the provider (a gateway in front of it). */
@@ -283,6 +290,21 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
               introspection: { enabled: true, allowedPolicy: async () => true },
               jwtIntrospection: { enabled: true },
               revocation: { enabled: true },
+            }
+          : {}),
+        ...(options.mtls === true
+          ? {
+              mTLS: {
+                enabled: true,
+                certificateBoundAccessTokens: true,
+                getCertificate: (ctx: { req: IncomingMessage }) => {
+                  const value = ctx.req.headers['client-cert']
+                  const field = /^:([A-Za-z0-9+/=]+):$/.exec(String(value ?? ''))?.[1]
+                  return field === undefined
+                    ? undefined
+                    : new X509Certificate(Buffer.from(field, 'base64'))
+                },
+              },
             }
           : {}),
         resourceIndicators: {

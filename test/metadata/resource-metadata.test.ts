@@ -64,6 +64,26 @@ describe('createResourceMetadata', () => {
     })
   })
 
+  it('says certificate-bound tokens are accepted when mtls is on (RFC 9728 §2)', () => {
+    const context = {
+      authorizationServers: ['https://sso.example.test/realms/acme'],
+      dpop: undefined,
+    }
+    const options = normalizeResourceMetadataOptions({ resource: 'https://api.example.test/mcp' })
+    expect(
+      createResourceMetadata(options as never, { ...context, mtls: true }).document,
+    ).toMatchObject({ tls_client_certificate_bound_access_tokens: true })
+    expect(createResourceMetadata(options as never, context).document).not.toHaveProperty(
+      'tls_client_certificate_bound_access_tokens',
+    )
+    expect(() =>
+      normalizeResourceMetadataOptions({
+        resource: 'https://api.example.test/mcp',
+        extra: { tls_client_certificate_bound_access_tokens: false },
+      }),
+    ).toThrow('tls_client_certificate_bound_access_tokens')
+  })
+
   it('answers GET and HEAD of its path only', () => {
     const path = '/.well-known/oauth-protected-resource/mcp'
     expect(metadata.respond({ method: 'GET', url: path, headers: {} })?.status).toBe(200)

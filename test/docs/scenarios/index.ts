@@ -4,6 +4,7 @@ import { CLIENTS } from './clients.js'
 import { FRAMEWORKS } from './frameworks.js'
 import { GATEWAY } from './gateway.js'
 import { INTROSPECTION } from './introspection.js'
+import { MTLS } from './mtls.js'
 import { NESTJS } from './nestjs.js'
 import { OPERATING } from './operating.js'
 import { PROVIDERS } from './providers.js'
@@ -30,4 +31,5 @@ export const SCENARIOS: ScenarioTable = {
   ...STORES,
   ...RUNTIMES,
   ...NESTJS,
+  ...MTLS,
 }
