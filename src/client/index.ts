@@ -30,5 +30,12 @@ export type {
 export type { TokenParameters } from './parameters.js'
 export type { EnvReference, SecretInput } from './secrets.js'
 export { fromEnv } from './secrets.js'
+export type { TokenExchange } from './token-exchange.js'
+export { createTokenExchange } from './token-exchange.js'
+export type {
+  ExchangeProfile,
+  ExchangeTarget,
+  TokenExchangeOptions,
+} from './token-exchange-options.js'
 export type { TokenSource } from './token-source.js'
 export { createTokenSource } from './token-source.js'

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { audienceAsResource } from './dev-audience.js'
 import { followAuthorization } from './dev-authorize.js'
 import { configuration, ROUTES } from './dev-configuration.js'
+import { registerExchangeGrants } from './dev-exchange.js'
 import { loopbackHosts, refuseInProduction } from './dev-guard.js'
 import { answerInteraction } from './dev-interaction.js'
 import { sendLogoutToken } from './dev-logout.js'
@@ -68,6 +69,7 @@ export interface DevProvider {
 export type {
   DevClient,
   DevClientAuth,
+  DevExchangePolicy,
   DevGrantType,
   DevProviderOptions,
   DevResource,
@@ -79,7 +81,8 @@ const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
  * Starts a development OpenID provider on 127.0.0.1, with Keycloak's paths under
  * `/realms/{realm}`: discovery, an authorization endpoint with a sign-in page listing `users`
  * (PKCE required), a token endpoint for `authorization_code`, `refresh_token` (rotated, reuse
- * revokes the grant) and `client_credentials`, honouring `scope`, `resource` (RFC 8707) and `audience`, ID
+ * revokes the grant), `client_credentials` and token exchange (RFC 8693, and Entra's on-behalf-of
+ * shape, per each client's `exchange` policy), honouring `scope`, `resource` (RFC 8707) and `audience`, ID
  * tokens with profile claims, userinfo, end-session and back-channel logout. Refusals are
  * oidc-provider's, as any certified provider answers: `invalid_client`, `invalid_grant`,
  * `invalid_scope`, `invalid_target`. Everything is kept in memory. Close it when done.
@@ -123,6 +126,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
 
   const build = () => {
     const next = new oidc.default(issuer, configuration(settings, oidc, keys, store, cookieKeys))
+    registerExchangeGrants(next, issuer, settings, () => keys)
     provider = next
     handler = next.callback()
   }

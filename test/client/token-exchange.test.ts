@@ -1,0 +1,258 @@
+/**
+ * `createTokenExchange()` against the development provider's token-exchange grant: a user's
+ * gateway token traded for an office token with `act`, cached per subject, target and scope, one
+ * request per key, never served past the subject token's `exp`, and the provider's refusals as
+ * typed errors with its `error` and `error_description`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { createTokenExchange, type TokenExchangeOptions } from '../../src/client/index.js'
+import { createGate, keycloak } from '../../src/index.js'
+import type { DevProvider } from '../../src/testing/index.js'
+import {
+  claimsOf,
+  DESK,
+  GATEWAY_CLIENT,
+  JOB,
+  OFFICE,
+  OFFICE_CLIENT,
+  PULSE,
+  startExchangeProvider,
+  userToken,
+} from '../helpers/exchange.js'
+import { startRedisServer } from '../helpers/redis.js'
+
+describe('createTokenExchange', () => {
+  let provider: DevProvider
+  let aliceGateway: string
+  const exchanges: string[] = []
+
+  const countingFetch: typeof fetch = async (input, init) => {
+    const body = new URLSearchParams(String(init?.body ?? ''))
+    exchanges.push(body.get('grant_type') ?? '')
+    return fetch(input, init)
+  }
+
+  beforeAll(async () => {
+    provider = await startExchangeProvider()
+    aliceGateway = await userToken(provider)
+  })
+  afterAll(() => provider?.close())
+
+  const exchangerFor = (
+    client: { clientId: string; clientSecret: string },
+    more: Partial<TokenExchangeOptions> = {},
+  ) =>
+    createTokenExchange({
+      issuer: keycloak({ authUrl: provider.url, realm: provider.realm }),
+      ...client,
+      fetch: countingFetch,
+      ...more,
+    })
+
+  it('trades the user’s gateway token for an office token naming the user and the gateway as actor, admitted at the office', async () => {
+    const exchanger = exchangerFor(GATEWAY_CLIENT)
+    const token = await exchanger.exchange(aliceGateway, {
+      audience: 'office',
+      scope: 'office:records:read',
+    })
+    expect(claimsOf(token)).toMatchObject({
+      sub: 'alice',
+      aud: 'office',
+      scope: 'office:records:read',
+      client_id: 'gateway',
+      act: { sub: 'gateway' },
+      tenant: 'acme',
+    })
+    expect((claimsOf(token)['exp'] as number) <= (claimsOf(aliceGateway)['exp'] as number)).toBe(
+      true,
+    )
+    const office = createGate({
+      issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+      audience: 'office',
+    })
+    const { auth } = await office.check({ headers: { authorization: `Bearer ${token}` } })
+    expect(auth?.subject).toBe('alice')
+  })
+
+  it('reads the profile from the issuer: Keycloak sends a string target as audience, rfc8693 as resource', async () => {
+    expect(exchangerFor(GATEWAY_CLIENT).profile).toBe('keycloak')
+    const rfc = exchangerFor(GATEWAY_CLIENT, { profile: 'rfc8693' })
+    const token = await rfc.exchange(aliceGateway, OFFICE)
+    expect(claimsOf(token)).toMatchObject({ aud: 'office', act: { sub: 'gateway' } })
+    const keycloakShaped = await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office')
+    expect(claimsOf(keycloakShaped)['aud']).toBe('office')
+  })
+
+  it('answers from the cache per subject token, target and scope, with one request in flight per key', async () => {
+    const exchanger = exchangerFor(GATEWAY_CLIENT)
+    const before = exchanges.length
+    const target = { audience: 'office', scope: 'office:records:read' }
+    const tokens = await Promise.all(
+      Array.from({ length: 20 }, () => exchanger.exchange(aliceGateway, target)),
+    )
+    expect(new Set(tokens).size).toBe(1)
+    expect(exchanges.length - before).toBe(1)
+    // Same key, later: the cache; the scope given as an array in another order is the same key.
+    await exchanger.exchange(aliceGateway, { audience: 'office', scope: ['office:records:read'] })
+    expect(exchanges.length - before).toBe(1)
+    // Another scope, another key; another subject token, another key.
+    await exchanger.exchange(aliceGateway, { audience: 'office' })
+    const bobGateway = await userToken(provider, { user: 'bob' })
+    const bobs = await exchanger.exchange(bobGateway, target)
+    expect(claimsOf(bobs)['sub']).toBe('bob')
+    expect(exchanges.filter((grant) => grant.endsWith('token-exchange')).length - before).toBe(3)
+  })
+
+  it('never serves an exchanged token past the subject token’s exp, and never sends an expired subject token', async () => {
+    let now = Date.now()
+    const exchanger = exchangerFor(GATEWAY_CLIENT, { clock: { now: () => now } })
+    const subjectExp = claimsOf(aliceGateway)['exp'] as number
+    const before = exchanges.length
+    await exchanger.exchange(aliceGateway, 'office')
+    expect(exchanges.length - before).toBe(1)
+    now = subjectExp * 1000
+    await expect(exchanger.exchange(aliceGateway, 'office')).rejects.toMatchObject({
+      name: 'TokenSourceError',
+      code: 'ERR_SUBJECT_TOKEN_REFUSED',
+      retryable: false,
+    })
+    expect(exchanges.length - before).toBe(1)
+  })
+
+  it('turns the provider’s refusals into typed errors carrying its error and error_description', async () => {
+    const gateway = exchangerFor(GATEWAY_CLIENT)
+    // A product the gateway may not exchange for.
+    const target = await gateway.exchange(aliceGateway, 'desk').catch((error: unknown) => error)
+    expect(target).toMatchObject({
+      code: 'ERR_TOKEN_REQUEST_REFUSED',
+      oauthError: 'invalid_target',
+      oauthErrorDescription: 'this client may not exchange tokens for that product',
+      retryable: false,
+    })
+    // A client without an exchange policy.
+    const job = await exchangerFor(JOB)
+      .exchange(aliceGateway, 'office')
+      .catch((error: unknown) => error)
+    expect(job).toMatchObject({ code: 'ERR_CLIENT_REFUSED', oauthError: 'unauthorized_client' })
+    // A subject token for another audience: the office may exchange office tokens only.
+    const foreign = await exchangerFor(OFFICE_CLIENT)
+      .exchange(aliceGateway, 'desk')
+      .catch((error: unknown) => error)
+    expect(foreign).toMatchObject({
+      code: 'ERR_SUBJECT_TOKEN_REFUSED',
+      oauthError: 'invalid_grant',
+      oauthErrorDescription:
+        'the subject token is not for a product whose tokens this client may exchange',
+    })
+    // A scope the target does not have.
+    await expect(
+      gateway.exchange(aliceGateway, { audience: 'office', scope: 'pulse:read' }),
+    ).rejects.toMatchObject({ oauthError: 'invalid_scope' })
+    // Nothing about the token in the messages.
+    for (const error of [target, job, foreign]) {
+      expect(String((error as Error).message)).not.toContain(aliceGateway.slice(-20))
+    }
+    expect(PULSE).toBeDefined()
+  })
+
+  it('nests the chain: the office exchanging the gateway’s exchanged token for the desk yields act { office, act { gateway } }', async () => {
+    const office = await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, {
+      resource: OFFICE,
+    })
+    const desk = await exchangerFor(OFFICE_CLIENT).exchange(office, { resource: DESK })
+    expect(claimsOf(desk)).toMatchObject({
+      sub: 'alice',
+      aud: 'desk',
+      act: { sub: 'office', act: { sub: 'gateway' } },
+    })
+  })
+
+  it('retries an unavailable provider with the token source’s policy, and does not retry a refusal', async () => {
+    let calls = 0
+    const flaky: typeof fetch = async (input, init) => {
+      calls++
+      if (calls === 1) return new Response('', { status: 503 })
+      return fetch(input, init)
+    }
+    const exchanger = exchangerFor(GATEWAY_CLIENT, {
+      fetch: flaky,
+      retry: { attempts: 3, baseDelayMs: 1, maxDelayMs: 5 },
+    })
+    const token = await exchanger
+      .exchange(aliceGateway, { audience: 'office', scope: 'office:records:write' })
+      .catch((e) => e)
+    expect(token).toMatchObject({ code: 'ERR_TOKEN_REQUEST_REFUSED', oauthError: 'invalid_scope' })
+    expect(calls).toBe(2)
+    calls = 1
+    const refused = await exchanger.exchange(aliceGateway, 'desk').catch((error: unknown) => error)
+    expect(refused).toMatchObject({ oauthError: 'invalid_target' })
+    expect(calls).toBe(2)
+  })
+
+  it('speaks Entra’s on-behalf-of shape: the jwt-bearer grant with requested_token_use=on_behalf_of and a .default scope', async () => {
+    const sent: URLSearchParams[] = []
+    const exchanger = exchangerFor(GATEWAY_CLIENT, {
+      profile: 'entra',
+      fetch: async (input, init) => {
+        sent.push(new URLSearchParams(String(init?.body ?? '')))
+        return fetch(input, init)
+      },
+    })
+    const token = await exchanger.exchange(aliceGateway, OFFICE)
+    expect(sent[0]?.get('grant_type')).toBe('urn:ietf:params:oauth:grant-type:jwt-bearer')
+    expect(sent[0]?.get('requested_token_use')).toBe('on_behalf_of')
+    expect(sent[0]?.get('scope')).toBe(`${OFFICE}/.default`)
+    expect(sent[0]?.has('subject_token')).toBe(false)
+    expect(claimsOf(token)).toMatchObject({ sub: 'alice', aud: 'office', act: { sub: 'gateway' } })
+  })
+
+  it('shares exchanged tokens through the token source’s Redis cache: a second instance asks nobody', async () => {
+    const redis = await startRedisServer()
+    try {
+      const client = await redis.client()
+      const first = exchangerFor(GATEWAY_CLIENT, { sharedCache: { redis: client } })
+      const second = exchangerFor(GATEWAY_CLIENT, { sharedCache: { redis: client } })
+      const before = exchanges.length
+      const token = await first.exchange(aliceGateway, {
+        audience: 'office',
+        scope: 'office:records:read',
+      })
+      // The write goes out after the answer; give it its round trip.
+      await client.ping()
+      expect(
+        await second.exchange(aliceGateway, { audience: 'office', scope: 'office:records:read' }),
+      ).toBe(token)
+      expect(exchanges.length - before).toBe(1)
+      const keys = await client.keys('*')
+      expect(keys.every((key) => key.startsWith('tollgate:exchange:{'))).toBe(true)
+      expect(keys.join(' ')).not.toContain('alice')
+      client.disconnect()
+    } finally {
+      await redis.stop()
+    }
+  })
+
+  it('validates its options and targets with messages that name what to change', () => {
+    expect(() =>
+      createTokenExchange({
+        issuer: 'https://tenant.auth0.com/',
+        tokenEndpoint: 'https://tenant.auth0.com/oauth/token',
+        clientId: 'gateway',
+        clientSecret: 's',
+      }),
+    ).toThrow(/createTokenExchange\(options\): "subjectTokenType" is required with Auth0/)
+    expect(() =>
+      createTokenExchange({
+        issuer: 'https://sso.example.com/realms/acme',
+        clientId: 'gateway',
+        clientSecret: 's',
+        refreshToken: 'r',
+      } as TokenExchangeOptions),
+    ).toThrow(/"refreshToken" is not an option/)
+    const exchanger = exchangerFor(GATEWAY_CLIENT)
+    return expect(exchanger.exchange(aliceGateway, {})).rejects.toThrow(
+      /exchange\(subjectToken, target\): "target" must name a "resource", an "audience" or a "scope"/,
+    )
+  })
+})
