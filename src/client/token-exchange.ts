@@ -13,6 +13,7 @@ import { inspect } from 'node:util'
 
 import { createTokenEndpoint, warnIfInsecure } from './endpoint.js'
 import { isTokenSourceError, TokenSourceError } from './errors.js'
+import { type KnownSubject, registerExchanger } from './exchange-registry.js'
 import { scheduleToken } from './schedule.js'
 import { createSharedCache, type SharedCache, type SharedToken } from './shared-cache.js'
 import {
@@ -49,15 +50,6 @@ export interface TokenExchange {
   readonly profile: NormalizedTokenExchangeOptions['profile']
 }
 
-/** What the gate passes for a subject token it has verified: no decoding, the hash computed once. */
-export interface KnownSubject {
-  readonly token: string
-  /** The subject token's `exp`, seconds since the epoch. */
-  readonly exp: number | undefined
-  /** Set by the exchanger on first use: the subject token's hash, for every later key. */
-  hash?: string
-}
-
 interface Entry {
   readonly accessToken: string
   /** Never handed out from here: the earlier of the token's margin and the subject's `exp`. */
@@ -65,6 +57,8 @@ interface Entry {
 }
 
 const SHARED_CACHE_TIMEOUT_MS = 1000
+// String targets validated once each (`auth.tokenFor('https://office.example.com')` on every request).
+const MAX_MEMOIZED_TARGETS = 256
 
 /**
  * Creates a token exchanger. Validates the options; makes no request until the first exchange.
@@ -96,6 +90,7 @@ export class Exchanger {
   readonly #endpoint
   readonly #shared: SharedCache | undefined
   readonly #owner = randomUUID()
+  readonly #targets = new Map<string, NormalizedTarget>()
 
   constructor(settings: NormalizedTokenExchangeOptions) {
     this.settings = settings
@@ -142,6 +137,25 @@ export class Exchanger {
     return flight.then(accessTokenOf)
   }
 
+  /** `auth.tokenFor(target)`: a verified subject, a target validated here (strings memoized). */
+  exchangeFor(subject: KnownSubject, target: unknown): Promise<string> {
+    let normalized: NormalizedTarget | undefined
+    try {
+      if (typeof target === 'string') {
+        normalized = this.#targets.get(target)
+        if (normalized === undefined) {
+          normalized = normalizeTarget(target, this.settings.profile, TOKEN_FOR)
+          if (this.#targets.size < MAX_MEMOIZED_TARGETS) this.#targets.set(target, normalized)
+        }
+      } else {
+        normalized = normalizeTarget(target, this.settings.profile, TOKEN_FOR)
+      }
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.exchange(subject, normalized)
+  }
+
   close(): void {
     this.#stopped.abort()
     this.#entries.clear()
@@ -183,6 +197,11 @@ export class Exchanger {
     Object.defineProperties(exchanger, {
       toJSON: { value: description },
       [inspect.custom]: { value: () => `TokenExchange ${inspect(description())}` },
+    })
+    registerExchanger(exchanger, {
+      issuer: client.server.issuer,
+      clientId: client.clientId,
+      exchangeFor: (subject, target) => this.exchangeFor(subject, target),
     })
     return Object.freeze(exchanger)
   }
@@ -343,6 +362,8 @@ export class Exchanger {
     })
   }
 }
+
+const TOKEN_FOR = 'auth.tokenFor(target):'
 
 /** The cache key: never the subject token itself, its hash. */
 function keyOf(subjectHash: string, target: NormalizedTarget): string {

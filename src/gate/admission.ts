@@ -16,8 +16,10 @@ import type { Emit } from '../events.js'
 import type { TenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant, TenantResolver } from '../limits/tenant.js'
 import type { Revocation } from '../revocation/revocation.js'
+import { actorName } from '../token/actor.js'
 import { admissionWith, type Verdict, type Verifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
+import type { DelegationStep } from './actors.js'
 import type { Guard } from './guards.js'
 import { BEFORE_VERIFICATION, type Refusal } from './refusal.js'
 import { describeRequest } from './request-facts.js'
@@ -48,6 +50,8 @@ export interface AdmissionSteps {
   readonly credentialsRequired: boolean
   readonly verifier: Verifier
   readonly revoked: Revocation | undefined
+  /** The `delegation` option's checks of `act` and `may_act`. */
+  readonly delegation: DelegationStep | undefined
   readonly dpop: DpopStep | undefined
   readonly resolveTenant: TenantResolver | undefined
   /** Whether the tenant options have a `policy` hook, which `resolveTenant` may wait on. */
@@ -83,6 +87,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     credentialsRequired,
     verifier,
     revoked,
+    delegation,
     dpop,
     resolveTenant,
     tenantPolicy,
@@ -105,11 +110,11 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     const last = verdict.withTenant
     if (last !== undefined && last.tenant === tenant.id && last.plan === tenant.plan) return last
     const { admission } = verdict
-    const auth = admissionWith(admission.token, {
-      ...admission,
-      tenant: tenant.id,
-      plan: tenant.plan,
-    })
+    const auth = admissionWith(
+      admission.token,
+      { ...admission, tenant: tenant.id, plan: tenant.plan },
+      admission.tokenFor,
+    )
     verdict.withTenant = auth
     return auth
   }
@@ -120,6 +125,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       issuer: auth.issuer,
       subject: auth.subject,
       clientId: auth.clientId,
+      actor: actorName(auth.actor),
       tenant: auth.tenant,
       plan: auth.plan,
       ...describeRequest(request),
@@ -152,6 +158,8 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     try {
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) throw revocationRefusal
+      const actorRefusal = delegation?.refusal(verdict.admission)
+      if (actorRefusal !== undefined) throw actorRefusal
       if (resolveTenant === undefined) return accept(request, verdict, startedAt)
       tenant = resolveTenant(verdict.verified) as ResolvedTenant
       const headers =
@@ -190,6 +198,11 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
         throw revocationRefusal
+      }
+      const actorRefusal = delegation?.refusal(verdict.admission)
+      if (actorRefusal !== undefined) {
+        issuer = verdict.admission.issuer
+        throw actorRefusal
       }
       let proofHeaders = NO_HEADERS
       if (dpop !== undefined) {

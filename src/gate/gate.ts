@@ -20,12 +20,14 @@ import { createResourceMetadata } from '../metadata/resource-metadata.js'
 import { IssuerKeys, KeySets } from '../token/jwks.js'
 import { createVerdictCaches, createVerifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
+import { createDelegationStep } from './actors.js'
 import { createAdmission, type Decide } from './admission.js'
 import type { Guard } from './guards.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createReadiness, type ReadyReport } from './readiness.js'
 import { createRefusal } from './refusal.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
+import { createTokenFor } from './token-for.js'
 
 export { type Decide, Refused } from './admission.js'
 export type { ReadyReport } from './readiness.js'
@@ -152,6 +154,7 @@ export function openGate(
       dpop === undefined ? normalized.claims : { ...normalized.claims, confirmationChecked: true },
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
+    tokenFor: createTokenFor(normalized.delegation),
   })
   const limits = normalized.rateLimit
   // The admission names the plan the request is metered on, which the limiter's options decide.
@@ -170,6 +173,7 @@ export function openGate(
     credentialsRequired,
     verifier,
     revoked,
+    delegation: normalized.delegation && createDelegationStep(normalized.delegation),
     dpop,
     resolveTenant,
     tenantPolicy: normalized.tenant?.policy !== undefined,

@@ -38,6 +38,11 @@ import { ISSUER_ENTRY_KEYS, type IssuerOptions, keyUrlProblem, realmOf } from '.
 import type { NormalizedJWKSOptions } from '../token/jwks.js'
 import type { RequestLike } from '../types.js'
 import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
+import {
+  type DelegationOptions,
+  type NormalizedDelegationOptions,
+  normalizeDelegationOptions,
+} from './actors.js'
 
 /** JWKS fetching and caching. All durations in milliseconds. */
 export interface JWKSOptions {
@@ -135,6 +140,13 @@ export interface GateOptions {
   readonly onEvent?: GateEventListener
   /** DPoP-bound tokens (RFC 9449). Default mode `off`: `cnf`-bound tokens are refused. */
   readonly dpop?: DpopOptions
+  /**
+   * Delegated tokens (RFC 8693 `act`): which actors may act for users on this API
+   * (`allowedActors`), how long a chain may be (`maxChainDepth`, default 1), and the exchanger
+   * `auth.tokenFor(target)` uses (`exchange`). Refusals are 403 `ERR_ACTOR_REFUSED`. Without it,
+   * `auth.actor` is still read and any actor is admitted.
+   */
+  readonly delegation?: DelegationOptions
   /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
   readonly resourceMetadata?: ResourceMetadataOptions
 }
@@ -164,6 +176,7 @@ export interface NormalizedOptions {
   readonly revocation: NormalizedRevocationOptions | undefined
   /** `undefined` when DPoP is off. */
   readonly dpop: NormalizedDpopOptions | undefined
+  readonly delegation: NormalizedDelegationOptions | undefined
   readonly resourceMetadata: NormalizedResourceMetadataOptions | undefined
 }
 
@@ -203,6 +216,7 @@ const KNOWN_OPTIONS = new Set([
   'revocation',
   'onEvent',
   'dpop',
+  'delegation',
   'resourceMetadata',
 ])
 
@@ -593,6 +607,7 @@ export function normalizeOptions(input: GateOptions): NormalizedOptions {
         ? undefined
         : normalizeRevocationOptions(input.revocation, maxTokenLifetimeSeconds as number),
     dpop: normalizeDpopOptions(input.dpop),
+    delegation: normalizeDelegationOptions(input.delegation),
     resourceMetadata: normalizeResourceMetadataOptions(input.resourceMetadata),
   })
 }

@@ -57,7 +57,9 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'requireScopes',
     ],
     types: [
+      'Actor',
       'Admission',
+      'AllowedActor',
       'Auth0Options',
       'CacheOptions',
       'CallbackRequest',
@@ -66,6 +68,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'ClaimMapping',
       'CognitoOptions',
       'DecisionFacts',
+      'DelegationOptions',
       'DpopMode',
       'DpopNonceOptions',
       'DpopOptions',
@@ -118,6 +121,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'TenantOptions',
       'TenantPolicy',
       'TokenClaims',
+      'TokenForTarget',
       'TokenHeader',
       'TokenRoles',
       'VerifiedToken',
@@ -182,6 +186,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
     types: [
       'DevClient',
       'DevClientAuth',
+      'DevExchangePolicy',
       'DevGrantType',
       'DevProvider',
       'DevProviderOptions',
@@ -205,6 +210,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
     values: [
       'TokenSourceError',
       'createAuthorizedFetch',
+      'createTokenExchange',
       'createTokenSource',
       'fromEnv',
       'isTokenSourceError',
@@ -214,6 +220,8 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'AuthorizedFetchOptions',
       'ClientAuthMethod',
       'EnvReference',
+      'ExchangeProfile',
+      'ExchangeTarget',
       'GrantType',
       'IssuerOptions',
       'KeycloakOptions',
@@ -223,6 +231,8 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'SecretInput',
       'SharedCacheOptions',
       'TokenParameters',
+      'TokenExchange',
+      'TokenExchangeOptions',
       'TokenRequestFacts',
       'TokenSource',
       'TokenSourceErrorCode',
@@ -280,6 +290,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
 /** `errors` of `tollgate`: every error class, and the types of their codes. */
 const ERRORS: Surface = {
   values: [
+    'ActorRefusedError',
     'CostExceedsLimitError',
     'DpopNonceError',
     'InsufficientScopeError',

@@ -1,0 +1,142 @@
+/**
+ * Delegation through every adapter (issue 33), against the development provider: a handler's
+ * `await auth.tokenFor('office')` exchanges the request's own gateway token for an office token
+ * naming the user and the gateway as actor; the office admits it with `auth.actor`, still refuses
+ * the raw gateway token, and refuses an actor it does not allow with 403; a DPoP-bound token is
+ * not exchanged.
+ */
+import type { AddressInfo } from 'node:net'
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { createTokenExchange, type TokenExchange } from '../../src/client/index.js'
+import type { GateEvent } from '../../src/events.js'
+import type { GateOptions } from '../../src/gate/options.js'
+import { keycloak } from '../../src/index.js'
+import type { DevProvider } from '../../src/testing/index.js'
+import { APPS, DELEGATED_PATH, type ProtectedServer } from '../helpers/apps.js'
+import { GATEWAY_CLIENT, startExchangeProvider, userToken } from '../helpers/exchange.js'
+import { NEST_APPS } from '../helpers/nest-apps.js'
+
+const ALL_APPS = [...APPS, ...NEST_APPS]
+
+let provider: DevProvider
+let aliceGateway: string
+let exchanger: TokenExchange
+let requests = 0
+
+beforeAll(async () => {
+  provider = await startExchangeProvider()
+  aliceGateway = await userToken(provider)
+  exchanger = createTokenExchange({
+    issuer: keycloak({ authUrl: provider.url, realm: provider.realm }),
+    ...GATEWAY_CLIENT,
+    fetch: (input, init) => {
+      requests++
+      return fetch(input, init)
+    },
+  })
+})
+afterAll(async () => {
+  exchanger?.close()
+  await provider?.close()
+})
+
+async function listen(server: ProtectedServer): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+async function close(server: ProtectedServer): Promise<void> {
+  await server.gate.close()
+  server.closeAllConnections()
+  await new Promise((resolve) => server.close(resolve))
+}
+
+const get = (base: string, token: string, path = DELEGATED_PATH) =>
+  fetch(`${base}${path}`, { headers: { authorization: `Bearer ${token}` } })
+
+describe.each(ALL_APPS)('%s', (_name, makeApp) => {
+  const events: GateEvent[] = []
+  let gateway: ProtectedServer
+  let office: ProtectedServer
+  let strictOffice: ProtectedServer
+  let gatewayUrl: string
+  let officeUrl: string
+  let strictUrl: string
+
+  const issuers = () => keycloak({ authUrl: provider.url, realms: [provider.realm] })
+  beforeAll(async () => {
+    const gatewayOptions: GateOptions = {
+      issuers: issuers(),
+      audience: 'gateway',
+      delegation: { exchange: exchanger },
+      onEvent: (event) => events.push(event),
+    }
+    gateway = makeApp(gatewayOptions)
+    office = makeApp({
+      issuers: issuers(),
+      audience: 'office',
+      delegation: { allowedActors: ['gateway'] },
+      onEvent: (event) => events.push(event),
+    })
+    strictOffice = makeApp({
+      issuers: issuers(),
+      audience: 'office',
+      delegation: { allowedActors: ['billing-sync'] },
+      onEvent: (event) => events.push(event),
+    })
+    gatewayUrl = await listen(gateway)
+    officeUrl = await listen(office)
+    strictUrl = await listen(strictOffice)
+  })
+  afterAll(async () => {
+    await close(gateway)
+    await close(office)
+    await close(strictOffice)
+  })
+
+  it('auth.tokenFor() exchanges the request’s token: the office token names the user and the gateway as actor, one request for many calls', async () => {
+    const before = requests
+    const answers = await Promise.all([1, 2, 3].map(() => get(gatewayUrl, aliceGateway)))
+    for (const answer of answers) {
+      expect(answer.status).toBe(200)
+      expect(await answer.json()).toEqual({
+        actorAtGate: null,
+        subject: 'alice',
+        audience: 'office',
+        act: { sub: 'gateway' },
+      })
+    }
+    // Cached in the process for every adapter: the exchanger is shared, the first app paid for it.
+    expect(requests - before).toBeLessThanOrEqual(1)
+  })
+
+  it('the office admits the exchanged token with auth.actor, still refuses the raw gateway token, and refuses an actor it does not allow with 403', async () => {
+    const officeToken = await exchanger.exchange(aliceGateway, 'office')
+    const admitted = await get(officeUrl, officeToken)
+    expect(admitted.status).toBe(200)
+    // The office has no exchanger of its own: tokenFor says so, typed.
+    expect(await admitted.json()).toEqual({
+      actorAtGate: 'gateway',
+      refused: 'ERR_EXCHANGE_NOT_POSSIBLE',
+    })
+    const accepted = events.find((event) => event.type === 'accepted' && event.actor === 'gateway')
+    expect(accepted).toMatchObject({ subject: 'alice', actor: 'gateway' })
+
+    const raw = await get(officeUrl, aliceGateway)
+    expect(raw.status).toBe(401)
+
+    const refused = await get(strictUrl, officeToken)
+    expect(refused.status).toBe(403)
+    expect(await refused.json()).toMatchObject({ error: 'access_denied' })
+    const rejected = events.find(
+      (event) => event.type === 'rejected' && event.code === 'ERR_ACTOR_REFUSED',
+    )
+    expect(rejected).toMatchObject({
+      status: 403,
+      reason: 'actor_not_allowed',
+      detail: { actor: 'gateway' },
+    })
+  })
+})
