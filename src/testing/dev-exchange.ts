@@ -43,6 +43,19 @@ function stringParam(params: Record<string, unknown>, name: string): string | un
   return typeof value === 'string' && value !== '' ? value : undefined
 }
 
+/** Signs an access token as the provider's own: header `typ: at+jwt`, a fresh `jti`, its `iss`. */
+export function mintAccessToken(
+  issuer: string,
+  key: TestKey,
+  claims: Readonly<Record<string, unknown>>,
+): Promise<string> {
+  return signCompactJWS(
+    key,
+    { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
+    { ...claims, jti: randomUUID(), iss: issuer },
+  )
+}
+
 /**
  * Registers the exchange grants on `provider`. `keys()` are the provider's signing keys, the
  * current one first (they change when keys rotate).
@@ -141,23 +154,16 @@ export function registerExchangeGrants(
     )
     const previous = subject['act']
     const user = typeof subject.sub === 'string' ? settings.users.get(subject.sub) : undefined
-    const key = keys()[0] as TestKey
-    const accessToken = await signCompactJWS(
-      key,
-      { alg: key.alg, kid: key.kid, typ: 'at+jwt' },
-      {
-        ...user?.tokenClaims,
-        jti: randomUUID(),
-        sub: subject.sub,
-        iat: now,
-        exp,
-        ...(scope === '' ? {} : { scope }),
-        client_id: clientId,
-        iss: issuer,
-        aud: resource.audience,
-        act: previous === undefined ? { sub: actor } : { sub: actor, act: previous },
-      },
-    )
+    const accessToken = await mintAccessToken(issuer, keys()[0] as TestKey, {
+      ...user?.tokenClaims,
+      sub: subject.sub,
+      iat: now,
+      exp,
+      ...(scope === '' ? {} : { scope }),
+      client_id: clientId,
+      aud: resource.audience,
+      act: previous === undefined ? { sub: actor } : { sub: actor, act: previous },
+    })
     ctx.body = {
       access_token: accessToken,
       ...(onBehalfOf ? {} : { issued_token_type: ACCESS_TOKEN_TYPE }),

@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { audienceAsResource } from './dev-audience.js'
 import { followAuthorization } from './dev-authorize.js'
 import { configuration, ROUTES } from './dev-configuration.js'
-import { registerExchangeGrants } from './dev-exchange.js'
+import { mintAccessToken, registerExchangeGrants } from './dev-exchange.js'
 import { loopbackHosts, refuseInProduction } from './dev-guard.js'
 import { answerInteraction } from './dev-interaction.js'
 import { sendLogoutToken } from './dev-logout.js'
@@ -62,6 +62,19 @@ export interface DevProvider {
     readonly sub?: string
     readonly sid?: string
   }): Promise<number>
+  /**
+   * An access token for `user` (a configured `sub`) as a sign-in at `clientId` with `resource`
+   * and `scope` would give it, without the pages: signed with the provider's current key, with
+   * the user's `tokenClaims`. For tests and samples that need a user's token (to exchange it,
+   * for instance). Default scope: the client's scopes of that resource.
+   *
+   * @throws TypeError for an unknown user or client, a resource the client may not ask for, or a
+   *   scope the resource does not have.
+   */
+  accessTokenFor(
+    user: string,
+    options: { readonly clientId: string; readonly resource: string; readonly scope?: string },
+  ): Promise<string>
   /** Stops for good, dropping open connections. */
   close(): Promise<void>
 }
@@ -226,6 +239,37 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
         { ...client, backchannelLogoutUri: client.backchannelLogoutUri },
         logout,
       )
+    },
+    async accessTokenFor(user, tokenOptions) {
+      const person = settings.users.get(user)
+      const client = settings.clients.get(tokenOptions?.clientId)
+      const resource = settings.resources.get(tokenOptions?.resource)
+      if (person === undefined)
+        throw new TypeError(`accessTokenFor(): "${user}" is not a configured user`)
+      if (
+        client === undefined ||
+        resource === undefined ||
+        !client.audiences.includes(tokenOptions.resource)
+      ) {
+        throw new TypeError(
+          'accessTokenFor(): "clientId" must be a configured client and "resource" one of its audiences',
+        )
+      }
+      const offered = resource.scopes.filter((scope) => client.scopes.includes(scope))
+      const scopes = tokenOptions.scope?.split(' ').filter(Boolean) ?? offered
+      if (scopes.some((scope) => !resource.scopes.includes(scope))) {
+        throw new TypeError(`accessTokenFor(): "scope" must be scopes of ${tokenOptions.resource}`)
+      }
+      const now = Math.floor(Date.now() / 1000)
+      return mintAccessToken(issuer, keys[0] as TestKey, {
+        ...person.tokenClaims,
+        sub: user,
+        iat: now,
+        exp: now + settings.accessTokenTtlSeconds,
+        ...(scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
+        client_id: client.clientId,
+        aud: resource.audience,
+      })
     },
     close: () => server.close(),
   } satisfies DevProvider)

@@ -10,6 +10,7 @@ import { README } from './readme.js'
 import { RUNTIMES } from './runtimes.js'
 import { SIGN_IN } from './sign-in.js'
 import { STORES } from './stores.js'
+import { TOKEN_EXCHANGE } from './token-exchange.js'
 
 export const SCENARIOS: ScenarioTable = {
   ...README,
@@ -22,4 +23,5 @@ export const SCENARIOS: ScenarioTable = {
   ...STORES,
   ...RUNTIMES,
   ...NESTJS,
+  ...TOKEN_EXCHANGE,
 }
