@@ -138,17 +138,17 @@ export class Exchanger {
   }
 
   /** `auth.tokenFor(target)`: a verified subject, a target validated here (strings memoized). */
-  exchangeFor(subject: KnownSubject, target: unknown): Promise<string> {
+  exchangeFor(subject: KnownSubject, target: unknown, prefix = TOKEN_FOR): Promise<string> {
     let normalized: NormalizedTarget | undefined
     try {
       if (typeof target === 'string') {
         normalized = this.#targets.get(target)
         if (normalized === undefined) {
-          normalized = normalizeTarget(target, this.settings.profile, TOKEN_FOR)
+          normalized = normalizeTarget(target, this.settings.profile, prefix)
           if (this.#targets.size < MAX_MEMOIZED_TARGETS) this.#targets.set(target, normalized)
         }
       } else {
-        normalized = normalizeTarget(target, this.settings.profile, TOKEN_FOR)
+        normalized = normalizeTarget(target, this.settings.profile, prefix)
       }
     } catch (error) {
       return Promise.reject(error)
@@ -176,13 +176,7 @@ export class Exchanger {
             ),
           )
         }
-        let normalized: NormalizedTarget
-        try {
-          normalized = normalizeTarget(target, profile)
-        } catch (error) {
-          return Promise.reject(error)
-        }
-        return this.exchange({ token: subjectToken, exp: expOf(subjectToken) }, normalized)
+        return this.exchangeFor({ token: subjectToken, exp: expOf(subjectToken) }, target, EXCHANGE)
       },
       close: () => this.close(),
     }
@@ -364,6 +358,7 @@ export class Exchanger {
 }
 
 const TOKEN_FOR = 'auth.tokenFor(target):'
+const EXCHANGE = 'exchange(subjectToken, target):'
 
 /** The cache key: never the subject token itself, its hash. */
 function keyOf(subjectHash: string, target: NormalizedTarget): string {
