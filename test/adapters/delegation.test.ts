@@ -2,8 +2,8 @@
  * Delegation through every adapter (issue 33), against the development provider: a handler's
  * `await auth.tokenFor('office')` exchanges the request's own gateway token for an office token
  * naming the user and the gateway as actor; the office admits it with `auth.actor`, still refuses
- * the raw gateway token, and refuses an actor it does not allow with 403; a DPoP-bound token is
- * not exchanged.
+ * the raw gateway token, and refuses an actor it does not allow with 403; the exchanged token is
+ * refused back at the gateway. (A DPoP-bound token is not exchanged: test/gate/actors.test.ts.)
  */
 import type { AddressInfo } from 'node:net'
 
@@ -126,6 +126,9 @@ describe.each(ALL_APPS)('%s', (_name, makeApp) => {
 
     const raw = await get(officeUrl, aliceGateway)
     expect(raw.status).toBe(401)
+    // The exchanged token replayed at another product (the gateway itself): not its audience.
+    const replayed = await get(gatewayUrl, officeToken, '/api/v1/billing/subscriptions')
+    expect(replayed.status).toBe(401)
 
     const refused = await get(strictUrl, officeToken)
     expect(refused.status).toBe(403)

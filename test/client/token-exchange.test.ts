@@ -12,6 +12,7 @@ import type { DevProvider } from '../../src/testing/index.js'
 import {
   claimsOf,
   DESK,
+  GATEWAY,
   GATEWAY_CLIENT,
   JOB,
   OFFICE,
@@ -231,6 +232,43 @@ describe('createTokenExchange', () => {
     } finally {
       await redis.stop()
     }
+  })
+
+  it('attack: the exchanged office token replayed at a third product (pulse) and back at the gateway is refused', async () => {
+    const office = await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office')
+    const gateFor = (audience: string) =>
+      createGate({
+        issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+        audience,
+      })
+    const present = (audience: string) =>
+      gateFor(audience).check({ headers: { authorization: `Bearer ${office}` } })
+    await expect(present('pulse')).rejects.toMatchObject({ status: 401, reason: 'audience' })
+    await expect(present('gateway')).rejects.toMatchObject({ status: 401, reason: 'audience' })
+    await expect(present('office')).resolves.toMatchObject({ auth: { subject: 'alice' } })
+  })
+
+  it('accessTokenFor() gives a user’s token as a sign-in would, refusing what the client may not ask for', async () => {
+    const token = await provider.accessTokenFor('bob', {
+      clientId: 'billing-web',
+      resource: GATEWAY,
+    })
+    expect(claimsOf(token)).toMatchObject({
+      iss: provider.issuer,
+      sub: 'bob',
+      aud: 'gateway',
+      client_id: 'billing-web',
+      scope: 'billing:read',
+      tenant: 'globex',
+    })
+    const office = await exchangerFor(GATEWAY_CLIENT).exchange(token, 'office')
+    expect(claimsOf(office)).toMatchObject({ sub: 'bob', aud: 'office', act: { sub: 'gateway' } })
+    await expect(
+      provider.accessTokenFor('bob', { clientId: 'billing-web', resource: DESK }),
+    ).rejects.toThrow(TypeError)
+    await expect(
+      provider.accessTokenFor('mallory', { clientId: 'billing-web', resource: GATEWAY }),
+    ).rejects.toThrow('"mallory" is not a configured user')
   })
 
   it('validates its options and targets with messages that name what to change', () => {
