@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { createTokenExchange, type TokenExchangeOptions } from '../../src/client/index.js'
 import { createGate, keycloak } from '../../src/index.js'
+import { auth0, entra, okta } from '../../src/providers/index.js'
 import type { DevProvider } from '../../src/testing/index.js'
 import {
   claimsOf,
@@ -269,6 +270,35 @@ describe('createTokenExchange', () => {
     await expect(
       provider.accessTokenFor('mallory', { clientId: 'billing-web', resource: GATEWAY }),
     ).rejects.toThrow('"mallory" is not a configured user')
+  })
+
+  it('reads the profile from the provider helpers’ issuers: entra(), okta(), auth0(), keycloak()', () => {
+    const make = (
+      issuer: TokenExchangeOptions['issuer'],
+      extra: Partial<TokenExchangeOptions> = {},
+    ) =>
+      createTokenExchange({
+        issuer,
+        discovery: true,
+        clientId: 'gateway',
+        clientSecret: 's',
+        ...extra,
+      })
+    expect(
+      make(entra({ tenant: '72f988bf-86f1-41af-91ab-2d7cd011db47', audience: 'api://gateway' }))
+        .profile,
+    ).toBe('entra')
+    expect(make(okta({ domain: 'acme.okta.com' })).profile).toBe('okta')
+    expect(
+      make(auth0({ domain: 'acme.eu.auth0.com', audience: 'https://gateway.example.com' }), {
+        subjectTokenType: 'urn:acme:gateway-token',
+      }).profile,
+    ).toBe('auth0')
+    expect(make(keycloak({ authUrl: 'https://sso.example.com', realm: 'acme' })).profile).toBe(
+      'keycloak',
+    )
+    expect(make('https://idp.example.com/').profile).toBe('rfc8693')
+    expect(make('https://idp.example.com/', { profile: 'okta' }).profile).toBe('okta')
   })
 
   it('validates its options and targets with messages that name what to change', () => {
