@@ -11,6 +11,8 @@ export interface KnownSubject {
   readonly token: string
   /** The subject token's `exp`, seconds since the epoch. */
   readonly exp: number | undefined
+  /** The subject token's `sub`, for the exchanger's events. */
+  readonly sub: string | undefined
   /** Set by the exchanger on first use: the subject token's hash, for every later key. */
   hash?: string
 }

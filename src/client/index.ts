@@ -33,8 +33,10 @@ export { fromEnv } from './secrets.js'
 export type { TokenExchange } from './token-exchange.js'
 export { createTokenExchange } from './token-exchange.js'
 export type {
+  ExchangeFacts,
   ExchangeProfile,
   ExchangeTarget,
+  TokenExchangeEvent,
   TokenExchangeOptions,
 } from './token-exchange-options.js'
 export type { TokenSource } from './token-source.js'

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { fail, integer, oneOf, record, validateFor } from '../validate.js'
+import { fail, integer, oneOf, optionalFunction, record, validateFor } from '../validate.js'
+import type { TokenSourceError, TokenSourceErrorCode } from './errors.js'
 import {
   type NormalizedTokenSourceOptions,
   normalizeClientPart,
@@ -70,7 +71,45 @@ export interface TokenExchangeOptions
   readonly subjectTokenType?: string
   /** Most exchanged tokens held in memory (one per subject token, target and scope). Default 10000. */
   readonly maxEntries?: number
+  /** Receives exchange events, for audit (never a token). Exceptions it throws are ignored. */
+  readonly onEvent?: (event: TokenExchangeEvent) => void
 }
+
+/** What every exchange event says: who exchanged, for whom, for what. Never a token. */
+export interface ExchangeFacts {
+  readonly issuer: string
+  readonly clientId: string
+  /** RFC 8693 token exchange, or Entra's on-behalf-of. */
+  readonly grant: 'token_exchange' | 'on_behalf_of'
+  /** The subject token's `sub`, when it is a JWT that has one: the user acted for. */
+  readonly subject: string | undefined
+  readonly resource: readonly string[]
+  readonly audience: string | undefined
+  readonly scope: string | undefined
+}
+
+/** Everything an exchanger reports. Discriminated by `type`. */
+export type TokenExchangeEvent =
+  | ({
+      /** A request to the token endpoint starts (`attempt` counts retries from 1). */
+      readonly type: 'exchange_requested'
+      readonly attempt: number
+    } & ExchangeFacts)
+  | ({
+      /** A token was obtained: from the provider, or from the fleet's shared cache. */
+      readonly type: 'token_exchanged'
+      readonly from: 'provider' | 'shared_cache'
+      readonly expiresInSeconds: number
+      readonly durationMs: number
+    } & ExchangeFacts)
+  | ({
+      /** An attempt failed; `willRetry` says whether another follows. */
+      readonly type: 'exchange_failed'
+      readonly code: TokenSourceErrorCode
+      readonly retryable: boolean
+      readonly willRetry: boolean
+      readonly error: TokenSourceError
+    } & ExchangeFacts)
 
 /** One exchange's target (RFC 8693 §2.1): where the new token is for, and with what scope. */
 export interface ExchangeTarget {
@@ -94,6 +133,7 @@ export interface NormalizedTokenExchangeOptions {
   readonly profile: ExchangeProfile
   readonly subjectTokenType: string
   readonly maxEntries: number
+  readonly onEvent: ((event: TokenExchangeEvent) => void) | undefined
 }
 
 /** {@link ExchangeTarget}, validated: scopes sorted, so equal requests share a key. */
@@ -106,7 +146,7 @@ export interface NormalizedTarget {
   readonly requestedTokenType: string | undefined
 }
 
-const OWN_KEYS = ['profile', 'subjectTokenType', 'maxEntries']
+const OWN_KEYS = ['profile', 'subjectTokenType', 'maxEntries', 'onEvent']
 const CLIENT_KEYS = [
   'issuer',
   'tokenEndpoint',
@@ -142,7 +182,7 @@ export function profileOf(issuer: string): ExchangeProfile {
   const url = new URL(issuer)
   const host = url.hostname.toLowerCase()
   if (host === 'login.microsoftonline.com' || host === 'sts.windows.net') return 'entra'
-  if (/\.okta(preview)?\.com$/.test(host) || /\.oktapreview\.com$/.test(host)) return 'okta'
+  if (/\.okta(preview)?\.com$/.test(host)) return 'okta'
   if (/\.auth0\.com$/.test(host)) return 'auth0'
   if (/\/realms\/[^/]+\/?$/.test(url.pathname)) return 'keycloak'
   return 'rfc8693'
@@ -188,6 +228,11 @@ export function normalizeTokenExchangeOptions(input: unknown): NormalizedTokenEx
         min: 1,
         max: 1_000_000,
       }),
+      onEvent: optionalFunction<(event: TokenExchangeEvent) => void>(
+        options['onEvent'],
+        'onEvent',
+        '(event) => void',
+      ),
     })
   })
 }

@@ -9,20 +9,24 @@
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { inspect } from 'node:util'
 
+import { createEmit, type Emit } from '../events.js'
 import { createTokenEndpoint, warnIfInsecure } from './endpoint.js'
 import { isTokenSourceError, TokenSourceError } from './errors.js'
 import { type KnownSubject, registerExchanger } from './exchange-registry.js'
 import { scheduleToken } from './schedule.js'
 import { createSharedCache, type SharedCache, type SharedToken } from './shared-cache.js'
 import {
+  type ExchangeFacts,
   type ExchangeTarget,
   exchangeBody,
   type NormalizedTarget,
   type NormalizedTokenExchangeOptions,
   normalizeTarget,
   normalizeTokenExchangeOptions,
+  type TokenExchangeEvent,
   type TokenExchangeOptions,
 } from './token-exchange-options.js'
 
@@ -91,9 +95,11 @@ export class Exchanger {
   readonly #shared: SharedCache | undefined
   readonly #owner = randomUUID()
   readonly #targets = new Map<string, NormalizedTarget>()
+  readonly #emit: Emit<TokenExchangeEvent>
 
   constructor(settings: NormalizedTokenExchangeOptions) {
     this.settings = settings
+    this.#emit = createEmit(settings.onEvent)
     const { client } = settings
     warnIfInsecure(client.server.tokenEndpoint ?? client.server.issuer, client.clientId)
     this.#endpoint = createTokenEndpoint(client, this.#stopped.signal)
@@ -129,7 +135,7 @@ export class Exchanger {
     if (now >= subjectExpiresAt) return Promise.reject(this.#expiredSubject())
     let flight = this.#flights.get(key)
     if (flight === undefined) {
-      flight = this.#obtain(key, subject.token, target, subjectExpiresAt).finally(() =>
+      flight = this.#obtain(key, subject, target, subjectExpiresAt).finally(() =>
         this.#flights.delete(key),
       )
       this.#flights.set(key, flight)
@@ -176,7 +182,8 @@ export class Exchanger {
             ),
           )
         }
-        return this.exchangeFor({ token: subjectToken, exp: expOf(subjectToken) }, target, EXCHANGE)
+        const { exp, sub } = claimsOf(subjectToken)
+        return this.exchangeFor({ token: subjectToken, exp, sub }, target, EXCHANGE)
       },
       close: () => this.close(),
     }
@@ -200,12 +207,27 @@ export class Exchanger {
     return Object.freeze(exchanger)
   }
 
+  #facts(subject: KnownSubject, target: NormalizedTarget): ExchangeFacts {
+    const { client, profile } = this.settings
+    return {
+      issuer: client.server.issuer,
+      clientId: client.clientId,
+      grant: profile === 'entra' ? 'on_behalf_of' : 'token_exchange',
+      subject: subject.sub,
+      resource: target.resource,
+      audience: target.audience,
+      scope: target.scope,
+    }
+  }
+
   async #obtain(
     key: string,
-    subjectToken: string,
+    subject: KnownSubject,
     target: NormalizedTarget,
     subjectExpiresAt: number,
   ): Promise<Entry> {
+    const startedAt = performance.now()
+    const facts = this.#emit === undefined ? undefined : this.#facts(subject, target)
     const shared = this.#shared
     const sharedKey = shared?.keyOf(key)
     if (shared !== undefined && sharedKey !== undefined) {
@@ -213,14 +235,34 @@ export class Exchanger {
         const seen = await shared.read(sharedKey)
         if (seen !== undefined) {
           const entry = this.#entryOf(seen.token, subjectExpiresAt)
-          if (this.settings.client.now() < entry.usableUntil) return this.#keep(key, entry)
+          if (this.settings.client.now() < entry.usableUntil) {
+            if (facts !== undefined) {
+              this.#emit?.({
+                type: 'token_exchanged',
+                ...facts,
+                from: 'shared_cache',
+                expiresInSeconds: seen.token.expiresInSeconds,
+                durationMs: performance.now() - startedAt,
+              })
+            }
+            return this.#keep(key, entry)
+          }
         }
       } catch {
         // Redis down or slow: this instance asks the provider itself.
       }
     }
     const requestedAt = this.settings.client.now()
-    const result = await this.#requestWithRetries(subjectToken, target)
+    const result = await this.#requestWithRetries(subject.token, target, facts)
+    if (facts !== undefined) {
+      this.#emit?.({
+        type: 'token_exchanged',
+        ...facts,
+        from: 'provider',
+        expiresInSeconds: result.expiresInSeconds,
+        durationMs: performance.now() - startedAt,
+      })
+    }
     const token: SharedToken = {
       accessToken: result.accessToken,
       obtainedAt: requestedAt,
@@ -269,18 +311,33 @@ export class Exchanger {
   }
 
   /** The token source's retry policy: retryable failures only, full-jitter exponential backoff. */
-  async #requestWithRetries(subjectToken: string, target: NormalizedTarget) {
+  async #requestWithRetries(
+    subjectToken: string,
+    target: NormalizedTarget,
+    facts: ExchangeFacts | undefined,
+  ) {
     const { retry } = this.settings.client
     const { grantType, body } = exchangeBody(subjectToken, target, this.settings)
     for (let attempt = 1; ; attempt++) {
       if (this.#stopped.signal.aborted) throw this.#closed()
       try {
+        if (facts !== undefined) this.#emit?.({ type: 'exchange_requested', ...facts, attempt })
         return await this.#endpoint.extension(grantType, body)
       } catch (error) {
         const failure = this.#asExchangeFailure(error)
-        if (!failure.retryable || attempt >= retry.attempts || this.#stopped.signal.aborted) {
-          throw failure
+        const willRetry =
+          failure.retryable && attempt < retry.attempts && !this.#stopped.signal.aborted
+        if (facts !== undefined) {
+          this.#emit?.({
+            type: 'exchange_failed',
+            ...facts,
+            code: failure.code,
+            retryable: failure.retryable,
+            willRetry,
+            error: failure,
+          })
         }
+        if (!willRetry) throw failure
         const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1))
         await this.#delay(Math.random() * ceiling)
       }
@@ -379,18 +436,24 @@ function accessTokenOf(entry: Entry): string {
 }
 
 /**
- * The `exp` of a JWT subject token, read without verification: only to stop serving (and asking
- * for) exchanged tokens once the subject token has expired. `undefined` for an opaque token.
+ * The `exp` and `sub` of a JWT subject token, read without verification: only to stop serving
+ * (and asking for) exchanged tokens once the subject token has expired, and to name the user in
+ * events. Nothing for an opaque token.
  */
-export function expOf(token: string): number | undefined {
+export function claimsOf(token: string): { exp: number | undefined; sub: string | undefined } {
   const first = token.indexOf('.')
   const second = token.indexOf('.', first + 1)
-  if (first < 1 || second < 0 || token.indexOf('.', second + 1) !== -1) return undefined
+  if (first < 1 || second < 0 || token.indexOf('.', second + 1) !== -1) {
+    return { exp: undefined, sub: undefined }
+  }
   try {
     const payload = JSON.parse(Buffer.from(token.slice(first + 1, second), 'base64url').toString())
-    const exp = (payload as { exp?: unknown } | null)?.exp
-    return typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined
+    const { exp, sub } = (payload ?? {}) as { exp?: unknown; sub?: unknown }
+    return {
+      exp: typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined,
+      sub: typeof sub === 'string' ? sub : undefined,
+    }
   } catch {
-    return undefined
+    return { exp: undefined, sub: undefined }
   }
 }

@@ -66,7 +66,7 @@ export function createTokenFor(
         )
     }
     if (fast === undefined) return (target) => exchanger.exchange(token, target as never)
-    const subject: KnownSubject = { token, exp: claims.exp }
+    const subject: KnownSubject = { token, exp: claims.exp, sub: claims.sub }
     return (target) => fast.exchangeFor(subject, target)
   }
 }

@@ -6,7 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import { createTokenExchange, type TokenExchangeOptions } from '../../src/client/index.js'
+import {
+  createTokenExchange,
+  type TokenExchangeEvent,
+  type TokenExchangeOptions,
+} from '../../src/client/index.js'
 import { createGate, keycloak } from '../../src/index.js'
 import { auth0, entra, okta } from '../../src/providers/index.js'
 import type { DevProvider } from '../../src/testing/index.js'
@@ -106,6 +110,18 @@ describe('createTokenExchange', () => {
     expect(exchanges.filter((grant) => grant.endsWith('token-exchange')).length - before).toBe(3)
   })
 
+  it('holds at most maxEntries exchanged tokens: a new key pushes the oldest out', async () => {
+    const exchanger = exchangerFor(GATEWAY_CLIENT, { maxEntries: 1 })
+    const bobGateway = await userToken(provider, { user: 'bob' })
+    const before = exchanges.length
+    await exchanger.exchange(aliceGateway, 'office')
+    await exchanger.exchange(aliceGateway, 'office')
+    expect(exchanges.length - before).toBe(1)
+    await exchanger.exchange(bobGateway, 'office')
+    await exchanger.exchange(aliceGateway, 'office')
+    expect(exchanges.length - before).toBe(3)
+  })
+
   it('never serves an exchanged token past the subject token’s exp, and never sends an expired subject token', async () => {
     let now = Date.now()
     const exchanger = exchangerFor(GATEWAY_CLIENT, { clock: { now: () => now } })
@@ -190,6 +206,44 @@ describe('createTokenExchange', () => {
     const refused = await exchanger.exchange(aliceGateway, 'desk').catch((error: unknown) => error)
     expect(refused).toMatchObject({ oauthError: 'invalid_target' })
     expect(calls).toBe(2)
+  })
+
+  it('reports exchanges for audit: the user, the target, retries, the outcome, never a token', async () => {
+    const events: TokenExchangeEvent[] = []
+    let calls = 0
+    const exchanger = exchangerFor(GATEWAY_CLIENT, {
+      onEvent: (event) => events.push(event),
+      retry: { attempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+      fetch: async (input, init) => {
+        calls++
+        return calls === 1 ? new Response('', { status: 503 }) : fetch(input, init)
+      },
+    })
+    const token = await exchanger.exchange(aliceGateway, {
+      audience: 'office',
+      scope: 'office:records:read',
+    })
+    await exchanger.exchange(aliceGateway, { audience: 'office', scope: 'office:records:read' })
+    expect(events.map((event) => event.type)).toEqual([
+      'exchange_requested',
+      'exchange_failed',
+      'exchange_requested',
+      'token_exchanged',
+    ])
+    expect(events[3]).toMatchObject({
+      issuer: provider.issuer,
+      clientId: 'gateway',
+      grant: 'token_exchange',
+      subject: 'alice',
+      audience: 'office',
+      scope: 'office:records:read',
+      from: 'provider',
+    })
+    expect(events[1]).toMatchObject({ code: 'ERR_TOKEN_ENDPOINT_UNAVAILABLE', willRetry: true })
+    // The failure itself is an Error: what it says is checked in the refusal tests.
+    const printed = JSON.stringify(events.map((event) => ({ ...event, error: undefined })))
+    expect(printed).not.toContain(token.slice(-16))
+    expect(printed).not.toContain(aliceGateway.slice(-16))
   })
 
   it('speaks Entra’s on-behalf-of shape: the jwt-bearer grant with requested_token_use=on_behalf_of and a .default scope', async () => {
