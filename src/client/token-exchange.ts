@@ -63,6 +63,7 @@ interface Entry {
 const SHARED_CACHE_TIMEOUT_MS = 1000
 // String targets validated once each (`auth.tokenFor('https://office.example.com')` on every request).
 const MAX_MEMOIZED_TARGETS = 256
+const SWEEP_INTERVAL_MS = 1000
 
 /**
  * Creates a token exchanger. Validates the options; makes no request until the first exchange.
@@ -96,6 +97,7 @@ export class Exchanger {
   readonly #owner = randomUUID()
   readonly #targets = new Map<string, NormalizedTarget>()
   readonly #emit: Emit<TokenExchangeEvent>
+  #sweptAt = Number.NEGATIVE_INFINITY
 
   constructor(settings: NormalizedTokenExchangeOptions) {
     this.settings = settings
@@ -296,9 +298,14 @@ export class Exchanger {
   #keep(key: string, entry: Entry): Entry {
     if (this.#stopped.signal.aborted) return entry
     if (this.#entries.size >= this.settings.maxEntries) {
+      // Expired entries go first; swept at most once a second, so a full cache of live tokens
+      // does not cost a walk over every entry per new one.
       const now = this.settings.client.now()
-      for (const [oldKey, old] of this.#entries) {
-        if (old.usableUntil <= now) this.#entries.delete(oldKey)
+      if (now - this.#sweptAt >= SWEEP_INTERVAL_MS) {
+        this.#sweptAt = now
+        for (const [oldKey, old] of this.#entries) {
+          if (old.usableUntil <= now) this.#entries.delete(oldKey)
+        }
       }
       // Still full: the oldest entry goes.
       if (this.#entries.size >= this.settings.maxEntries) {
