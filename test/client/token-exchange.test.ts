@@ -4,6 +4,7 @@
  * request per key, never served past the subject token's `exp`, and the provider's refusals as
  * typed errors with its `error` and `error_description`.
  */
+import { exportJWK, generateKeyPair } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import {
@@ -79,6 +80,41 @@ describe('createTokenExchange', () => {
     })
     const { auth } = await office.check({ headers: { authorization: `Bearer ${token}` } })
     expect(auth?.subject).toBe('alice')
+  })
+
+  it('authenticates with private_key_jwt as the token source does', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true })
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'gateway-key-1', alg: 'ES256', use: 'sig' }
+    const keyed = await startExchangeProvider({
+      clients: [
+        {
+          clientId: 'gateway-keyed',
+          jwks: { keys: [jwk] },
+          scopes: ['office:records:read'],
+          exchange: { from: [GATEWAY], to: [OFFICE] },
+        },
+      ],
+    })
+    try {
+      const subject = await keyed.accessTokenFor('alice', {
+        clientId: 'billing-web',
+        resource: GATEWAY,
+      })
+      const exchanger = createTokenExchange({
+        issuer: keycloak({ authUrl: keyed.url, realm: keyed.realm }),
+        clientId: 'gateway-keyed',
+        privateKey,
+        privateKeyId: 'gateway-key-1',
+      })
+      const token = await exchanger.exchange(subject, 'office')
+      expect(claimsOf(token)).toMatchObject({
+        sub: 'alice',
+        client_id: 'gateway-keyed',
+        act: { sub: 'gateway-keyed' },
+      })
+    } finally {
+      await keyed.close()
+    }
   })
 
   it('reads the profile from the issuer: Keycloak sends a string target as audience, rfc8693 as resource', async () => {
