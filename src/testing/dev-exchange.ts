@@ -189,14 +189,23 @@ export function registerExchangeGrants(
       if (requestedType !== undefined && requestedType !== ACCESS_TOKEN_TYPE) {
         throw refusal('invalid_request', 'only access tokens are issued by exchange')
       }
-      const resource = params['resource']
-      const indicators =
-        typeof resource === 'string' ? [resource] : Array.isArray(resource) ? resource : []
+      const listOf = (value: unknown): string[] =>
+        typeof value === 'string' ? [value] : Array.isArray(value) ? (value as string[]) : []
+      // RFC 8693 §2.1: the product by `resource`, or by `audience` (its logical name: here, the
+      // `aud` of one of the resources).
+      let indicators = listOf(params['resource'])
+      if (indicators.length === 0) {
+        indicators = listOf(params['audience']).map(
+          (audience) =>
+            [...settings.resources].find(([, resource]) => resource.audience === audience)?.[0] ??
+            audience,
+        )
+      }
       const scope = stringParam(params, 'scope')
       await issue(
         ctx,
         subjectToken,
-        indicators as string[],
+        indicators,
         scope === undefined ? [] : scope.split(' ').filter(Boolean),
         stringParam(params, 'actor_token'),
         false,

@@ -2,7 +2,8 @@
  * `createTokenExchange()` against a stock oidc-provider (test/helpers/oidc-provider.ts), which
  * grants no token exchange: what an application meets at a provider where the grant is not
  * enabled, or the client is not the one registered. The exchange itself against a provider that
- * grants it: token-exchange.test.ts (the development provider, on oidc-provider).
+ * grants it: token-exchange.test.ts (the development provider), and test/adapters/delegation.test.ts
+ * (this provider with the grant registered, `tokenExchange`, through every adapter).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createTokenExchange, createTokenSource } from '../../src/client/index.js'
