@@ -59,6 +59,13 @@ export interface NormalizedDelegationOptions {
   readonly exchange: DelegationOptions['exchange']
 }
 
+/** A gate without the `delegation` option: any well-formed chain tollgate reads. */
+export const ANY_ACTOR: NormalizedDelegationOptions = Object.freeze({
+  allowedActors: undefined,
+  maxChainDepth: MAX_READ_DEPTH,
+  exchange: undefined,
+})
+
 /**
  * Validates the gate's `delegation` option (`createGate(options):` messages).
  *

@@ -20,7 +20,7 @@ import { createResourceMetadata } from '../metadata/resource-metadata.js'
 import { IssuerKeys, KeySets } from '../token/jwks.js'
 import { createVerdictCaches, createVerifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
-import { createDelegationStep } from './actors.js'
+import { ANY_ACTOR, createDelegationStep } from './actors.js'
 import { createAdmission, type Decide } from './admission.js'
 import type { Guard } from './guards.js'
 import { type GateOptions, normalizeOptions } from './options.js'
@@ -173,7 +173,9 @@ export function openGate(
     credentialsRequired,
     verifier,
     revoked,
-    delegation: normalized.delegation && createDelegationStep(normalized.delegation),
+    // Without the option any well-formed chain is admitted; an `act` that is not one is refused
+    // all the same: `auth.actor` undefined must mean the user's own token.
+    delegation: createDelegationStep(normalized.delegation ?? ANY_ACTOR),
     dpop,
     resolveTenant,
     tenantPolicy: normalized.tenant?.policy !== undefined,

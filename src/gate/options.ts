@@ -144,7 +144,8 @@ export interface GateOptions {
    * Delegated tokens (RFC 8693 `act`): which actors may act for users on this API
    * (`allowedActors`), how long a chain may be (`maxChainDepth`, default 1), and the exchanger
    * `auth.tokenFor(target)` uses (`exchange`). Refusals are 403 `ERR_ACTOR_REFUSED`. Without it,
-   * `auth.actor` is still read and any actor is admitted.
+   * `auth.actor` is still read and any well-formed chain is admitted (an `act` that is not an
+   * object is refused all the same).
    */
   readonly delegation?: DelegationOptions
   /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */

@@ -164,7 +164,11 @@ describe('delegation option', () => {
     await expect(check(none, await issuer.mint({ sub: 'alice' }))).resolves.toBeDefined()
   })
 
-  it('refuses a malformed act (not an object) as actor_malformed', async () => {
+  it('refuses a malformed act (not an object) as actor_malformed, with or without the option', async () => {
+    await expect(check(gateWith({}), await issuer.mint({ act: 'gateway' }))).rejects.toMatchObject({
+      code: 'ERR_ACTOR_REFUSED',
+      reason: 'actor_malformed',
+    })
     const gate = gateWith({ delegation: {} })
     await expect(check(gate, await issuer.mint({ act: 'gateway' }))).rejects.toMatchObject({
       reason: 'actor_malformed',
