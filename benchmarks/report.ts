@@ -139,6 +139,7 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.verify),
     ...microTables(suites.cache),
     ...microTables(suites.tokenSource),
+    ...microTables(suites.tokenExchange),
     ...microTables(suites.rateLimit),
     ...microTables(suites.revocation),
     ...microTables(suites.introspection),

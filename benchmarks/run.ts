@@ -18,6 +18,7 @@ import { runSuite as runIntrospection } from './micro/introspection.bench.ts'
 import { runSuite as runRateLimit } from './micro/rate-limit.bench.ts'
 import { runSuite as runRevocation } from './micro/revocation.bench.ts'
 import { runSuite as runStores } from './micro/stores.bench.ts'
+import { runSuite as runTokenExchange } from './micro/token-exchange.bench.ts'
 import { runSuite as runTokenSource } from './micro/token-source.bench.ts'
 import { runSuite as runVerify } from './micro/verify.bench.ts'
 import { renderReport } from './report.ts'
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     suites.cache = keep(await runCache())
     suites.rateLimit = keep(await runRateLimit())
     suites.tokenSource = keep(await runTokenSource())
+    suites.tokenExchange = keep(await runTokenExchange())
     suites.revocation = keep(await runRevocation())
     if (!skipped('introspection')) suites.introspection = keep(await runIntrospection())
     if (!skipped('dpop')) suites.dpop = keep(await runDpop())

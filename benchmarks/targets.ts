@@ -7,6 +7,7 @@ import { FLOOR } from './http/contenders.ts'
 import { TOLLGATE_HIT } from './micro/cache.bench.ts'
 import { INTROSPECTION_HIT, JWT_HIT } from './micro/introspection.bench.ts'
 import { REVOCATION_FULL, REVOCATION_OFF } from './micro/revocation.bench.ts'
+import { TOKEN_FOR_WARM } from './micro/token-exchange.bench.ts'
 import { TOKEN_SOURCE_WARM } from './micro/token-source.bench.ts'
 import { TOLLGATE } from './micro/verify.bench.ts'
 import type { HttpMode, HttpRow, MemoryRow, MicroRow, SuiteResult } from './results.ts'
@@ -24,6 +25,7 @@ export interface Suites {
   cache?: SuiteResult<MicroRow>
   rateLimit?: SuiteResult<MicroRow>
   tokenSource?: SuiteResult<MicroRow>
+  tokenExchange?: SuiteResult<MicroRow>
   revocation?: SuiteResult<MicroRow>
   introspection?: SuiteResult<MicroRow>
   dpop?: SuiteResult<MicroRow>
@@ -113,6 +115,17 @@ export function evaluateTargets(suites: Suites): Target[] {
           pass: introspectionHit.nsPerOp - jwtHit.nsPerOp <= 2000,
         }
       : notMeasured(introspectionLabel, '≤ 2 µs'),
+  )
+  const tokenFor = suites.tokenExchange?.rows.find((r) => r.contender === TOKEN_FOR_WARM)
+  targets.push(
+    tokenFor
+      ? {
+          label: 'auth.tokenFor(target), warm cache',
+          goal: '< 5 µs',
+          measured: `${(tokenFor.nsPerOp / 1000).toFixed(2)} µs`,
+          pass: tokenFor.nsPerOp < 5000,
+        }
+      : notMeasured('auth.tokenFor(target), warm cache', '< 5 µs'),
   )
   const revocationRows = suites.revocation?.rows ?? []
   const revocationOff = revocationRows.find((r) => r.contender === REVOCATION_OFF)

@@ -14,6 +14,7 @@ import {
   DEMO_USERS,
   type Demo,
   type DemoPorts,
+  OFFICE_WEB_CLIENT,
   PortInUseError,
   REALM,
   SERVICE_CLIENT,
@@ -71,6 +72,12 @@ const officeToken = await issuer.mint(
   { expiresInSeconds: lifetime },
 )
 const billing = `${gatewayUrl}/api/v1/billing/subscriptions`
+// Alice's gateway token as signing in at the office web front gives it (exchangeable by the gateway).
+const aliceGateway = await signInProvider.accessTokenFor('alice', {
+  clientId: OFFICE_WEB_CLIENT.clientId,
+  resource: 'urn:platform:gateway',
+  scope: 'billing:read',
+})
 
 console.log(`tollgate demo (tokens valid for ${lifetime / 60} minutes)
 
@@ -98,6 +105,10 @@ token. Sign out at the office page, and confirm at the provider.
 200, a backend call: the gateway calls the office product with its own office token (Client
 Credentials through tollgate/client: obtained once, reused, renewed before it expires):
   curl -i ${gatewayUrl}/api/v1/office/namespaces -H 'Authorization: Bearer ${globexToken}'
+
+200, on the user's behalf: the gateway exchanges Alice's gateway token (token exchange, RFC 8693)
+for an office token naming her and the gateway as actor, and reads her office data with it:
+  curl -i ${gatewayUrl}/api/v1/office/my-namespaces -H 'Authorization: Bearer ${aliceGateway}'
 
 A token by Client Credentials, as a backend would get one:
   curl -s ${issuer.issuer(REALM)}/protocol/openid-connect/token -d grant_type=client_credentials -d client_id=${SERVICE_CLIENT.clientId} -d client_secret=${SERVICE_CLIENT.clientSecret}

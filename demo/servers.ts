@@ -13,7 +13,10 @@ import Koa from 'koa'
 import { keycloak } from 'tollgate'
 import {
   createAuthorizedFetch,
+  createTokenExchange,
   createTokenSource,
+  isTokenSourceError,
+  type TokenExchange,
   type TokenSource,
   type TokenSourceEvent,
 } from 'tollgate/client'
@@ -53,6 +56,15 @@ export const SERVICE_CLIENT = { clientId: 'billing-sync', clientSecret: 'demo-on
 export const GATEWAY_CLIENT = {
   clientId: 'gateway-office',
   clientSecret: 'demo-only-gateway-secret',
+}
+
+/**
+ * The gateway's client at the sign-in provider, which may exchange a user's gateway token for an
+ * office token on their behalf (token exchange, RFC 8693; a demo secret, not a real one).
+ */
+export const GATEWAY_EXCHANGE_CLIENT = {
+  clientId: 'gateway',
+  clientSecret: 'demo-only-gateway-exchange-secret',
 }
 
 /** The office web front's client at the sign-in provider (a demo secret, not a real one). */
@@ -162,6 +174,7 @@ function gatewayApp(
   authUrls: readonly string[],
   officeUrl: () => string,
   officeTokens: TokenSource,
+  exchange: TokenExchange,
 ): Server {
   // A backend call: the gateway asks the office product with its own token, for audience office.
   const officeFetch = createAuthorizedFetch(officeTokens)
@@ -182,8 +195,31 @@ function gatewayApp(
         defaultPlan: 'free',
         tenantPlans: { globex: 'pro' },
       },
+      // auth.tokenFor(): the user's own token exchanged for an office token on their behalf.
+      delegation: { exchange },
     }),
   )
+  // The user's office data, read on the user's behalf: their gateway token exchanged for an
+  // office token naming them and the gateway as actor.
+  app.get('/api/v1/office/my-namespaces', async (req, res) => {
+    let officeToken: string
+    try {
+      officeToken = (await req.auth?.tokenFor({
+        audience: 'office',
+        scope: 'office:records:read',
+      })) as string
+    } catch (error) {
+      // Typed: a token of another provider, a DPoP-bound token, the provider refusing.
+      const code = isTokenSourceError(error) ? error.code : 'unknown'
+      res.status(isTokenSourceError(error) && error.retryable ? 503 : 403).json({ error: code })
+      return
+    }
+    const response = await fetch(`${officeUrl()}/api/namespaces`, {
+      headers: { Accept: 'application/json', Authorization: `Bearer ${officeToken}` },
+    })
+    const body = (await response.json()) as Record<string, unknown>
+    res.status(response.ok ? 200 : 502).json({ office: response.status, ...body })
+  })
   app.get('/api/v1/office/namespaces', async (_req, res) => {
     try {
       const response = await officeFetch(`${officeUrl()}/api/namespaces`, {
@@ -265,6 +301,9 @@ function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
     issuers: setup.authUrls.flatMap((authUrl) => keycloak({ authUrl, realms: [REALM] })),
     audience: 'office',
     realm: 'office',
+    // Tokens the gateway obtained for a user by token exchange name it in `act`: the gateway
+    // may act for users here, nobody else.
+    delegation: { allowedActors: [GATEWAY_EXCHANGE_CLIENT.clientId] },
   })
   // The web front: sign-in (Authorization Code + PKCE) with sessions in this process's memory.
   const signIn = officeAuth.signIn({
@@ -298,7 +337,12 @@ function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
   const writeRecords = auth.requireScopes('office:records:write')
   app.use(async (ctx, next) => {
     if (ctx.method === 'GET' && ctx.path === '/api/namespaces') {
-      ctx.body = { user: ctx.state.auth?.subject, namespaces: [{ slug: 'crm', name: 'CRM' }] }
+      const actor = ctx.state.auth?.actor?.subject
+      ctx.body = {
+        user: ctx.state.auth?.subject,
+        ...(actor === undefined ? {} : { actor }),
+        namespaces: [{ slug: 'crm', name: 'CRM' }],
+      }
       return
     }
     if (ctx.method === 'POST' && ctx.path === '/api/namespaces/crm/modules/deals/records') {
@@ -351,6 +395,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   let officeUrl = ''
   let gatewayUrl = ''
   let signInProvider: DevProvider | undefined
+  let exchange: TokenExchange | undefined
   let gateway: Server | undefined
   // The office listens first (its URL is the sign-in client's redirect URI); it answers once built.
   let officeHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
@@ -364,6 +409,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
     })
   const close = async () => {
     officeTokens.close()
+    exchange?.close()
     await Promise.all([
       closeServer(gateway),
       closeServer(office),
@@ -379,13 +425,25 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
           realm: REALM,
           users: DEMO_USERS,
           resources: PLATFORM_RESOURCES,
-          clients: [officeWebClient(officeUrl)],
+          clients: [
+            officeWebClient(officeUrl),
+            {
+              ...GATEWAY_EXCHANGE_CLIENT,
+              scopes: ['office:records:read'],
+              exchange: { from: ['urn:platform:gateway'], to: ['urn:platform:office'] },
+            },
+          ],
           port: ports.signIn ?? 0,
         }),
       ),
     )
     const authUrls = [issuer.url, signInProvider.url]
-    gateway = gatewayApp(authUrls, () => officeUrl, officeTokens)
+    exchange = createTokenExchange({
+      issuer: keycloak({ authUrl: signInProvider.url, realm: REALM }),
+      // In production: fromEnv('GATEWAY_EXCHANGE_SECRET').
+      ...GATEWAY_EXCHANGE_CLIENT,
+    })
+    gateway = gatewayApp(authUrls, () => officeUrl, officeTokens, exchange)
     gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
       listen(gateway as Server, ports.gateway ?? 0),
     )

@@ -5,9 +5,16 @@
 import { pathToFileURL } from 'node:url'
 
 import { keycloak } from 'tollgate'
-import { createTokenSource, type TokenSourceEvent } from 'tollgate/client'
+import { createTokenExchange, createTokenSource, type TokenSourceEvent } from 'tollgate/client'
 
-import { type Demo, REALM, SERVICE_CLIENT, startDemo } from './servers.js'
+import {
+  type Demo,
+  GATEWAY_EXCHANGE_CLIENT,
+  OFFICE_WEB_CLIENT,
+  REALM,
+  SERVICE_CLIENT,
+  startDemo,
+} from './servers.js'
 
 export interface Step {
   readonly title: string
@@ -136,6 +143,59 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
       () => call(namespaces, serviceToken),
     ],
   ]
+  // On the user's behalf (token exchange, RFC 8693): Alice's gateway token, as signing in at the
+  // office web front gives it, exchanged by the gateway for an office token naming her and the
+  // gateway as actor.
+  const { signInProvider } = demo
+  const aliceGateway = await signInProvider.accessTokenFor('alice', {
+    clientId: OFFICE_WEB_CLIENT.clientId,
+    resource: 'urn:platform:gateway',
+    scope: 'billing:read',
+  })
+  const exchanger = createTokenExchange({
+    issuer: keycloak({ authUrl: signInProvider.url, realm: REALM }),
+    ...GATEWAY_EXCHANGE_CLIENT,
+  })
+  const exchanged = await exchanger.exchange(aliceGateway, {
+    audience: 'office',
+    scope: 'office:records:read',
+  })
+  exchanger.close()
+  // A trusted issuer's office token naming an actor the office does not let act for users.
+  const otherActor = await issuer.mint({
+    aud: 'office',
+    sub: 'alice',
+    scope: 'office:records:read',
+    act: { sub: SERVICE_CLIENT.clientId },
+  })
+  const myNamespaces = `${gatewayUrl}/api/v1/office/my-namespaces`
+  steps.push(
+    [
+      'gateway → office on the user’s behalf: her gateway token exchanged, the office admits it with act gateway',
+      200,
+      () => call(myNamespaces, aliceGateway),
+    ],
+    [
+      'office, the exchanged token: user alice, actor gateway',
+      200,
+      () => call(namespaces, exchanged),
+    ],
+    [
+      'office, the user’s gateway token itself, still refused (wrong audience)',
+      401,
+      () => call(namespaces, aliceGateway),
+    ],
+    [
+      'office, a token naming an actor the office does not allow (billing-sync)',
+      403,
+      () => call(namespaces, otherActor),
+    ],
+    [
+      'gateway → office on the user’s behalf with a token of another provider: not exchanged',
+      403,
+      () => call(myNamespaces, globex),
+    ],
+  )
   const results: Step[] = []
   for (const [title, expected, send, explain] of steps) {
     const response = await send()

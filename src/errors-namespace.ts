@@ -18,6 +18,7 @@ export type {
   UnavailableCode,
 } from './errors.js'
 export {
+  ActorRefusedError,
   CostExceedsLimitError,
   DpopNonceError,
   InsufficientScopeError,

@@ -30,6 +30,7 @@ export type TollgateErrorCode =
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
   | 'ERR_INSUFFICIENT_USER_AUTHENTICATION'
   | 'ERR_INTROSPECTION_UNAVAILABLE'
+  | 'ERR_ACTOR_REFUSED'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
 export type ErrorBodyCode =
@@ -134,6 +135,11 @@ export type RefusalReason =
   | 'tenant_malformed'
   | 'tenant_unknown'
   | 'tenant_refused'
+  // Delegation (RFC 8693 `act`, `may_act`): 403
+  | 'actor_malformed'
+  | 'actor_chain_too_deep'
+  | 'actor_not_allowed'
+  | 'actor_not_permitted'
   // Authorization, limits, availability
   | 'insufficient_scope'
   // Step-up (RFC 9470): `acr` not among those required, `auth_time` missing or too old
@@ -387,6 +393,24 @@ export class TenantRefusedError extends TollgateError<'ERR_TENANT_REFUSED'> {
   }
 }
 
+/**
+ * 403 `access_denied`: the token was issued for a user to another party acting on their behalf
+ * (`act`), and this API does not let that actor, or a chain that long, act for users
+ * (`delegation`); or the token's `may_act` names someone else. `reason` says which.
+ */
+export class ActorRefusedError extends TollgateError<'ERR_ACTOR_REFUSED'> {
+  constructor(options: ErrorOptions = {}) {
+    super({
+      reason: 'actor_not_allowed',
+      ...options,
+      code: 'ERR_ACTOR_REFUSED',
+      status: 403,
+      error: 'access_denied',
+      message: 'actor refused',
+    })
+  }
+}
+
 /** 429: the tenant has used its points in at least one window. */
 export class RateLimitedError extends TollgateError<'ERR_RATE_LIMITED'> {
   /** Seconds until the tenant may try again (also in `Retry-After`). */
@@ -568,6 +592,7 @@ export type AnyTollgateError =
   | TokenExpiredError
   | InsufficientScopeError
   | TenantRefusedError
+  | ActorRefusedError
   | RateLimitedError
   | CostExceedsLimitError
   | ServiceUnavailableError<'ERR_JWKS_UNAVAILABLE'>
@@ -596,6 +621,7 @@ const CODES = new Set<string>([
   'ERR_DPOP_NONCE_REQUIRED',
   'ERR_DPOP_REPLAY_UNAVAILABLE',
   'ERR_INSUFFICIENT_USER_AUTHENTICATION',
+  'ERR_ACTOR_REFUSED',
 ] satisfies TollgateErrorCode[])
 
 /**

@@ -152,6 +152,11 @@ export type GateEvent =
       readonly issuer: string
       readonly subject: string | undefined
       readonly clientId: string | undefined
+      /**
+       * Who acts for the subject (`act.sub`, else `act.client_id`, of the token's `act` claim,
+       * RFC 8693): the service that exchanged the user's token; `undefined` without `act`.
+       */
+      readonly actor: string | undefined
     } & DecisionFacts)
   | ({
       readonly type: 'rejected'

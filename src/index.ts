@@ -32,6 +32,7 @@ export type {
   RevocationSource,
   RevocationStorage,
 } from './events.js'
+export type { AllowedActor, DelegationOptions } from './gate/actors.js'
 export type { Gate, ReadyReport } from './gate/gate.js'
 export { createGate } from './gate/gate.js'
 export type { Guard } from './gate/guards.js'
@@ -102,12 +103,14 @@ export { keycloak } from './token/issuers.js'
 export type { IssuerKeysStatus } from './token/jwks.js'
 export type { VerifiedToken } from './token/verify.js'
 export type {
+  Actor,
   Admission,
   CheckResult,
   HeadersLike,
   PeerSocket,
   RequestLike,
   TokenClaims,
+  TokenForTarget,
   TokenHeader,
   TokenRoles,
 } from './types.js'

@@ -83,6 +83,35 @@ export interface TokenRoles {
 }
 
 /**
+ * A party acting for the token's subject (RFC 8693 §4.1 `act`): the service that exchanged the
+ * user's token, named by the issuer. The actors before it are nested (`actor.actor`).
+ */
+export interface Actor {
+  /** `act.sub`. */
+  readonly subject: string | undefined
+  /** `act.client_id`. */
+  readonly clientId: string | undefined
+  /** `act.iss`, when the actor is named by another issuer than the token's. */
+  readonly issuer: string | undefined
+  /** The members of this `act` claim, without the nested `act`. */
+  readonly claims: Readonly<Record<string, unknown>>
+  /** The actor before this one in the chain (the nested `act`), if any. */
+  readonly actor: Actor | undefined
+}
+
+/** Where `auth.tokenFor()` asks for a token: a product's identifier, or the exchange's parameters. */
+export interface TokenForTarget {
+  /** RFC 8707 / RFC 8693 `resource`. */
+  readonly resource?: string | readonly string[]
+  /** RFC 8693 `audience` (Keycloak's client id of the target). */
+  readonly audience?: string
+  /** The scope of the new token: the minimum the call needs. */
+  readonly scope?: string | readonly string[]
+  /** RFC 8693 `requested_token_type`. */
+  readonly requestedTokenType?: string
+}
+
+/**
  * What the gate knows about an admitted request: on `req.auth` (Express) and `ctx.state.auth`
  * (Koa). Every field comes from a token whose signature, issuer, audience and times were verified.
  */
@@ -110,6 +139,22 @@ export interface Admission {
   readonly tenant: string | undefined
   /** The tenant's plan, when plans are configured. */
   readonly plan: string | undefined
+  /**
+   * Who acts for the subject (the token's `act` claim, RFC 8693 §4.1), with the actors before it
+   * nested; `undefined` for a token the user's own client holds. See the gate's `delegation`.
+   */
+  readonly actor: Actor | undefined
+  /**
+   * A token for another product on behalf of this request's user: the request's own bearer token
+   * exchanged (RFC 8693) through the gate's `delegation.exchange`, cached per token, target and
+   * scope. A string is the product's identifier (`'https://office.example.com'`), sent as the
+   * exchanger's profile sends targets. Not enumerable, like `token`.
+   *
+   * Rejects with a `TokenSourceError`: `ERR_EXCHANGE_NOT_POSSIBLE` when the gate has no exchanger
+   * or the token is DPoP-bound (`cnf.jkt`: this service does not hold the client's key, and
+   * exchanging a bound token into a bearer one would undo the binding), else the exchanger's.
+   */
+  tokenFor(target: string | TokenForTarget): Promise<string>
 }
 
 /** What `gate.check()` resolves to when the request may proceed. */

@@ -29,6 +29,12 @@ export interface GrantResult {
   readonly scope: string | undefined
 }
 
+/** What an extension grant (token exchange, on-behalf-of) yields. */
+export interface ExtensionGrantResult extends GrantResult {
+  /** RFC 8693 `issued_token_type`, when the provider names it. */
+  readonly issuedTokenType: string | undefined
+}
+
 /** Requests tokens for one source. */
 export interface TokenEndpoint {
   request(
@@ -36,6 +42,12 @@ export interface TokenEndpoint {
     parameters: NormalizedParameters,
     refreshToken?: string,
   ): Promise<GrantResult>
+  /**
+   * An extension grant (RFC 6749 §4.5) through openid-client's `genericGrantRequest`: token
+   * exchange (RFC 8693), Entra's on-behalf-of (`jwt-bearer`). Failures are
+   * {@link TokenSourceError}s as for the other grants.
+   */
+  extension(grantType: string, body: URLSearchParams): Promise<ExtensionGrantResult>
 }
 
 // RFC 6749 §5.1 makes expires_in optional; without it, a token is assumed to live this long.
@@ -140,17 +152,66 @@ export function createTokenEndpoint(
     return discovered
   }
 
+  async function configured(): Promise<oidc.Configuration> {
+    const metadata = await serverMetadata()
+    // A Configuration per request: the secret lives in its closure for this request only.
+    const config = new oidc.Configuration(
+      metadata,
+      clientId,
+      undefined,
+      await clientAuthenticationOf(options),
+    )
+    configure(config, metadata.token_endpoint as string)
+    return config
+  }
+
+  function usableResponse(response: oidc.TokenEndpointResponse): GrantResult {
+    if (response.token_type.toLowerCase() !== 'bearer') {
+      throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+        message: `token endpoint of ${server.issuer} issued a token of type other than Bearer to client "${clientId}"`,
+      })
+    }
+    // expires_in 0 is a token for this one use: handed to the caller who asked, never cached.
+    const expiresIn = response.expires_in
+    if (
+      expiresIn !== undefined &&
+      !(typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn >= 0)
+    ) {
+      throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
+        message: `token endpoint of ${server.issuer} gave client "${clientId}" an unusable expires_in`,
+      })
+    }
+    return {
+      accessToken: response.access_token,
+      expiresInSeconds: expiresIn ?? ASSUMED_LIFETIME_SECONDS,
+      refreshToken: response.refresh_token,
+      scope: response.scope,
+    }
+  }
+
   return {
+    async extension(grantType, body) {
+      const config = await configured()
+      let response: oidc.TokenEndpointResponse
+      try {
+        response = await oidc.genericGrantRequest(config, grantType, body)
+      } catch (error) {
+        throw toTokenSourceError(
+          error,
+          context,
+          options.credentialSource,
+          'token',
+          options.clientAuth,
+        )
+      }
+      const issued = response['issued_token_type']
+      return {
+        ...usableResponse(response),
+        issuedTokenType: typeof issued === 'string' ? issued : undefined,
+      }
+    },
     async request(grant, parameters, refreshToken) {
-      const metadata = await serverMetadata()
-      // A Configuration per request: the secret lives in its closure for this request only.
-      const config = new oidc.Configuration(
-        metadata,
-        clientId,
-        undefined,
-        await clientAuthenticationOf(options),
-      )
-      configure(config, metadata.token_endpoint as string)
+      const config = await configured()
       const body = new URLSearchParams()
       if (parameters.scope !== undefined) body.set('scope', parameters.scope)
       for (const resource of parameters.resource) body.append('resource', resource)
@@ -171,27 +232,7 @@ export function createTokenEndpoint(
         )
         throw grant === 'refresh_token' ? asRefreshRefusal(failed) : failed
       }
-      if (response.token_type.toLowerCase() !== 'bearer') {
-        throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
-          message: `token endpoint of ${server.issuer} issued a token of type other than Bearer to client "${clientId}"`,
-        })
-      }
-      // expires_in 0 is a token for this one use: handed to the caller who asked, never cached.
-      const expiresIn = response.expires_in
-      if (
-        expiresIn !== undefined &&
-        !(typeof expiresIn === 'number' && Number.isFinite(expiresIn) && expiresIn >= 0)
-      ) {
-        throw failure('ERR_TOKEN_RESPONSE_INVALID', false, context, {
-          message: `token endpoint of ${server.issuer} gave client "${clientId}" an unusable expires_in`,
-        })
-      }
-      return {
-        accessToken: response.access_token,
-        expiresInSeconds: expiresIn ?? ASSUMED_LIFETIME_SECONDS,
-        refreshToken: response.refresh_token,
-        scope: response.scope,
-      }
+      return usableResponse(response)
     },
   }
 }
@@ -326,6 +367,14 @@ async function signingKey(
   return webcrypto.subtle.importKey('jwk', jwk, params, false, ['sign'])
 }
 
+// RFC 6749 §5.2: error_description is %x20-21 / %x23-5B / %x5D-7E.
+const DESCRIPTION = /^[\x20\x21\x23-\x5B\x5D-\x7E]{1,200}$/
+
+/** The provider's `error_description` when it is what RFC 6749 allows (and short); else nothing. */
+function descriptionOf(value: unknown): string | undefined {
+  return typeof value === 'string' && DESCRIPTION.test(value) ? value : undefined
+}
+
 function failure(
   code: TokenSourceErrorCode,
   retryable: boolean,
@@ -333,6 +382,7 @@ function failure(
   extra: {
     message: string
     oauthError?: string | undefined
+    oauthErrorDescription?: string | undefined
     status?: number | undefined
     secretSource?: string | undefined
     cause?: unknown
@@ -434,6 +484,7 @@ function clientRefused(
   clientAuth: ClientAuthMethod | undefined,
   oauthError: string | undefined,
   status: number | undefined,
+  oauthErrorDescription?: string,
 ): TokenSourceError {
   const encodingHint =
     clientAuth === 'client_secret_basic' && basicEncodes(context.clientId)
@@ -444,6 +495,7 @@ function clientRefused(
       `${where} refused client "${context.clientId}" (${oauthError ?? `status ${status}`}): check the client id, ` +
       `the credential read from ${secretSource}, and that the client may use this grant${encodingHint}`,
     oauthError,
+    oauthErrorDescription,
     status,
     secretSource,
   })
@@ -489,9 +541,11 @@ export function toTokenSourceError(
     })
   }
   let oauthError: string | undefined
+  let oauthErrorDescription: string | undefined
   let status: number | undefined
   if (error instanceof oidc.ResponseBodyError) {
     oauthError = error.error
+    oauthErrorDescription = descriptionOf(error.error_description)
     status = error.status
   } else if (error instanceof oidc.WWWAuthenticateChallengeError) {
     status = error.status
@@ -518,7 +572,15 @@ export function toTokenSourceError(
     })
   }
   if (oauthError !== undefined && CLIENT_ERRORS.has(oauthError)) {
-    return clientRefused(where, context, secretSource, clientAuth, oauthError, status)
+    return clientRefused(
+      where,
+      context,
+      secretSource,
+      clientAuth,
+      oauthError,
+      status,
+      oauthErrorDescription,
+    )
   }
   // A bare 401 or 403 from the token endpoint (no body, no challenge): some providers and the
   // proxies in front of them answer a wrong secret so. It is the client that was refused, not a
@@ -541,6 +603,7 @@ export function toTokenSourceError(
     return failure('ERR_TOKEN_REQUEST_REFUSED', false, context, {
       message: `${where} refused the request of client "${context.clientId}" (${oauthError})`,
       oauthError,
+      oauthErrorDescription,
       status,
     })
   }

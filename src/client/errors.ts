@@ -27,6 +27,17 @@ export type TokenSourceErrorCode =
   | 'ERR_SECRET_UNAVAILABLE'
   /** The source was closed. Not retryable. */
   | 'ERR_TOKEN_SOURCE_CLOSED'
+  /**
+   * Token exchange (RFC 8693): the provider refused the subject token (`invalid_grant`: expired,
+   * revoked, issued by another issuer, for another audience, or not allowed to be acted for), or
+   * it expired before the exchange. Not retryable: only a new subject token can succeed.
+   */
+  | 'ERR_SUBJECT_TOKEN_REFUSED'
+  /**
+   * Token exchange: the subject token cannot be exchanged by this party at all: it is bound to a
+   * key (DPoP `cnf`) the exchanger does not hold, or no exchanger is configured. Not retryable.
+   */
+  | 'ERR_EXCHANGE_NOT_POSSIBLE'
 
 /** What {@link TokenSourceError} is built from. */
 export interface TokenSourceErrorInit {
@@ -39,6 +50,11 @@ export interface TokenSourceErrorInit {
   readonly oauthError?: string | undefined
   /** The HTTP status of the provider's answer, when there was one. */
   readonly status?: number | undefined
+  /**
+   * The provider's `error_description`, when it sent one: its own words, printable ASCII, at most
+   * 200 characters (RFC 6749 §5.2). Not in `message`.
+   */
+  readonly oauthErrorDescription?: string | undefined
   /** Where the secret or key came from (`fromEnv('NAME')`, `the "clientSecret" option`…). */
   readonly secretSource?: string | undefined
   /** Seconds before a new attempt is made, when known. */
@@ -56,6 +72,8 @@ export class TokenSourceError extends Error {
   readonly clientId: string
   readonly issuer: string
   readonly oauthError: string | undefined
+  /** The provider's `error_description` (RFC 6749 §5.2), printable ASCII, at most 200 characters. */
+  readonly oauthErrorDescription: string | undefined
   readonly status: number | undefined
   readonly secretSource: string | undefined
   /** Seconds before the source asks the provider again; a `get()` before then fails at once. */
@@ -69,6 +87,7 @@ export class TokenSourceError extends Error {
     this.clientId = init.clientId
     this.issuer = init.issuer
     this.oauthError = init.oauthError
+    this.oauthErrorDescription = init.oauthErrorDescription
     this.status = init.status
     this.secretSource = init.secretSource
     this.retryAfterSeconds = init.retryAfterSeconds
@@ -83,6 +102,8 @@ const CODES = new Set<string>([
   'ERR_TOKEN_RESPONSE_INVALID',
   'ERR_SECRET_UNAVAILABLE',
   'ERR_TOKEN_SOURCE_CLOSED',
+  'ERR_SUBJECT_TOKEN_REFUSED',
+  'ERR_EXCHANGE_NOT_POSSIBLE',
 ] satisfies TokenSourceErrorCode[])
 
 /** `true` for a {@link TokenSourceError}, also one from another copy of the package (checked by shape). */

@@ -32,5 +32,14 @@ export type { EnvReference, SecretInput } from './secrets.js'
 export { fromEnv } from './secrets.js'
 export type { StepUpReason } from './step-up.js'
 export { isStepUpRequired, StepUpRequiredError, stepUpChallengeOf } from './step-up.js'
+export type { TokenExchange } from './token-exchange.js'
+export { createTokenExchange } from './token-exchange.js'
+export type {
+  ExchangeFacts,
+  ExchangeProfile,
+  ExchangeTarget,
+  TokenExchangeEvent,
+  TokenExchangeOptions,
+} from './token-exchange-options.js'
 export type { TokenSource } from './token-source.js'
 export { createTokenSource } from './token-source.js'

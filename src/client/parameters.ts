@@ -63,7 +63,8 @@ export function parametersOption(value: TokenParameters): NormalizedParameters {
   })
 }
 
-function scopeOption(value: unknown, path: string): string | undefined {
+/** One parameter's validation (also `exchange()`'s). */
+export function scopeOption(value: unknown, path: string): string | undefined {
   const list = typeof value === 'string' ? value.split(' ').filter(Boolean) : value
   if (
     !Array.isArray(list) ||
@@ -79,7 +80,8 @@ function scopeOption(value: unknown, path: string): string | undefined {
   return sorted.length === 0 ? undefined : sorted.join(' ')
 }
 
-function resourceOption(value: unknown, path: string): readonly string[] {
+/** One parameter's validation (also `exchange()`'s). */
+export function resourceOption(value: unknown, path: string): readonly string[] {
   const list = typeof value === 'string' ? [value] : value
   if (!Array.isArray(list))
     fail(path, 'must be an absolute URI or an array of them (RFC 8707)', value)
@@ -95,7 +97,8 @@ function resourceOption(value: unknown, path: string): readonly string[] {
   return Object.freeze([...new Set(list as string[])].sort())
 }
 
-function audienceOption(value: unknown, path: string): string {
+/** One parameter's validation (also `exchange()`'s). */
+export function audienceOption(value: unknown, path: string): string {
   if (typeof value !== 'string' || value === '' || value.length > 1024) {
     fail(path, 'must be a non-empty string', value)
   }

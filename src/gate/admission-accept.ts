@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks'
 import type { CredentialScheme } from '../challenge.js'
 import type { Emit } from '../events.js'
 import type { ResolvedTenant } from '../limits/tenant.js'
+import { actorName } from '../token/actor.js'
 import { admissionWith, type Verdict } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
 import { type AdmissionContext, NO_HEADERS, Refused } from './admission-context.js'
@@ -20,11 +21,11 @@ export function withTenant(verdict: Verdict, tenant: ResolvedTenant): Admission 
   const last = verdict.withTenant
   if (last !== undefined && last.tenant === tenant.id && last.plan === tenant.plan) return last
   const { admission } = verdict
-  const auth = admissionWith(admission.token, {
-    ...admission,
-    tenant: tenant.id,
-    plan: tenant.plan,
-  })
+  const auth = admissionWith(
+    admission.token,
+    { ...admission, tenant: tenant.id, plan: tenant.plan },
+    admission.tokenFor,
+  )
   verdict.withTenant = auth
   return auth
 }
@@ -40,6 +41,7 @@ export function reportAccepted(
     issuer: auth.issuer,
     subject: auth.subject,
     clientId: auth.clientId,
+    actor: actorName(auth.actor),
     tenant: auth.tenant,
     plan: auth.plan,
     ...describeRequest(request),
@@ -76,12 +78,14 @@ export type AdmitNow = (
 
 /** {@link AdmitNow} for a gate, its steps read once from `context`. */
 export function admitNowWith(context: AdmissionContext): AdmitNow {
-  const { revoked, certificate, resolveTenant, consumeNow, emit, refusal } = context
+  const { revoked, delegation, certificate, resolveTenant, consumeNow, emit, refusal } = context
   return function admitNow(request, verdict, scheme, startedAt) {
     let tenant: ResolvedTenant | undefined
     try {
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) throw revocationRefusal
+      const actorRefusal = delegation?.refusal(verdict.admission)
+      if (actorRefusal !== undefined) throw actorRefusal
       certificate?.confirm(request, verdict.verified)
       if (resolveTenant === undefined) return accept(emit, request, verdict, startedAt)
       tenant = resolveTenant(verdict.verified) as ResolvedTenant

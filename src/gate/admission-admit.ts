@@ -22,7 +22,17 @@ export type Admit = (
 
 /** {@link Admit} for a gate, its steps read once from `context`. */
 export function admitWith(context: AdmissionContext): Admit {
-  const { verifier, revoked, certificate, dpop, resolveTenant, limiter, emit, refusal } = context
+  const {
+    verifier,
+    revoked,
+    delegation,
+    certificate,
+    dpop,
+    resolveTenant,
+    limiter,
+    emit,
+    refusal,
+  } = context
   return async function admit(request, token, scheme, pending, startedAt) {
     let issuer: string | undefined
     let tenant: ResolvedTenant | undefined
@@ -35,6 +45,11 @@ export function admitWith(context: AdmissionContext): Admit {
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
         throw revocationRefusal
+      }
+      const actorRefusal = delegation?.refusal(verdict.admission)
+      if (actorRefusal !== undefined) {
+        issuer = verdict.admission.issuer
+        throw actorRefusal
       }
       if (certificate !== undefined) {
         issuer = verdict.admission.issuer

@@ -13,6 +13,7 @@ import type { TenantResolver } from '../limits/tenant.js'
 import type { Revocation } from '../revocation/revocation.js'
 import type { Verifier } from '../token/verify.js'
 import type { CheckResult, RequestLike } from '../types.js'
+import type { DelegationStep } from './actors.js'
 import type { Refusal } from './refusal.js'
 
 /** The steps and settings an admission pipeline runs with, each `undefined` when off. */
@@ -23,6 +24,8 @@ export interface AdmissionSteps {
   readonly revoked: Revocation | undefined
   /** Certificate-bound tokens (`mtls`): no I/O, so it runs on the synchronous path too. */
   readonly certificate: CertificateStep | undefined
+  /** The `delegation` option's checks of `act` and `may_act`. */
+  readonly delegation: DelegationStep | undefined
   readonly dpop: DpopStep | undefined
   readonly resolveTenant: TenantResolver | undefined
   /** Whether the tenant options have a `policy` hook, which `resolveTenant` may wait on. */

@@ -22,12 +22,14 @@ import { createResourceMetadata } from '../metadata/resource-metadata.js'
 import { IssuerKeys, KeySets } from '../token/jwks.js'
 import { createVerdictCaches, createVerifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
+import { ANY_ACTOR, createDelegationStep } from './actors.js'
 import { createAdmission, type Decide } from './admission.js'
 import type { Guard } from './guards.js'
 import { type GateOptions, normalizeOptions } from './options.js'
 import { createReadiness, type ReadyReport } from './readiness.js'
 import { createRefusal } from './refusal.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
+import { createTokenFor } from './token-for.js'
 
 export { type Decide, Refused } from './admission.js'
 export type { ReadyReport } from './readiness.js'
@@ -153,6 +155,7 @@ export function openGate(
       },
     ]),
   )
+  const tokenFor = createTokenFor(normalized.delegation)
   const jwtVerifier = createVerifier({
     keys: issuers,
     algorithms: new Set(normalized.algorithms),
@@ -163,15 +166,19 @@ export function openGate(
         : { ...normalized.claims, confirmationChecked: true },
     maxTokenBytes: normalized.maxTokenBytes,
     caches,
+    tokenFor,
   })
   // Issuers whose tokens are introspected (RFC 7662): a verifier that routes each token.
   const introspection = createIntrospectionStep({
     jwt: jwtVerifier,
     issuers: normalized.issuers,
     rules:
-      dpop === undefined ? normalized.claims : { ...normalized.claims, confirmationChecked: true },
+      dpop === undefined && certificate === undefined
+        ? normalized.claims
+        : { ...normalized.claims, confirmationChecked: true },
     maxTokenBytes: normalized.maxTokenBytes,
     emit,
+    tokenFor,
   })
   const verifier = introspection?.verifier ?? jwtVerifier
   const limits = normalized.rateLimit
@@ -192,6 +199,9 @@ export function openGate(
     verifier,
     revoked,
     certificate,
+    // Without the option any well-formed chain is admitted; an `act` that is not one is refused
+    // all the same: `auth.actor` undefined must mean the user's own token.
+    delegation: createDelegationStep(normalized.delegation ?? ANY_ACTOR),
     dpop,
     resolveTenant,
     tenantPolicy: normalized.tenant?.policy !== undefined,

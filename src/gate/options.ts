@@ -29,6 +29,7 @@ import { ISSUER_ENTRY_KEYS, type IssuerOptions, keyUrlProblem, realmOf } from '.
 import type { NormalizedJWKSOptions } from '../token/jwks.js'
 import type { RequestLike } from '../types.js'
 import { fail, integer, isRecord, optionalFunction, record } from '../validate.js'
+import { type DelegationOptions, normalizeDelegationOptions } from './actors.js'
 
 /** JWKS fetching and caching. All durations in milliseconds. */
 export interface JWKSOptions {
@@ -136,6 +137,14 @@ export interface GateOptions {
    * `Client-Cert` field. Default off: such tokens are refused. See `MtlsOptions`.
    */
   readonly mtls?: MtlsOptions
+  /**
+   * Delegated tokens (RFC 8693 `act`): which actors may act for users on this API
+   * (`allowedActors`), how long a chain may be (`maxChainDepth`, default 1), and the exchanger
+   * `auth.tokenFor(target)` uses (`exchange`). Refusals are 403 `ERR_ACTOR_REFUSED`. Without it,
+   * `auth.actor` is still read and any well-formed chain is admitted (an `act` that is not an
+   * object is refused all the same).
+   */
+  readonly delegation?: DelegationOptions
   /** Serve RFC 9728 Protected Resource Metadata, and point 401 challenges to it. */
   readonly resourceMetadata?: ResourceMetadataOptions
 }
@@ -501,6 +510,11 @@ export const gateSchema = group<GateOptions>()(
       accepts: 'mode, trustedProxies',
       default: 'off: certificate-bound tokens refused',
       see: 'mtls.md#options',
+    }),
+    delegation: custom(normalizeDelegationOptions, {
+      accepts: 'allowedActors, maxChainDepth, exchange',
+      default: 'any well-formed chain admitted; tokenFor unavailable',
+      see: 'token-exchange.md',
     }),
     resourceMetadata: custom(normalizeResourceMetadataOptions, {
       accepts: '{ resource, scopesSupported?, authorizationServers?, extra? }',

@@ -14,8 +14,9 @@ import {
   TokenExpiredError,
 } from '../errors.js'
 import type { Emit, IntrospectionFailureReason } from '../events.js'
+import { actorOf } from '../token/actor.js'
 import { type ClaimRules, checkClaims, DEFAULT_READERS } from '../token/claims.js'
-import { admissionWith, type Verdict } from '../token/verify.js'
+import { admissionWith, type Verdict, type VerifierContext } from '../token/verify.js'
 import type { TokenClaims, TokenHeader } from '../types.js'
 import { CallBudget } from './budget.js'
 import { IntrospectionCache } from './cache.js'
@@ -65,6 +66,8 @@ export interface IntrospectorContext {
   readonly rules: ClaimRules
   readonly realm: string | undefined
   readonly emit: Emit
+  /** Makes `auth.tokenFor` of an admitted token, as for verified JWTs. */
+  readonly tokenFor: VerifierContext['tokenFor']
   /** Milliseconds since the epoch. */
   readonly now: () => number
 }
@@ -188,18 +191,24 @@ export class Introspector {
     const frozen = deepFreeze(claims) as TokenClaims
     const readers = rules.readers ?? DEFAULT_READERS
     const verified = Object.freeze({ header, claims: frozen, issuer, realm: this.context.realm })
-    const admission = admissionWith(token, {
-      header,
-      claims: frozen,
-      issuer,
-      realm: this.context.realm,
-      subject: frozen.sub,
-      clientId: readers.clientId(frozen),
-      scopes: readers.scopes(frozen),
-      roles: readers.roles(frozen),
-      tenant: undefined,
-      plan: undefined,
-    })
+    const admission = admissionWith(
+      token,
+      {
+        header,
+        claims: frozen,
+        issuer,
+        realm: this.context.realm,
+        subject: frozen.sub,
+        clientId: readers.clientId(frozen),
+        scopes: readers.scopes(frozen),
+        roles: readers.roles(frozen),
+        tenant: undefined,
+        plan: undefined,
+        // A malformed chain (`null`) is no actor: the gate's delegation step refuses it.
+        actor: actorOf(frozen) ?? undefined,
+      },
+      this.context.tokenFor(token, frozen, issuer),
+    )
     const verdict: Verdict = { verified, admission, answer: undefined, withTenant: undefined }
     this.cache.keep(key, verdict, validity, now)
     return verdict

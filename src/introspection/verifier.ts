@@ -16,7 +16,7 @@ import { InvalidTokenError } from '../errors.js'
 import type { Emit } from '../events.js'
 import type { ClaimRules } from '../token/claims.js'
 import { parsePayload, splitCompactJWS } from '../token/jws.js'
-import type { Verdict, Verifier } from '../token/verify.js'
+import type { Verdict, Verifier, VerifierContext } from '../token/verify.js'
 import { tokenKey } from './cache.js'
 import { type IntrospectionStatus, Introspector } from './introspector.js'
 import type { NormalizedIntrospection } from './options.js'
@@ -35,6 +35,8 @@ export interface IntrospectionContext {
   readonly rules: ClaimRules
   readonly maxTokenBytes: number
   readonly emit: Emit
+  /** Makes `auth.tokenFor` of an admitted token, as for verified JWTs. */
+  readonly tokenFor: VerifierContext['tokenFor']
   /** Milliseconds since the epoch. Default `Date.now`. */
   readonly now?: () => number
 }
@@ -71,7 +73,14 @@ export function createIntrospectionStep(
         : { ...own, confirmationChecked: context.rules.confirmationChecked === true }
     byIssuer.set(
       issuer,
-      new Introspector({ settings: introspection, rules, realm, emit: context.emit, now }),
+      new Introspector({
+        settings: introspection,
+        rules,
+        realm,
+        emit: context.emit,
+        tokenFor: context.tokenFor,
+        now,
+      }),
     )
   }
   if (byIssuer.size === 0) return undefined

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { JWT_BEARER_GRANT, TOKEN_EXCHANGE_GRANT } from './dev-exchange.js'
 import type { NormalizedDevClient, NormalizedDevProviderOptions } from './dev-options.js'
 import { signOutPage } from './dev-pages.js'
 import type { createDevStore } from './dev-store.js'
@@ -47,7 +48,9 @@ function clientMetadata(client: NormalizedDevClient): Record<string, unknown> {
       ? {}
       : { jwks: { keys: client.jwks.keys.map((key) => ({ ...key })) } }),
     token_endpoint_auth_method: client.clientAuth,
-    grant_types: [...client.grantTypes],
+    // Every client may ask for an exchange: one without an `exchange` policy is then refused
+    // with RFC 6749's unauthorized_client, not oidc-provider's invalid_request.
+    grant_types: [...client.grantTypes, TOKEN_EXCHANGE_GRANT, JWT_BEARER_GRANT],
     response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
     redirect_uris: [...client.redirectUris],
     post_logout_redirect_uris: [...client.postLogoutRedirectUris],

@@ -70,6 +70,25 @@ export interface DevClient {
   readonly audiences?: readonly string[] | undefined
   /** Added to every access token the client gets by `client_credentials`. */
   readonly tokenClaims?: Readonly<Record<string, unknown>> | undefined
+  /**
+   * Token exchange (RFC 8693, and Entra's on-behalf-of shape): the client may trade a user's
+   * token for one scoped to another product, on the user's behalf. Without it, an exchange is
+   * refused with `unauthorized_client`.
+   */
+  readonly exchange?: DevExchangePolicy | undefined
+}
+
+/** Which tokens a client may exchange, for which products, and how it is named as the actor. */
+export interface DevExchangePolicy {
+  /**
+   * Resource indicators (keys of `resources`) whose tokens the client may exchange: a subject
+   * token for another audience is refused with `invalid_grant`.
+   */
+  readonly from: readonly string[]
+  /** Resource indicators the client may obtain tokens for; another one: `invalid_target`. */
+  readonly to: readonly string[]
+  /** `act.sub` of the tokens it obtains. Default: its client id. */
+  readonly actor?: string | undefined
 }
 
 /** An API tokens are issued for, named by its resource indicator (RFC 8707). */
@@ -138,6 +157,7 @@ export interface NormalizedDevClient {
   readonly scopes: readonly string[]
   readonly audiences: readonly string[]
   readonly tokenClaims: Readonly<Record<string, unknown>>
+  readonly exchange: DevExchangePolicy | undefined
 }
 
 export interface NormalizedDevResource {
@@ -184,6 +204,7 @@ const CLIENT_OPTIONS = [
   'scopes',
   'audiences',
   'tokenClaims',
+  'exchange',
 ]
 const GRANT_TYPES: readonly DevGrantType[] = [
   'authorization_code',
@@ -365,6 +386,33 @@ function normalizeClient(
     scopes,
     audiences,
     tokenClaims: claims(client['tokenClaims'], `${path}.tokenClaims`),
+    exchange: exchangePolicy(client['exchange'], `${path}.exchange`, resources),
+  })
+}
+
+function exchangePolicy(
+  value: unknown,
+  path: string,
+  resources: ReadonlyMap<string, NormalizedDevResource>,
+): DevExchangePolicy | undefined {
+  if (value === undefined) return undefined
+  const policy = record(value, path, ['from', 'to', 'actor'])
+  const indicators = (name: string) => {
+    const items = list(policy[name], `${path}.${name}`, (item, at) => {
+      if (typeof item !== 'string' || !resources.has(item)) {
+        fail(at, `must be a key of "resources": ${[...resources.keys()].join(', ')}`, item)
+      }
+      return item
+    })
+    if (items === undefined || items.length === 0) {
+      fail(`${path}.${name}`, 'must name at least one resource indicator (a key of "resources")')
+    }
+    return items
+  }
+  return Object.freeze({
+    from: indicators('from'),
+    to: indicators('to'),
+    actor: optionalText(policy['actor'], `${path}.actor`),
   })
 }
 

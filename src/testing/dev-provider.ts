@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { audienceAsResource } from './dev-audience.js'
 import { followAuthorization } from './dev-authorize.js'
 import { configuration, ROUTES } from './dev-configuration.js'
+import { mintAccessToken, registerExchangeGrants } from './dev-exchange.js'
 import { loopbackHosts, refuseInProduction } from './dev-guard.js'
 import { answerInteraction } from './dev-interaction.js'
 import { sendLogoutToken } from './dev-logout.js'
@@ -67,6 +68,19 @@ export interface DevProvider {
     readonly sub?: string
     readonly sid?: string
   }): Promise<number>
+  /**
+   * An access token for `user` (a configured `sub`) as a sign-in at `clientId` with `resource`
+   * and `scope` would give it, without the pages: signed with the provider's current key, with
+   * the user's `tokenClaims`. For tests and samples that need a user's token (to exchange it,
+   * for instance). Default scope: the client's scopes of that resource.
+   *
+   * @throws TypeError for an unknown user or client, a resource the client may not ask for, or a
+   *   scope the resource does not have.
+   */
+  accessTokenFor(
+    user: string,
+    options: { readonly clientId: string; readonly resource: string; readonly scope?: string },
+  ): Promise<string>
   /** Stops for good, dropping open connections. */
   close(): Promise<void>
 }
@@ -74,6 +88,7 @@ export interface DevProvider {
 export type {
   DevClient,
   DevClientAuth,
+  DevExchangePolicy,
   DevGrantType,
   DevProviderOptions,
   DevResource,
@@ -85,9 +100,10 @@ const REALM_PATH = /^\/realms\/([^/?#]+)(\/[^?#]*)?/
  * Starts a development OpenID provider on 127.0.0.1, with Keycloak's paths under
  * `/realms/{realm}`: discovery, an authorization endpoint with a sign-in page listing `users`
  * (PKCE required), a token endpoint for `authorization_code`, `refresh_token` (rotated, reuse
- * revokes the grant) and `client_credentials`, honouring `scope`, `resource` (RFC 8707) and `audience`, ID
- * tokens with profile claims, userinfo, end-session and back-channel logout, and token
- * introspection (RFC 7662, RFC 9701) for APIs whose tokens are opaque
+ * revokes the grant), `client_credentials` and token exchange (RFC 8693, and Entra's on-behalf-of
+ * shape, per each client's `exchange` policy), honouring `scope`, `resource` (RFC 8707) and
+ * `audience`, ID tokens with profile claims, userinfo, end-session and back-channel logout, and
+ * token introspection (RFC 7662, RFC 9701) for APIs whose tokens are opaque
  * (`resources: { …: { accessTokenFormat: 'opaque' } }`) and revocation (RFC 7009). Refusals are
  * oidc-provider's, as any certified provider answers: `invalid_client`, `invalid_grant`,
  * `invalid_scope`, `invalid_target`. Everything is kept in memory. Close it when done.
@@ -131,6 +147,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
 
   const build = () => {
     const next = new oidc.default(issuer, configuration(settings, oidc, keys, store, cookieKeys))
+    registerExchangeGrants(next, issuer, settings, () => keys)
     provider = next
     handler = next.callback()
   }
@@ -231,6 +248,37 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
         { ...client, backchannelLogoutUri: client.backchannelLogoutUri },
         logout,
       )
+    },
+    async accessTokenFor(user, tokenOptions) {
+      const person = settings.users.get(user)
+      const client = settings.clients.get(tokenOptions?.clientId)
+      const resource = settings.resources.get(tokenOptions?.resource)
+      if (person === undefined)
+        throw new TypeError(`accessTokenFor(): "${user}" is not a configured user`)
+      if (
+        client === undefined ||
+        resource === undefined ||
+        !client.audiences.includes(tokenOptions.resource)
+      ) {
+        throw new TypeError(
+          'accessTokenFor(): "clientId" must be a configured client and "resource" one of its audiences',
+        )
+      }
+      const offered = resource.scopes.filter((scope) => client.scopes.includes(scope))
+      const scopes = tokenOptions.scope?.split(' ').filter(Boolean) ?? offered
+      if (scopes.some((scope) => !resource.scopes.includes(scope))) {
+        throw new TypeError(`accessTokenFor(): "scope" must be scopes of ${tokenOptions.resource}`)
+      }
+      const now = Math.floor(Date.now() / 1000)
+      return mintAccessToken(issuer, keys[0] as TestKey, {
+        ...person.tokenClaims,
+        sub: user,
+        iat: now,
+        exp: now + settings.accessTokenTtlSeconds,
+        ...(scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
+        client_id: client.clientId,
+        aud: resource.audience,
+      })
     },
     close: () => server.close(),
   } satisfies DevProvider)

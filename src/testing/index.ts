@@ -7,6 +7,7 @@
 export type {
   DevClient,
   DevClientAuth,
+  DevExchangePolicy,
   DevGrantType,
   DevProvider,
   DevProviderOptions,

@@ -25,6 +25,12 @@ export interface ProviderContext {
   }
 }
 
+/** oidc-provider's view of one token request, as far as an extension grant reads it. */
+export interface GrantContext {
+  oidc: { params: Record<string, unknown>; client: { clientId: string } }
+  body: unknown
+}
+
 export interface ProviderClient {
   clientId: string
   grantTypeAllowed(grantType: string): boolean
@@ -51,6 +57,12 @@ export interface ProviderInstance {
   Grant: new (init: { accountId: string; clientId: string }) => ProviderGrant
   proxy: boolean
   callback(): (req: IncomingMessage, res: ServerResponse) => void
+  registerGrantType(
+    name: string,
+    handler: (ctx: GrantContext) => Promise<void>,
+    params?: readonly string[],
+    dupes?: readonly string[],
+  ): void
   on(event: string, listener: (...args: unknown[]) => void): unknown
   interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>
   interactionFinished(

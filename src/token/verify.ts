@@ -16,6 +16,7 @@ import {
   type TollgateError,
 } from '../errors.js'
 import type { Admission, CheckResult, TokenClaims, TokenHeader } from '../types.js'
+import { actorOf } from './actor.js'
 import { type JWSAlgorithm, signatureMatches } from './algorithms.js'
 import { VerdictCache } from './cache.js'
 import { type ClaimReaders, type ClaimRules, checkClaims, DEFAULT_READERS } from './claims.js'
@@ -80,6 +81,8 @@ export interface VerifierContext {
   readonly rules: ClaimRules
   readonly maxTokenBytes: number
   readonly caches: VerdictCaches | undefined
+  /** Makes `auth.tokenFor` of a verified token (the gate's `delegation.exchange`, or its absence). */
+  readonly tokenFor: (token: string, claims: TokenClaims, issuer: string) => Admission['tokenFor']
 }
 
 const MAX_KID_LENGTH = 256
@@ -310,7 +313,14 @@ export function createVerifier(context: VerifierContext): Verifier {
     const parsed: ParsedJWS = { ...split, payload }
     const own = issuerRules.get(iss) as { rules: ClaimRules; readers: ClaimReaders }
     const validity = checkClaims(split.header as TokenHeader, payload, own.rules, Date.now())
-    const verdict = buildVerdict(token, parsed, iss, prepared.issuer.realm, own.readers)
+    const verdict = buildVerdict(
+      token,
+      parsed,
+      iss,
+      prepared.issuer.realm,
+      own.readers,
+      context.tokenFor,
+    )
     // A lone candidate is the key set's own array for that kid, never mutated (a refresh builds new
     // ones): the verdict can depend on it without a new array per miss.
     verdicts?.set(token, verdict, candidates.length === 1 ? candidates : [key], validity, now)
@@ -399,9 +409,14 @@ function deepFreeze<T extends object>(value: T): T {
  * spreads and `Object.keys` only see enumerable properties. Frozen. A copy of an admission must
  * be made with this too: a spread would drop the token.
  */
-export function admissionWith(token: string, fields: Omit<Admission, 'token'>): Admission {
+export function admissionWith(
+  token: string,
+  fields: Omit<Admission, 'token' | 'tokenFor'>,
+  tokenFor: Admission['tokenFor'],
+): Admission {
   const admission = { ...fields } as Admission
   Object.defineProperty(admission, 'token', { value: token, enumerable: false })
+  Object.defineProperty(admission, 'tokenFor', { value: tokenFor, enumerable: false })
   return Object.freeze(admission)
 }
 
@@ -411,23 +426,30 @@ function buildVerdict(
   issuer: string,
   realm: string | undefined,
   readers: ClaimReaders,
+  tokenFor: VerifierContext['tokenFor'],
 ): Verdict {
   // Verdicts are shared by every request that presents the same token: nothing may mutate them.
   const header = deepFreeze(parsed.header) as TokenHeader
   const claims = deepFreeze(parsed.payload) as TokenClaims
   const clientId = readers.clientId(claims)
   const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
-  const admission = admissionWith(token, {
-    header,
-    claims,
-    issuer,
-    realm,
-    subject: claims.sub,
-    clientId,
-    scopes: readers.scopes(claims),
-    roles: readers.roles(claims),
-    tenant: undefined,
-    plan: undefined,
-  })
+  const admission = admissionWith(
+    token,
+    {
+      header,
+      claims,
+      issuer,
+      realm,
+      subject: claims.sub,
+      clientId,
+      scopes: readers.scopes(claims),
+      roles: readers.roles(claims),
+      tenant: undefined,
+      plan: undefined,
+      // A malformed chain (`null`) is no actor: the gate's delegation step refuses it.
+      actor: actorOf(claims) ?? undefined,
+    },
+    tokenFor(token, claims, issuer),
+  )
   return { verified, admission, answer: undefined, withTenant: undefined }
 }

@@ -54,6 +54,13 @@ describe('demo walkthrough', () => {
     expect(new Set(steps.map((step) => step.status))).toEqual(new Set([200, 400, 401, 403, 429]))
   })
 
+  it('reads the user’s office data on their behalf: the office sees alice and the gateway as actor (issue 33)', () => {
+    const onBehalf = steps.filter((step) => step.title.includes('on the user’s behalf'))
+    expect(onBehalf.map((step) => step.status)).toEqual([200, 403])
+    expect(onBehalf[0]?.detail).toContain('"user":"alice","actor":"gateway"')
+    expect(onBehalf[1]?.detail).toContain('ERR_SUBJECT_TOKEN_REFUSED')
+  })
+
   it('has the gateway obtain its office token once, reuse it, then renew it once', () => {
     expect(demo.officeTokens.events.map((event) => event.type)).toEqual([
       'token_requested',

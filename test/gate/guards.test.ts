@@ -26,6 +26,8 @@ function admission(
     roles: { realm: realmRoles, clients },
     tenant: undefined,
     plan: undefined,
+    actor: undefined,
+    tokenFor: () => Promise.reject(new Error('no exchanger')),
   }
 }
 

@@ -30,6 +30,8 @@ function admission(claims: Partial<TokenClaims>): Admission {
     roles: { realm: [], clients: {} },
     tenant: undefined,
     plan: undefined,
+    actor: undefined,
+    tokenFor: () => Promise.reject(new Error('no exchanger in this test')),
   }
 }
 

@@ -52,6 +52,27 @@ export function describeAuth(auth: Admission | undefined) {
   }
 }
 
+/** The route whose handler calls `auth.tokenFor(DELEGATION_TARGET)` (issue 33). */
+export const DELEGATED_PATH = '/delegated'
+/** The product the delegated route asks a token for: Keycloak's audience of the office. */
+export const DELEGATION_TARGET = 'office'
+
+/**
+ * What the delegated route answers: the actor the gate read from the request's token, and the
+ * claims of the token `auth.tokenFor()` obtained (never the token), or the code of its failure.
+ */
+export async function onBehalf(auth: Admission | undefined) {
+  if (auth === undefined) return { authenticated: false }
+  const actorAtGate = auth.actor?.subject ?? null
+  try {
+    const token = await auth.tokenFor(DELEGATION_TARGET)
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString())
+    return { actorAtGate, subject: claims.sub, audience: claims.aud, act: claims.act }
+  } catch (error) {
+    return { actorAtGate, refused: (error as { code?: unknown }).code ?? 'unknown' }
+  }
+}
+
 function expressApp(express: typeof express5): AppFactory {
   return (options) => {
     const app = express()
@@ -69,6 +90,9 @@ function expressApp(express: typeof express5): AppFactory {
     })
     app.get('/scoped', auth.requireScopes('billing:read'), (req, res) => {
       res.json(describeAuth(req.auth))
+    })
+    app.get(DELEGATED_PATH, async (req, res) => {
+      res.json(await onBehalf(req.auth))
     })
     app.get(TWO_SCOPES_PATH, auth.requireScopes('billing:read', 'billing:write'), (req, res) => {
       res.json(describeAuth(req.auth))
@@ -165,6 +189,10 @@ function koaApp(Koa: typeof Koa3): AppFactory {
     app.use(async (ctx: Koa3.ParameterizedContext<koaAdapter.TollgateState>, next) => {
       const guards = routes[`${ctx.method} ${ctx.path}`]
       if (ctx.path === '/throws') throw new Error('handler failure')
+      if (ctx.path === DELEGATED_PATH) {
+        ctx.body = await onBehalf(ctx.state.auth)
+        return
+      }
       if (ctx.method === 'OPTIONS' && ctx.path === '/api/v1/billing/subscriptions') {
         ctx.body = { preflight: true, ...describeAuth(ctx.state.auth) }
         return
@@ -240,6 +268,7 @@ function fastifyApp(Fastify: typeof fastify5): AppFactory {
     app.post(ROUTE_PATH, answer)
     app.options(ROUTE_PATH, async (request) => ({ preflight: true, ...describeAuth(request.auth) }))
     app.get('/scoped', { preHandler: auth.requireScopes('billing:read') }, answer)
+    app.get(DELEGATED_PATH, async (request) => onBehalf(request.auth))
     app.get(
       TWO_SCOPES_PATH,
       { preHandler: auth.requireScopes('billing:read', 'billing:write') },
@@ -280,6 +309,7 @@ const honoApp: AppFactory = (options) => {
   app.post(ROUTE_PATH, answer)
   app.options(ROUTE_PATH, (c) => json(c, { preflight: true, ...describeAuth(c.get('auth')) }))
   app.get('/scoped', auth.requireScopes('billing:read'), answer)
+  app.get(DELEGATED_PATH, async (c) => json(c, await onBehalf(c.get('auth'))))
   app.get(TWO_SCOPES_PATH, auth.requireScopes('billing:read', 'billing:write'), answer)
   app.get('/any-scope', auth.requireAnyScope('billing:read', 'billing:admin'), answer)
   app.get('/realm-role', auth.requireRealmRoles('admin'), answer)
@@ -323,6 +353,7 @@ const fetchApp: AppFactory = (options) => {
     const result = await auth.handle(request, { body })
     if (result.response !== undefined) return result.response
     if (pathname === '/throws') throw new Error('handler failure')
+    if (pathname === DELEGATED_PATH) return json(await onBehalf(result.auth), result.headers)
     if (pathname !== ROUTE_PATH) return new Response('Not Found', { status: 404 })
     const preflight = request.method === 'OPTIONS' ? { preflight: true } : {}
     return json({ ...preflight, ...describeAuth(result.auth) }, result.headers)

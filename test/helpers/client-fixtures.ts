@@ -125,3 +125,32 @@ export async function signedInRefreshToken(
   )
   return tokens.refresh_token as string
 }
+
+/** Alice's access token for `resource`, by the code flow of client `office-web` (token exchange tests). */
+export async function signedInAccessToken(
+  provider: RunningProvider,
+  resource: string,
+): Promise<string> {
+  const code = await provider.authorize({
+    clientId: 'office-web',
+    redirectUri: REDIRECT_URI,
+    scope: 'openid billing:read',
+    resource,
+    user: 'alice',
+  })
+  const client = await import('openid-client')
+  const config = new client.Configuration(
+    { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
+    'office-web',
+    undefined,
+    client.ClientSecretBasic(WEB_SECRET),
+  )
+  client.allowInsecureRequests(config)
+  const tokens = await client.authorizationCodeGrant(
+    config,
+    new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
+    undefined,
+    { resource },
+  )
+  return tokens.access_token
+}

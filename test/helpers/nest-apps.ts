@@ -44,9 +44,11 @@ import type { GateOptions } from '../../src/gate/options.js'
 import type { Admission } from '../../src/types.js'
 import {
   type AppFactory,
+  DELEGATED_PATH,
   describeAuth,
   type GuardAppFactory,
   LOGOUT_PATH,
+  onBehalf,
   type ProtectedServer,
   PUSH_PATH,
   SECOND_GUARD_SCOPES,
@@ -97,6 +99,10 @@ class ContractController {
   @RequireClientRoles('office', 'editor')
   clientRole(@Auth() auth: Admission) {
     return describeAuth(auth)
+  }
+  @Get(DELEGATED_PATH.slice(1))
+  delegated(@Auth() auth: Admission | undefined) {
+    return onBehalf(auth)
   }
   @Get('throws')
   throws() {

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { generateKeyPairSync, type JsonWebKey, X509Certificate } from 'node:crypto'
+import { generateKeyPairSync, type JsonWebKey, webcrypto, X509Certificate } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -24,7 +24,11 @@ import Provider, {
   type KoaContextWithOIDC,
 } from 'oidc-provider'
 import { followAuthorization as followAuthorizationAs } from '../../src/testing/dev-authorize.js'
+import { registerExchangeGrants } from '../../src/testing/dev-exchange.js'
+import type { NormalizedDevProviderOptions } from '../../src/testing/dev-options.js'
 import { createDevStore } from '../../src/testing/dev-store.js'
+import type { TestKey } from '../../src/testing/keys.js'
+import type { ProviderInstance } from '../../src/testing/oidc-provider-api.js'
 
 /** A registered client, in oidc-provider's (RFC 7591) metadata. */
 export type ProviderClient = ClientMetadata
@@ -106,6 +110,15 @@ export interface StartProviderOptions {
    * TLS-terminating proxy reads it. Default false.
    */
   readonly mtls?: boolean
+  /**
+   * Token exchange (RFC 8693), by client id: which resources' tokens the client may exchange
+   * (`from`) for which (`to`), with `act` naming it. The development provider's grant
+   * (src/testing/dev-exchange.ts) registered on this provider, signing with the realm's key; the
+   * client's `grant_types` must list `urn:ietf:params:oauth:grant-type:token-exchange`.
+   */
+  readonly tokenExchange?: Readonly<
+    Record<string, { readonly from: readonly string[]; readonly to: readonly string[] }>
+  >
 }
 
 /** What the token endpoint answers instead of the provider (a gateway in front of it). */
@@ -196,6 +209,52 @@ const KEYCLOAK_ROUTES = {
   revocation: '/protocol/openid-connect/revoke',
   introspection: '/protocol/openid-connect/token/introspect',
 } as const
+
+/** Registers the development provider's exchange grant on `provider`, signing with `jwk`. */
+async function registerTokenExchange(
+  provider: Provider,
+  issuer: string,
+  jwk: JsonWebKey,
+  setup: {
+    readonly policies: NonNullable<StartProviderOptions['tokenExchange']>
+    readonly resources: Readonly<Record<string, string>>
+    readonly scopes: readonly string[]
+    readonly accessTokenSeconds: number
+  },
+): Promise<void> {
+  const privateKey = await webcrypto.subtle.importKey(
+    'jwk',
+    jwk as webcrypto.JsonWebKey,
+    { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+    false,
+    ['sign'],
+  )
+  const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...publicJwk } = jwk
+  const key: TestKey = {
+    kid: 'rs-1',
+    alg: 'RS256',
+    privateKey,
+    privateJwk: { ...jwk },
+    publicJwk: { ...publicJwk },
+  }
+  const settings = {
+    users: new Map(),
+    clients: new Map(
+      Object.entries(setup.policies).map(([clientId, policy]) => [
+        clientId,
+        { scopes: setup.scopes, exchange: policy },
+      ]),
+    ),
+    resources: new Map(
+      Object.entries(setup.resources).map(([indicator, audience]) => [
+        indicator,
+        { audience, scopes: setup.scopes },
+      ]),
+    ),
+    accessTokenTtlSeconds: setup.accessTokenSeconds,
+  } as unknown as NormalizedDevProviderOptions
+  registerExchangeGrants(provider as unknown as ProviderInstance, issuer, settings, () => [key])
+}
 
 function signingKey(): JsonWebKey {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
@@ -381,6 +440,14 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
       },
     }
     const provider = new Provider(issuer, configuration)
+    if (options.tokenExchange !== undefined) {
+      await registerTokenExchange(provider, issuer, realmKeys.get(realm) as JsonWebKey, {
+        policies: options.tokenExchange,
+        resources,
+        scopes: resourceScopes.split(' '),
+        accessTokenSeconds,
+      })
+    }
     const record = (ctx: KoaContextWithOIDC, ok: boolean, error?: unknown) => {
       const params = ctx.oidc.params ?? {}
       grants.push({

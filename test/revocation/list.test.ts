@@ -19,6 +19,8 @@ function admission(claims: Record<string, unknown>, issuer = ISS): Admission {
     roles: { realm: [], clients: {} },
     tenant: undefined,
     plan: undefined,
+    actor: undefined,
+    tokenFor: () => Promise.reject(new Error('no exchanger')),
   }
 }
 

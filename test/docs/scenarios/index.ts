@@ -13,6 +13,7 @@ import { RUNTIMES } from './runtimes.js'
 import { SIGN_IN } from './sign-in.js'
 import { STEP_UP } from './step-up.js'
 import { STORES } from './stores.js'
+import { TOKEN_EXCHANGE } from './token-exchange.js'
 
 export const SCENARIOS: ScenarioTable = {
   ...README,
@@ -32,4 +33,5 @@ export const SCENARIOS: ScenarioTable = {
   ...RUNTIMES,
   ...NESTJS,
   ...MTLS,
+  ...TOKEN_EXCHANGE,
 }
