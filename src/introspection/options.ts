@@ -8,6 +8,7 @@
  */
 import type { PrivateKeyInput } from '../client/options.js'
 import { describeSecret, isEnvReference, type SecretInput } from '../client/secrets.js'
+import { httpsUrlProblem } from '../token/issuers.js'
 import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
 import { warnOnce } from '../warnings.js'
 
@@ -139,21 +140,13 @@ const KEYS = [
   'fetch',
 ]
 
-const LOOPBACK = /^(localhost|\[::1\]|127(\.\d{1,3}){3})$/
-
-/** `true` for an https URL, or http to loopback (or anywhere, when allowed). */
+/** `undefined` for an https URL, or http to loopback (or anywhere, when allowed); else the problem. */
 export function endpointProblem(value: string, allowInsecureHttp: boolean): string | undefined {
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return 'must be an absolute https URL'
-  }
-  if (url.username || url.password) return 'must not carry credentials'
-  if (url.protocol === 'https:') return undefined
-  if (url.protocol !== 'http:') return 'must be an https URL'
-  if (LOOPBACK.test(url.hostname) || allowInsecureHttp) return undefined
-  return 'must be https: tokens and client credentials would cross the network in clear text (or set allowInsecureHttp: true on a trusted network)'
+  return httpsUrlProblem(
+    value,
+    allowInsecureHttp,
+    'must be https: tokens and client credentials would cross the network in clear text (or set allowInsecureHttp: true on a trusted network)',
+  )
 }
 
 function secretShape(value: unknown, path: string): void {

@@ -147,6 +147,23 @@ export function isLoopback(hostname: string): boolean {
  * over plain http only to loopback or where the deployment explicitly accepts it.
  */
 export function keyUrlProblem(value: string, allowInsecureHttp: boolean): string | undefined {
+  return httpsUrlProblem(
+    value,
+    allowInsecureHttp,
+    'must be https (or set jwks.allowInsecureHttp: true on a trusted network)',
+  )
+}
+
+/**
+ * Why a URL may not be called with secrets (keys, tokens, client credentials): `undefined` for
+ * https, or plain http to loopback or where `allowInsecureHttp` accepts it; else the problem,
+ * `insecure` for plain http elsewhere.
+ */
+export function httpsUrlProblem(
+  value: string,
+  allowInsecureHttp: boolean,
+  insecure: string,
+): string | undefined {
   let url: URL
   try {
     url = new URL(value)
@@ -157,5 +174,5 @@ export function keyUrlProblem(value: string, allowInsecureHttp: boolean): string
   if (url.protocol === 'https:') return undefined
   if (url.protocol !== 'http:') return 'must be an https URL'
   if (isLoopback(url.hostname) || allowInsecureHttp) return undefined
-  return 'must be https (or set jwks.allowInsecureHttp: true on a trusted network)'
+  return insecure
 }
