@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import { firstSentence, PAGES, renderPage, stalePages } from '../../scripts/options-docs.js'
 import { gateSchema, type JWKSOptions } from '../../src/gate/options.js'
+import { tenantSchema } from '../../src/limits/tenant.js'
 import { group, int } from '../../src/options-kit.js'
 
 const gatePage = PAGES.find((page) => page.file === 'docs/reference/gate-options.md')
@@ -36,6 +37,24 @@ describe('the option reference pages', () => {
     )
     expect(stalePages([{ ...gatePage, schema: changed }])).toEqual([gatePage.file])
     expect(stalePages([gatePage])).toEqual([])
+  })
+
+  it('cover the tenant options: a row per member of their schema, stale when one changes', () => {
+    const page = PAGES.find(({ file }) => file === 'docs/reference/tenant-options.md')
+    if (page === undefined) throw new Error('no tenant page')
+    const rendered = renderPage(page)
+    for (const key of Object.keys(tenantSchema.fields)) {
+      expect(rendered).toContain(`| \`tenant.${key}\` |`)
+    }
+    const { claim } = tenantSchema.fields
+    const changed = {
+      ...tenantSchema,
+      fields: {
+        ...tenantSchema.fields,
+        claim: { ...claim, doc: { ...claim.doc, default: "'org'" } },
+      },
+    }
+    expect(stalePages([{ ...page, schema: changed }])).toEqual([page.file])
   })
 
   it('report a TSDoc whose stated default is not the schema one', () => {
