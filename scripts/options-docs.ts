@@ -18,6 +18,7 @@ import { tokenSourceSchema } from '../src/client/options.js'
 import { dpopSchema } from '../src/dpop/options.js'
 import { gateSchema } from '../src/gate/options.js'
 import { rateLimitSchema } from '../src/limits/options.js'
+import { tenantSchema } from '../src/limits/tenant.js'
 import { type Option, referenceRows } from '../src/options-kit.js'
 import { revocationSchema } from '../src/revocation/options.js'
 import { signInSchema } from '../src/signin/options.js'
@@ -41,6 +42,7 @@ const SOURCES = [
   'src/gate/options.ts',
   'src/dpop/options.ts',
   'src/limits/options.ts',
+  'src/limits/tenant.ts',
   'src/revocation/options.ts',
   'src/client/options.ts',
   'src/client/parameters.ts',
@@ -57,6 +59,15 @@ export const PAGES: readonly ReferencePage[] = [
     schema: gateSchema,
     path: 'options',
     type: 'GateOptions',
+  },
+  {
+    file: 'docs/reference/tenant-options.md',
+    title: 'Tenant options',
+    intro:
+      "The gate's `tenant` option: where the tenant a verified token acts for comes from, and which tenants are let in. Guide: [tenants and rate limits](../gateway.md#tenants-and-rate-limits); in detail: [the gateway reference](gateway.md#tenants-and-rate-limits-in-detail).",
+    schema: tenantSchema,
+    path: 'tenant',
+    type: 'TenantOptions',
   },
   {
     file: 'docs/reference/rate-limit-options.md',
@@ -171,7 +182,7 @@ export function firstSentence(text: string): string {
 
 const cell = (text: string): string => text.replaceAll('|', '\\|')
 const code = (text: string): string =>
-  /^(?:['[{(\d]|true$|false$)/.test(text) ? `\`${text}\`` : text
+  /^(?:['[{(\d/]|true$|false$)/.test(text) ? `\`${text}\`` : text
 
 /** The page as the schema and the TSDoc say it; `problems` collects options without TSDoc. */
 export function renderPage(page: ReferencePage, problems: string[] = []): string {

@@ -6,7 +6,7 @@
  */
 import type { KeyObject, webcrypto } from 'node:crypto'
 import type { RedisClientLike } from '../limits/rate-limit.js'
-import { any, custom, flag, fn, group, int, type Normalized } from '../options-kit.js'
+import { any, at, custom, flag, fn, group, int, type Normalized } from '../options-kit.js'
 import { ISSUER_ENTRY_KEYS, type IssuerOptions, isLoopback } from '../token/issuers.js'
 import {
   boolean,
@@ -27,6 +27,66 @@ export type PrivateKeyInput = string | KeyObject | webcrypto.CryptoKey | webcryp
 
 /** How the client authenticates at the token endpoint (RFC 6749 §2.3, RFC 7523). */
 export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
+
+/**
+ * How a client authenticates at the provider: the same fields, with the same checks, for the token
+ * source, sign-in and the gate's token introspection.
+ */
+export interface ClientAuthenticationOptions {
+  /** The client's id at the provider. Required. */
+  readonly clientId: string
+  /**
+   * How the client authenticates at the provider's endpoints. Default: `client_secret_basic` with
+   * `clientSecret`, `private_key_jwt` with `privateKey`.
+   */
+  readonly clientAuth?: ClientAuthMethod
+  /** The client secret: a string, `fromEnv('NAME')`, or a function (secrets manager). */
+  readonly clientSecret?: SecretInput
+  /** The key that signs `private_key_jwt` assertions: a value, `fromEnv('NAME')` (PEM) or a function. */
+  readonly privateKey?: SecretInput<PrivateKeyInput>
+  /** `kid` of the private key, as registered with the provider. */
+  readonly privateKeyId?: string
+  /** Signature algorithm of the assertions. Default: RS256 for RSA keys, ES256 for P-256, EdDSA for Ed25519. */
+  readonly privateKeyAlgorithm?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
+}
+
+/**
+ * The schema entries of {@link ClientAuthenticationOptions}, for every schema that accepts them.
+ * Each field is checked alone; {@link clientAuthMethod} checks them together.
+ */
+export const clientAuthenticationFields = {
+  clientId: custom(
+    (value, path) => {
+      if (typeof value !== 'string' || value === '' || value.length > 255) {
+        fail(path, 'must be a non-empty string of at most 255 characters', value)
+      }
+      return value
+    },
+    { accepts: 'string of 1 to 255 characters', default: 'required' },
+  ),
+  clientAuth: any<ClientAuthMethod>({
+    accepts: "'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'",
+    default: 'by the credential',
+  }),
+  clientSecret: any<SecretInput>({ accepts: "string, fromEnv('NAME') or a function" }),
+  privateKey: any<SecretInput<PrivateKeyInput>>({
+    accepts: "PEM, KeyObject, JWK, CryptoKey, fromEnv('NAME') or a function",
+  }),
+  privateKeyId: custom(
+    (value, path) => {
+      if (value !== undefined && typeof value !== 'string') fail(path, 'must be a string', value)
+      return value
+    },
+    { accepts: 'string' },
+  ),
+  privateKeyAlgorithm: custom(
+    (value, path) =>
+      value === undefined
+        ? undefined
+        : oneOf(value, path, ['RS256', 'PS256', 'ES256', 'EdDSA'] as const),
+    { accepts: "'RS256' | 'PS256' | 'ES256' | 'EdDSA'", default: 'by the key' },
+  ),
+} as const
 
 /** When a held token is renewed. */
 export interface RenewalOptions {
@@ -69,7 +129,7 @@ export interface SharedCacheOptions {
 }
 
 /** Options of `createTokenSource()`. */
-export interface TokenSourceOptions extends TokenParameters {
+export interface TokenSourceOptions extends TokenParameters, ClientAuthenticationOptions {
   /**
    * The identity provider: `keycloak({ authUrl, realm: 'acme' })` (one realm; token endpoint
    * `{issuer}/protocol/openid-connect/token`), an issuer entry with `discovery: true`, or an
@@ -80,18 +140,6 @@ export interface TokenSourceOptions extends TokenParameters {
   readonly tokenEndpoint?: string
   /** Find the token endpoint in `{issuer}/.well-known/openid-configuration`. Default false. */
   readonly discovery?: boolean
-  /** The client's id at the provider. Required. */
-  readonly clientId: string
-  /** Default: `client_secret_basic` with `clientSecret`, `private_key_jwt` with `privateKey`. */
-  readonly clientAuth?: ClientAuthMethod
-  /** The client secret: a string, `fromEnv('NAME')`, or a function (secrets manager). */
-  readonly clientSecret?: SecretInput
-  /** The key that signs `private_key_jwt` assertions: a value, `fromEnv('NAME')` (PEM) or a function. */
-  readonly privateKey?: SecretInput<PrivateKeyInput>
-  /** `kid` of the private key, as registered with the provider. */
-  readonly privateKeyId?: string
-  /** Signature algorithm of the assertions. Default: RS256 for RSA keys, ES256 for P-256, EdDSA for Ed25519. */
-  readonly privateKeyAlgorithm?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
   /**
    * A refresh token: the source then uses the refresh_token grant (RFC 6749 §6) instead of
    * client_credentials, with each rotated refresh token replacing the previous one.
@@ -142,37 +190,7 @@ export const tokenSourceSchema = group<TokenSourceOptions>()(
     }),
     tokenEndpoint: any<string>({ accepts: 'https URL' }),
     discovery: any<boolean>({ accepts: 'boolean', default: 'false' }),
-    clientId: custom(
-      (value, path) => {
-        if (typeof value !== 'string' || value === '' || value.length > 255) {
-          fail(path, 'must be a non-empty string of at most 255 characters', value)
-        }
-        return value
-      },
-      { accepts: 'string of 1 to 255 characters', default: 'required' },
-    ),
-    clientAuth: any<ClientAuthMethod>({
-      accepts: "'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'",
-      default: 'by the credential',
-    }),
-    clientSecret: any<SecretInput>({ accepts: "string, fromEnv('NAME') or a function" }),
-    privateKey: any<SecretInput<PrivateKeyInput>>({
-      accepts: "PEM, KeyObject, JWK, CryptoKey, fromEnv('NAME') or a function",
-    }),
-    privateKeyId: custom(
-      (value, path) => {
-        if (value !== undefined && typeof value !== 'string') fail(path, 'must be a string', value)
-        return value
-      },
-      { accepts: 'string' },
-    ),
-    privateKeyAlgorithm: custom(
-      (value, path) =>
-        value === undefined
-          ? undefined
-          : oneOf(value, path, ['RS256', 'PS256', 'ES256', 'EdDSA'] as const),
-      { accepts: "'RS256' | 'PS256' | 'ES256' | 'EdDSA'", default: 'by the key' },
-    ),
+    ...clientAuthenticationFields,
     refreshToken: custom(
       (value, path) => {
         if (value !== undefined) secretShape(value, path)
@@ -285,7 +303,11 @@ export const tokenSourceSchema = group<TokenSourceOptions>()(
     absent: 'required',
     finish: ({ issuer, tokenEndpoint, discovery, clientSecret, privateKey, clock, ...rest }) => {
       const server = serverOption(issuer, tokenEndpoint, discovery, rest.allowInsecureHttp)
-      const clientAuth = clientAuthOption(rest.clientAuth, clientSecret, privateKey)
+      const clientAuth = clientAuthMethod(
+        { clientAuth: rest.clientAuth, clientSecret, privateKey },
+        'options',
+        'or "privateKey" is required (confidential clients only)',
+      )
       const keyAuth = clientAuth === 'private_key_jwt'
       const credential = (keyAuth ? privateKey : clientSecret) as SecretInput
       if (rest.sharedCache !== undefined && rest.refreshToken !== undefined) {
@@ -402,6 +424,7 @@ function urlOption(
   fail(path, 'must be https (http only to loopback, or with allowInsecureHttp: true)')
 }
 
+/** Refuses a secret that is not a non-empty string, `fromEnv('NAME')` or a function. */
 function secretShape(value: unknown, path: string): void {
   if (
     (typeof value === 'string' && value !== '') ||
@@ -413,25 +436,33 @@ function secretShape(value: unknown, path: string): void {
   fail(path, "must be a non-empty string, fromEnv('NAME') or a function returning it", value)
 }
 
-function clientAuthOption(
-  clientAuth: unknown,
-  clientSecret: unknown,
-  privateKey: unknown,
+/**
+ * The method of {@link ClientAuthenticationOptions} (given, or the credential's), checked against
+ * the credentials: exactly one of `clientSecret` and `privateKey`, the one the method needs, in a
+ * shape it takes. `path` is where the fields sit; `required` ends the message when neither is given.
+ */
+export function clientAuthMethod(
+  options: {
+    readonly clientAuth?: unknown
+    readonly clientSecret?: unknown
+    readonly privateKey?: unknown
+  },
+  path: string,
+  required: string,
 ): ClientAuthMethod {
-  const hasSecret = clientSecret !== undefined
-  const hasKey = privateKey !== undefined
-  if (hasSecret && hasKey) fail('clientSecret', 'and privateKey exclude each other; give one')
-  if (!hasSecret && !hasKey) {
-    fail('clientSecret', 'or "privateKey" is required (confidential clients only)')
-  }
+  const hasSecret = options.clientSecret !== undefined
+  const hasKey = options.privateKey !== undefined
+  if (hasSecret && hasKey)
+    fail(at(path, 'clientSecret'), 'and privateKey exclude each other; give one')
+  if (!hasSecret && !hasKey) fail(at(path, 'clientSecret'), required)
   const method = oneOf(
-    clientAuth ?? (hasKey ? 'private_key_jwt' : 'client_secret_basic'),
-    'clientAuth',
+    options.clientAuth ?? (hasKey ? 'private_key_jwt' : 'client_secret_basic'),
+    at(path, 'clientAuth'),
     ['client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const,
   )
   if (method === 'private_key_jwt') {
-    if (!hasKey) fail('clientAuth', '\'private_key_jwt\' needs "privateKey"')
-    const key = privateKey
+    if (!hasKey) fail(at(path, 'clientAuth'), '\'private_key_jwt\' needs "privateKey"')
+    const key = options.privateKey
     if (
       !(
         typeof key === 'function' ||
@@ -441,14 +472,14 @@ function clientAuthOption(
       )
     ) {
       fail(
-        'privateKey',
+        at(path, 'privateKey'),
         "must be a PEM string, a KeyObject, a JWK, a CryptoKey, fromEnv('NAME') or a function",
         key,
       )
     }
   } else {
-    if (!hasSecret) fail('clientAuth', `'${method}' needs "clientSecret"`)
-    secretShape(clientSecret, 'clientSecret')
+    if (!hasSecret) fail(at(path, 'clientAuth'), `'${method}' needs "clientSecret"`)
+    secretShape(options.clientSecret, at(path, 'clientSecret'))
   }
   return method
 }

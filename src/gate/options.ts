@@ -487,7 +487,7 @@ export const gateSchema = group<GateOptions>()(
     },
     tenant: custom((value) => (value === undefined ? undefined : normalizeTenantOptions(value)), {
       accepts: '{ from, claim, idPattern, planClaim, policy }',
-      see: 'gateway.md#tenants-and-rate-limits',
+      see: 'reference/tenant-options.md',
     }),
     rateLimit: custom(
       (value) => (value === undefined ? undefined : normalizeRateLimitOptions(value)),

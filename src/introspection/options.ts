@@ -6,20 +6,23 @@
  *
  * @module
  */
-import type { PrivateKeyInput } from '../client/options.js'
-import { describeSecret, isEnvReference, type SecretInput } from '../client/secrets.js'
+import {
+  type ClientAuthenticationOptions,
+  type ClientAuthMethod,
+  clientAuthenticationFields,
+  clientAuthMethod,
+  type PrivateKeyInput,
+} from '../client/options.js'
+import { describeSecret, type SecretInput } from '../client/secrets.js'
 import { httpsUrlProblem } from '../token/issuers.js'
-import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
+import { boolean, fail, integer, oneOf, optionalFunction, record } from '../validate.js'
 import { warnOnce } from '../warnings.js'
 
 /** How an issuer's tokens are checked. */
 export type TokenCheck = 'jwt' | 'introspection' | 'jwt-then-introspection'
 
 /** How the gate authenticates at the introspection endpoint (RFC 7662 §2.1 requires it). */
-export type IntrospectionClientAuth =
-  | 'client_secret_basic'
-  | 'client_secret_post'
-  | 'private_key_jwt'
+export type IntrospectionClientAuth = ClientAuthMethod
 
 /** The verdict cache of one introspecting issuer. */
 export interface IntrospectionCacheOptions {
@@ -43,10 +46,11 @@ export interface IntrospectionBudgetOptions {
 }
 
 /**
- * Token introspection (RFC 7662) for one issuer entry, through openid-client's oauth4webapi.
- * Secrets are given as `tollgate/client` takes them: a value, `fromEnv('NAME')`, or a function.
+ * Token introspection (RFC 7662) for one issuer entry, through openid-client's oauth4webapi. The
+ * gate authenticates as the client `clientId` (a resource server registered at the provider), with
+ * the client fields `tollgate/client` takes: secrets as a value, `fromEnv('NAME')`, or a function.
  */
-export interface IntrospectionOptions {
+export interface IntrospectionOptions extends ClientAuthenticationOptions {
   /**
    * - `introspection` (default): every token of this issuer is sent to its introspection
    *   endpoint (opaque tokens, Keycloak's lightweight access tokens); none is verified locally.
@@ -64,18 +68,6 @@ export interface IntrospectionOptions {
    * for an entry made by `keycloak()`.
    */
   readonly endpoint?: string
-  /** The client the gate authenticates as (a resource server registered at the provider). */
-  readonly clientId: string
-  /** Default: `client_secret_basic` with `clientSecret`, `private_key_jwt` with `privateKey`. */
-  readonly clientAuth?: IntrospectionClientAuth
-  /** The client secret: a string, `fromEnv('NAME')`, or a function (secrets manager). */
-  readonly clientSecret?: SecretInput
-  /** The key that signs `private_key_jwt` assertions: a value, `fromEnv('NAME')` (PEM) or a function. */
-  readonly privateKey?: SecretInput<PrivateKeyInput>
-  /** `kid` of the private key, as registered with the provider. */
-  readonly privateKeyId?: string
-  /** Signature algorithm of the assertions. Default: RS256 for RSA keys, ES256 for P-256, EdDSA for Ed25519. */
-  readonly privateKeyAlgorithm?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
   /**
    * Ask for a signed JWT response (RFC 9701) and accept nothing else: its signature is verified
    * against the issuer's keys (its `jwks_uri`), its `iss` must be the issuer and its `aud` this
@@ -149,58 +141,6 @@ export function endpointProblem(value: string, allowInsecureHttp: boolean): stri
   )
 }
 
-function secretShape(value: unknown, path: string): void {
-  if (
-    (typeof value === 'string' && value !== '') ||
-    typeof value === 'function' ||
-    isEnvReference(value)
-  ) {
-    return
-  }
-  fail(path, "must be a non-empty string, fromEnv('NAME') or a function returning it", value)
-}
-
-function clientAuthOf(options: Record<string, unknown>, path: string): IntrospectionClientAuth {
-  const hasSecret = options.clientSecret !== undefined
-  const hasKey = options.privateKey !== undefined
-  if (hasSecret && hasKey) {
-    fail(`${path}.clientSecret`, 'and privateKey exclude each other; give one')
-  }
-  if (!hasSecret && !hasKey) {
-    fail(
-      `${path}.clientSecret`,
-      'or "privateKey" is required: RFC 7662 introspection endpoints authenticate their callers',
-    )
-  }
-  const method = oneOf(
-    options.clientAuth ?? (hasKey ? 'private_key_jwt' : 'client_secret_basic'),
-    `${path}.clientAuth`,
-    ['client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const,
-  )
-  if (method === 'private_key_jwt') {
-    if (!hasKey) fail(`${path}.clientAuth`, '\'private_key_jwt\' needs "privateKey"')
-    const key = options.privateKey
-    if (
-      !(
-        typeof key === 'function' ||
-        isEnvReference(key) ||
-        typeof key === 'string' ||
-        isRecord(key)
-      )
-    ) {
-      fail(
-        `${path}.privateKey`,
-        "must be a PEM string, a KeyObject, a JWK, a CryptoKey, fromEnv('NAME') or a function",
-        key,
-      )
-    }
-  } else {
-    if (!hasSecret) fail(`${path}.clientAuth`, `'${method}' needs "clientSecret"`)
-    secretShape(options.clientSecret, `${path}.clientSecret`)
-  }
-  return method
-}
-
 /**
  * Validates the `introspection` field of issuer entry `path` (`issuers[0]`); `undefined` when
  * absent or `mode: 'jwt'`.
@@ -224,23 +164,20 @@ export function normalizeIntrospection(
     'jwt-then-introspection',
     'jwt',
   ] as const)
-  const clientId = options.clientId
-  if (typeof clientId !== 'string' || clientId === '' || clientId.length > 255) {
-    fail(`${at}.clientId`, 'must be a non-empty string of at most 255 characters', clientId)
-  }
-  const clientAuth = clientAuthOf(options, at)
-  if (options.privateKeyId !== undefined && typeof options.privateKeyId !== 'string') {
-    fail(`${at}.privateKeyId`, 'must be a string', options.privateKeyId)
-  }
-  const privateKeyAlgorithm =
-    options.privateKeyAlgorithm === undefined
-      ? undefined
-      : oneOf(options.privateKeyAlgorithm, `${at}.privateKeyAlgorithm`, [
-          'RS256',
-          'PS256',
-          'ES256',
-          'EdDSA',
-        ] as const)
+  // The client fields as the token source checks them, in this order (their messages name them).
+  const fields = clientAuthenticationFields
+  const clientId = fields.clientId.read(options.clientId, `${at}.clientId`, {})
+  const clientAuth = clientAuthMethod(
+    options,
+    at,
+    'or "privateKey" is required: RFC 7662 introspection endpoints authenticate their callers',
+  )
+  const privateKeyId = fields.privateKeyId.read(options.privateKeyId, `${at}.privateKeyId`, {})
+  const privateKeyAlgorithm = fields.privateKeyAlgorithm.read(
+    options.privateKeyAlgorithm,
+    `${at}.privateKeyAlgorithm`,
+    {},
+  )
   const allowInsecureHttp = boolean(options.allowInsecureHttp, `${at}.allowInsecureHttp`, false)
   const endpoint = endpointOf(options.endpoint, at, entry, allowInsecureHttp)
   const fetchOption = optionalFunction<typeof globalThis.fetch>(
@@ -268,7 +205,7 @@ export function normalizeIntrospection(
       credential,
       clientAuth === 'private_key_jwt' ? `${at}.privateKey` : `${at}.clientSecret`,
     ),
-    privateKeyId: options.privateKeyId as string | undefined,
+    privateKeyId: privateKeyId as string | undefined,
     privateKeyAlgorithm,
     jwtResponse: boolean(options.jwtResponse, `${at}.jwtResponse`, false),
     timeoutMs: integer(options.timeoutMs, `${at}.timeoutMs`, {

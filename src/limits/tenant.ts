@@ -6,9 +6,10 @@
  * @module
  */
 import { InvalidTokenError, TenantRefusedError } from '../errors.js'
+import { custom, fn, group, type Normalized } from '../options-kit.js'
 import type { VerifiedToken } from '../token/verify.js'
 import type { TokenClaims } from '../types.js'
-import { fail, optionalFunction, record, summarize } from '../validate.js'
+import { fail, summarize } from '../validate.js'
 
 export type { VerifiedToken } from '../token/verify.js'
 
@@ -48,11 +49,10 @@ export type TenantFunction = (verified: VerifiedToken) => unknown
 /** How the tenant is resolved from a verified token. */
 export interface TenantOptions {
   /**
-   * Where the tenant id comes from:
-   * - `'claim'` (default): the claim at {@link TenantOptions.claim};
-   * - `'realm'`: the Keycloak realm of the verified issuer (one realm per tenant);
-   * - a function of the verified token. If it throws, the request is refused with 401
-   *   `ERR_TENANT_INVALID` and the exception is kept as `cause`.
+   * Where the tenant id comes from: `'claim'` (default), the claim at {@link TenantOptions.claim};
+   * `'realm'`, the Keycloak realm of the verified issuer (one realm per tenant); or a function of
+   * the verified token. If the function throws, the request is refused with 401
+   * `ERR_TENANT_INVALID` and the exception is kept as `cause`.
    */
   readonly from?: 'claim' | 'realm' | TenantFunction
   /**
@@ -64,8 +64,8 @@ export interface TenantOptions {
    */
   readonly claim?: string | readonly string[]
   /**
-   * What a valid tenant id looks like. Must be anchored (`^…$`) and must not use the `g` or `y`
-   * flags. Ids longer than 256 characters are refused whatever the pattern says.
+   * What a valid tenant id looks like; ids longer than 256 characters are refused whatever it
+   * says. Must be anchored (`^…$`) and must not use the `g` or `y` flags.
    * Default {@link DEFAULT_TENANT_ID_PATTERN}: an ASCII letter or digit, then up to 63 letters,
    * digits, `.`, `_`, `:` or `-`.
    */
@@ -92,15 +92,55 @@ export const PLAN_NAME_PATTERN: RegExp = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 /** Hard cap on tenant id length, applied before any pattern. */
 const MAX_TENANT_ID_LENGTH = 256
 const FORBIDDEN_SEGMENTS = new Set(['__proto__', 'prototype', 'constructor'])
-const OPTION_KEYS = new Set(['from', 'claim', 'idPattern', 'planClaim', 'policy'])
+
+/** The schema of {@link TenantOptions}: rules, defaults and the reference table. */
+export const tenantSchema = group<TenantOptions>()(
+  {
+    from: custom(
+      (value, path): 'claim' | 'realm' | TenantFunction => {
+        const from = value ?? 'claim'
+        if (typeof from === 'function') return from as TenantFunction
+        if (from !== 'claim' && from !== 'realm') {
+          fail(path, "must be 'claim', 'realm' or a function", from, { show: true })
+        }
+        return from
+      },
+      { accepts: "'claim' | 'realm' | (verified) => id", default: "'claim'" },
+    ),
+    claim: custom(
+      (value, path, { from }): readonly string[] | undefined => {
+        if (from === 'claim') return pathOption(value ?? 'tenant', path)
+        if (value !== undefined) {
+          fail(path, 'only applies with from: \'claim\'; remove it or drop "from"')
+        }
+        return undefined
+      },
+      { accepts: 'dot path or array of segments', default: "'tenant'" },
+    ),
+    idPattern: custom(patternOption, {
+      accepts: 'RegExp, anchored, without g or y',
+      default: String(DEFAULT_TENANT_ID_PATTERN),
+    }),
+    planClaim: custom(
+      (value, path) => (value === undefined ? undefined : pathOption(value, path)),
+      { accepts: 'dot path or array of segments' },
+    ),
+    policy: fn<TenantPolicy>('(id, verified) => decision', 'admit every valid id'),
+  },
+  {
+    absent: 'required',
+    finish: ({ from, claim, idPattern, planClaim, policy }) =>
+      Object.freeze({
+        readId: idReader(from, claim),
+        idPattern,
+        planPath: planClaim,
+        policy,
+      }),
+  },
+)
 
 /** {@link TenantOptions}, validated: what the resolver needs, ready to use. */
-export interface NormalizedTenantOptions {
-  readonly readId: TenantFunction
-  readonly idPattern: RegExp
-  readonly planPath: readonly string[] | undefined
-  readonly policy: TenantPolicy | undefined
-}
+export type NormalizedTenantOptions = Normalized<typeof tenantSchema>
 
 /**
  * Validates {@link TenantOptions} once (`createGate` calls it for `options.tenant`).
@@ -108,18 +148,7 @@ export interface NormalizedTenantOptions {
  * @throws TypeError naming the option and what to change.
  */
 export function normalizeTenantOptions(options: unknown): NormalizedTenantOptions {
-  const input = record(options, 'tenant', OPTION_KEYS) as TenantOptions
-  return Object.freeze({
-    readId: idReader(input),
-    idPattern: patternOption(input.idPattern),
-    planPath:
-      input.planClaim === undefined ? undefined : pathOption(input.planClaim, 'tenant.planClaim'),
-    policy: optionalFunction<TenantPolicy>(
-      input.policy,
-      'tenant.policy',
-      '(id, verified) => decision',
-    ),
-  })
+  return tenantSchema.read(options, 'tenant', {})
 }
 
 /**
@@ -200,38 +229,27 @@ export function createTenantResolver(
   }
 }
 
-function idReader(options: TenantOptions): TenantFunction {
-  const from = options.from ?? 'claim'
-  if (typeof from === 'function') {
-    if (options.claim !== undefined) {
-      fail('tenant.claim', 'only applies with from: \'claim\'; remove it or drop "from"')
-    }
-    return from as TenantFunction
-  }
-  if (from === 'realm') {
-    if (options.claim !== undefined) {
-      fail('tenant.claim', 'only applies with from: \'claim\'; remove it or drop "from"')
-    }
-    return (verified) => verified.realm
-  }
-  if (from !== 'claim') {
-    fail('tenant.from', "must be 'claim', 'realm' or a function", from, { show: true })
-  }
-  const path = pathOption(options.claim ?? 'tenant', 'tenant.claim')
-  return (verified) => readPath(verified.claims, path)
+function idReader(
+  from: 'claim' | 'realm' | TenantFunction,
+  path: readonly string[] | undefined,
+): TenantFunction {
+  if (typeof from === 'function') return from
+  if (from === 'realm') return (verified) => verified.realm
+  const segments = path as readonly string[]
+  return (verified) => readPath(verified.claims, segments)
 }
 
-function patternOption(value: unknown): RegExp {
+function patternOption(value: unknown, path: string): RegExp {
   if (value === undefined) return DEFAULT_TENANT_ID_PATTERN
   if (!(value instanceof RegExp)) {
-    fail('tenant.idPattern', 'must be a RegExp', value)
+    fail(path, 'must be a RegExp', value)
   }
   if (value.global || value.sticky) {
     // Both make test() stateful through lastIndex: the same id would pass, then fail.
-    fail('tenant.idPattern', 'must not use the g or y flags; remove them')
+    fail(path, 'must not use the g or y flags; remove them')
   }
   if (!value.source.startsWith('^') || !value.source.endsWith('$')) {
-    fail('tenant.idPattern', 'must be anchored: start it with ^ and end it with $')
+    fail(path, 'must be anchored: start it with ^ and end it with $')
   }
   return value
 }

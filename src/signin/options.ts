@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { KeyObject, webcrypto } from 'node:crypto'
 import {
+  type ClientAuthenticationOptions,
   isLoopback,
   type NormalizedTokenSourceOptions,
   normalizeClientPart,
@@ -71,23 +71,11 @@ export interface SessionRefreshOptions {
 }
 
 /** Options of `createSignIn()` (and of `signIn()` in every adapter: Express, Koa, Fastify, Hono, Fetch). */
-export interface SignInOptions {
+export interface SignInOptions extends ClientAuthenticationOptions {
   /** The provider: `keycloak({ authUrl, realm })`, or an issuer URL with `discovery: true`. */
   readonly issuer: string | IssuerOptions | readonly IssuerOptions[]
   /** Read the provider's endpoints from its discovery document. Default false (Keycloak paths). */
   readonly discovery?: boolean
-  /** The client's id at the provider. Required. */
-  readonly clientId: string
-  /** Default: `client_secret_basic` with `clientSecret`, `private_key_jwt` with `privateKey`. */
-  readonly clientAuth?: 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt'
-  /** The client secret: a string, `fromEnv('NAME')`, or a function (secrets manager). */
-  readonly clientSecret?: SecretInput
-  /** The key that signs `private_key_jwt` assertions: a value, `fromEnv('NAME')` (PEM) or a function. */
-  readonly privateKey?: SecretInput<string | KeyObject | webcrypto.CryptoKey | webcrypto.JsonWebKey>
-  /** `kid` of the private key, as registered with the provider. */
-  readonly privateKeyId?: string
-  /** Signature algorithm of the assertions. Default: RS256 for RSA keys, ES256 for P-256, EdDSA for Ed25519. */
-  readonly privateKeyAlgorithm?: 'RS256' | 'PS256' | 'ES256' | 'EdDSA'
   /** This application's public origin (`https://office.example.com`); the redirect URI is built on it. */
   readonly baseUrl: string
   /** The routes sign-in answers, as paths on this site. */

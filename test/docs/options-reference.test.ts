@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from 'vitest'
 import { firstSentence, PAGES, renderPage, stalePages } from '../../scripts/options-docs.js'
+import { clientAuthenticationFields } from '../../src/client/options.js'
 import { gateSchema, type JWKSOptions } from '../../src/gate/options.js'
+import { tenantSchema } from '../../src/limits/tenant.js'
 import { group, int } from '../../src/options-kit.js'
 
 const gatePage = PAGES.find((page) => page.file === 'docs/reference/gate-options.md')
@@ -36,6 +38,44 @@ describe('the option reference pages', () => {
     )
     expect(stalePages([{ ...gatePage, schema: changed }])).toEqual([gatePage.file])
     expect(stalePages([gatePage])).toEqual([])
+  })
+
+  it('cover the tenant options: a row per member of their schema, stale when one changes', () => {
+    const page = PAGES.find(({ file }) => file === 'docs/reference/tenant-options.md')
+    if (page === undefined) throw new Error('no tenant page')
+    const rendered = renderPage(page)
+    for (const key of Object.keys(tenantSchema.fields)) {
+      expect(rendered).toContain(`| \`tenant.${key}\` |`)
+    }
+    const { claim } = tenantSchema.fields
+    const changed = {
+      ...tenantSchema,
+      fields: {
+        ...tenantSchema.fields,
+        claim: { ...claim, doc: { ...claim.doc, default: "'org'" } },
+      },
+    }
+    expect(stalePages([{ ...page, schema: changed }])).toEqual([page.file])
+  })
+
+  it('describe the client fields by their one TSDoc, on the interface the options extend', () => {
+    for (const file of [
+      'docs/reference/token-source-options.md',
+      'docs/reference/signin-options.md',
+    ]) {
+      const page = PAGES.find((candidate) => candidate.file === file)
+      if (page === undefined) throw new Error(`no page ${file}`)
+      const rendered = renderPage(page)
+      for (const key of Object.keys(clientAuthenticationFields)) {
+        expect(rendered).toContain(`| \`${key}\` |`)
+      }
+      expect(rendered).toContain(
+        "| `clientId` | string of 1 to 255 characters | required | The client's id at the provider. |",
+      )
+      expect(rendered).toContain(
+        "| `clientAuth` | 'client_secret_basic' \\| 'client_secret_post' \\| 'private_key_jwt' | by the credential | How the client authenticates at the provider's endpoints. |",
+      )
+    }
   })
 
   it('report a TSDoc whose stated default is not the schema one', () => {
