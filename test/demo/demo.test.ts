@@ -106,34 +106,15 @@ describe('npm start, stopped by a signal to npm', () => {
   it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)(
     '%s to the npm process stops every process it started and frees every port',
     async (signal) => {
-      const ports = [await freePort(), await freePort(), await freePort(), await freePort()]
-      const [issuer, gateway, office, signIn] = ports.map(String)
-      // Its own process group, so that whatever it started can be found, and nothing else.
-      const npm = spawn('npm', ['start'], {
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          ...process.env,
-          DEMO_ISSUER_PORT: issuer,
-          DEMO_GATEWAY_PORT: gateway,
-          DEMO_OFFICE_PORT: office,
-          DEMO_SIGNIN_PORT: signIn,
-        },
-      })
-      const pgid = npm.pid as number
-      let output = ''
-      npm.stdout.on('data', (chunk: Buffer) => {
-        output += chunk.toString()
-      })
-      npm.stderr.on('data', (chunk: Buffer) => {
-        output += chunk.toString()
-      })
-      const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()))
+      // Free ports, chosen before the demo binds them: another test's connection may take one
+      // meanwhile, and the demo then says so and exits; it is started again on others.
+      let started: Awaited<ReturnType<typeof startNpmDemo>> | undefined
+      for (let attempt = 0; attempt < 3 && started === undefined; attempt++) {
+        started = await startNpmDemo()
+      }
+      if (started === undefined) throw new Error('npm start found a port in use three times')
+      const { npm, pgid, ports, exited } = started
       try {
-        while (!output.includes('Every case at once: npm run walkthrough')) {
-          if (npm.exitCode !== null) throw new Error(`npm start ended:\n${output}`)
-          await sleep(100)
-        }
         expect(processGroup(pgid).length).toBeGreaterThan(1)
         expect(await Promise.all(ports.map(free))).toEqual([false, false, false, false])
 
@@ -154,3 +135,43 @@ describe('npm start, stopped by a signal to npm', () => {
     60_000,
   )
 })
+
+/** `npm start` on four free ports, running; `undefined` when it found one of them taken. */
+async function startNpmDemo() {
+  const ports = [await freePort(), await freePort(), await freePort(), await freePort()]
+  const [issuer, gateway, office, signIn] = ports.map(String)
+  // Its own process group, so that whatever it started can be found, and nothing else.
+  const npm = spawn('npm', ['start'], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DEMO_ISSUER_PORT: issuer,
+      DEMO_GATEWAY_PORT: gateway,
+      DEMO_OFFICE_PORT: office,
+      DEMO_SIGNIN_PORT: signIn,
+    },
+  })
+  const pgid = npm.pid as number
+  let output = ''
+  npm.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  npm.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
+  })
+  const exited = new Promise<void>((resolve) => npm.once('exit', () => resolve()))
+  try {
+    while (!output.includes('Every case at once: npm run walkthrough')) {
+      if (npm.exitCode !== null) {
+        if (/is in use; set DEMO_/.test(output)) return undefined
+        throw new Error(`npm start ended:\n${output}`)
+      }
+      await sleep(100)
+    }
+  } catch (error) {
+    for (const pid of processGroup(pgid)) process.kill(pid, 'SIGKILL')
+    throw error
+  }
+  return { npm, pgid, ports, exited }
+}
