@@ -89,6 +89,24 @@ export function claimsOf(token: string): Record<string, unknown> {
   >
 }
 
+/** Client `office-web`'s code exchange, done directly with openid-client at the real provider. */
+async function exchangeCode(provider: RunningProvider, code: string, resource: string | undefined) {
+  const client = await import('openid-client')
+  const config = new client.Configuration(
+    { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
+    'office-web',
+    undefined,
+    client.ClientSecretBasic(WEB_SECRET),
+  )
+  client.allowInsecureRequests(config)
+  return client.authorizationCodeGrant(
+    config,
+    new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
+    undefined,
+    resource === undefined ? undefined : { resource },
+  )
+}
+
 /**
  * A refresh token of client `office-web`, as a user's sign-in at the real provider hands it out:
  * authorization with auto-consent, then the code exchange done directly with openid-client (the
@@ -109,20 +127,7 @@ export async function signedInRefreshToken(
     scope: request.scope,
     ...(request.resource === undefined ? {} : { resource: request.resource }),
   })
-  const client = await import('openid-client')
-  const config = new client.Configuration(
-    { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
-    'office-web',
-    undefined,
-    client.ClientSecretBasic(WEB_SECRET),
-  )
-  client.allowInsecureRequests(config)
-  const tokens = await client.authorizationCodeGrant(
-    config,
-    new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
-    undefined,
-    request.tokenResource === undefined ? undefined : { resource: request.tokenResource },
-  )
+  const tokens = await exchangeCode(provider, code, request.tokenResource)
   return tokens.refresh_token as string
 }
 
@@ -138,19 +143,6 @@ export async function signedInAccessToken(
     resource,
     user: 'alice',
   })
-  const client = await import('openid-client')
-  const config = new client.Configuration(
-    { issuer: provider.issuer(), token_endpoint: provider.tokenEndpoint() },
-    'office-web',
-    undefined,
-    client.ClientSecretBasic(WEB_SECRET),
-  )
-  client.allowInsecureRequests(config)
-  const tokens = await client.authorizationCodeGrant(
-    config,
-    new URL(`${REDIRECT_URI}?code=${code}&iss=${encodeURIComponent(provider.issuer())}`),
-    undefined,
-    { resource },
-  )
+  const tokens = await exchangeCode(provider, code, resource)
   return tokens.access_token
 }
