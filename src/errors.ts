@@ -30,6 +30,7 @@ export type TollgateErrorCode =
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
   | 'ERR_INSUFFICIENT_USER_AUTHENTICATION'
   | 'ERR_INTROSPECTION_UNAVAILABLE'
+  | 'ERR_STATUS_LIST_UNAVAILABLE'
   | 'ERR_ACTOR_REFUSED'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
@@ -115,6 +116,14 @@ export type RefusalReason =
   | 'client'
   | 'sender_constrained'
   | 'revoked'
+  // Token Status List (draft-ietf-oauth-status-list): the issuer's list says the token is not
+  // VALID, the index is past its end, the reference is missing or names a list not allowed
+  | 'status_invalid'
+  | 'status_suspended'
+  | 'status_unrecognized'
+  | 'status_index'
+  | 'status_missing'
+  | 'status_list_uri'
   // Introspection (RFC 7662): the provider said the token is not active; too many calls to it
   | 'inactive'
   | 'introspection_budget'
@@ -151,6 +160,7 @@ export type RefusalReason =
   | 'limiter_unavailable'
   | 'revocation_unavailable'
   | 'introspection_unavailable'
+  | 'status_list_unavailable'
 
 /** What every error constructor accepts. */
 export interface ErrorOptions {
@@ -477,6 +487,7 @@ export type UnavailableCode =
   | 'ERR_REVOCATION_UNAVAILABLE'
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
   | 'ERR_INTROSPECTION_UNAVAILABLE'
+  | 'ERR_STATUS_LIST_UNAVAILABLE'
 
 const UNAVAILABLE = {
   ERR_JWKS_UNAVAILABLE: { message: 'signing keys unavailable', reason: 'jwks_unavailable' },
@@ -492,6 +503,10 @@ const UNAVAILABLE = {
   ERR_INTROSPECTION_UNAVAILABLE: {
     message: 'token introspection unavailable',
     reason: 'introspection_unavailable',
+  },
+  ERR_STATUS_LIST_UNAVAILABLE: {
+    message: 'token status list unavailable',
+    reason: 'status_list_unavailable',
   },
 } as const satisfies Record<UnavailableCode, { message: string; reason: RefusalReason }>
 

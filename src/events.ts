@@ -28,6 +28,22 @@ export type IntrospectionFailureReason =
   | 'insecure_endpoint'
   | 'credentials'
 
+/** Why a Token Status List was not used (`status_list_failed`). */
+export type StatusListProblem =
+  | 'fetch'
+  | 'too_large'
+  | 'malformed'
+  | 'algorithm'
+  | 'token_type'
+  | 'keys'
+  | 'signature'
+  | 'subject'
+  | 'issuer'
+  | 'issued_in_future'
+  | 'expired'
+  | 'encoding'
+  | 'compression'
+
 /**
  * What an entry names: one token (`jti`), a sign-in session (`sid`), a user (`sub`), an OAuth
  * client (`clientId`, matched against `azp`, else `client_id`), or every token of the issuer
@@ -213,6 +229,26 @@ export type GateEvent =
       /** The budget: calls per `perSeconds`. */
       readonly calls: number
       readonly perSeconds: number
+    }
+  | {
+      /** A Token Status List was fetched and verified; `size` is how many statuses it holds. */
+      readonly type: 'status_list_fetched'
+      readonly issuer: string
+      /** The list's URL, scheme, host and path; a query shows as `?…`. */
+      readonly url: string
+      readonly size: number
+    }
+  | {
+      /**
+       * A Token Status List could not be had (fetch) or was refused (its signature, `typ`, `sub`,
+       * times or encoding): the last good list stays in force within `staleIfErrorSeconds`,
+       * else tokens naming it are answered 503. Retried with backoff, up to 30 s.
+       */
+      readonly type: 'status_list_failed'
+      readonly issuer: string
+      readonly url: string
+      readonly problem: StatusListProblem
+      readonly error: unknown
     }
   | {
       readonly type: 'rate_limited'

@@ -1,5 +1,5 @@
 /**
- * Fetching a JSON document from an identity provider: a deadline over headers and body, a size
+ * Fetching a document (JSON, or a signed token) from an identity provider: a deadline over headers and body, a size
  * cap, no redirects, and failures classified by reason for events and backoff.
  *
  * @module
@@ -71,6 +71,25 @@ export interface FetchJSONOptions {
  *   `too_large` or `invalid_json`, naming the URL.
  */
 export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise<unknown> {
+  const text = await fetchText(uri, ACCEPT, options)
+  try {
+    return JSON.parse(text) as unknown
+  } catch (error) {
+    throw new FetchFailure('invalid_json', error).at(uri)
+  }
+}
+
+/**
+ * Fetches a document as text with {@link fetchJSON}'s rules (deadline over headers and body, size
+ * cap, no redirects): for documents that are not JSON, such as a Status List Token.
+ *
+ * @throws FetchFailure with reason `network`, `timeout`, `redirect`, `status` or `too_large`.
+ */
+export async function fetchText(
+  uri: string,
+  accept: string,
+  options: FetchJSONOptions,
+): Promise<string> {
   const controller = new AbortController()
   const { signal } = options
   const forwardClose = () => controller.abort(signal?.reason)
@@ -90,7 +109,7 @@ export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise
   })
   try {
     return await Promise.race([
-      fetchAndParse(uri, options.fetch, options.maxBodyBytes, controller.signal),
+      fetchBody(uri, accept, options.fetch, options.maxBodyBytes, controller.signal),
       deadline,
     ])
   } catch (error) {
@@ -101,15 +120,16 @@ export async function fetchJSON(uri: string, options: FetchJSONOptions): Promise
   }
 }
 
-async function fetchAndParse(
+async function fetchBody(
   uri: string,
+  accept: string,
   fetch: typeof globalThis.fetch,
   maxBodyBytes: number,
   signal: AbortSignal,
-): Promise<unknown> {
+): Promise<string> {
   let response: Response
   try {
-    response = await fetch(uri, { redirect: 'manual', headers: { accept: ACCEPT }, signal })
+    response = await fetch(uri, { redirect: 'manual', headers: { accept }, signal })
   } catch (error) {
     throw new FetchFailure(isTimeout(error) ? 'timeout' : 'network', error)
   }
@@ -121,12 +141,7 @@ async function fetchAndParse(
     await response.body?.cancel().catch(() => undefined)
     throw new FetchFailure('status', undefined, { status: response.status })
   }
-  const text = await readCapped(response, maxBodyBytes)
-  try {
-    return JSON.parse(text) as unknown
-  } catch (error) {
-    throw new FetchFailure('invalid_json', error)
-  }
+  return readCapped(response, maxBodyBytes)
 }
 
 function isTimeout(error: unknown): boolean {
