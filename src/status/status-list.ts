@@ -38,7 +38,7 @@ export interface StatusListContext {
   readonly algorithms: ReadonlySet<string>
   readonly clockToleranceSeconds: number
   readonly emit: Emit<GateEvent>
-  readonly now?: () => number
+  readonly now?: (() => number) | undefined
 }
 
 type StatusReason =
