@@ -1,6 +1,7 @@
 /** `mtls` options: validated once, at construction, with messages that say what to change. */
 import { afterEach, describe, expect, it } from 'vitest'
 
+import { type AddressRange, coverageOf } from '../../src/binding/address-ranges.js'
 import { normalizeMtlsOptions } from '../../src/binding/options.js'
 import { createGate } from '../../src/gate/gate.js'
 import { resetWarningsForTests } from '../../src/warnings.js'
@@ -167,5 +168,34 @@ describe('trusted proxies wider than a tier of proxies', () => {
 
   it('does not warn while mtls is off', async () => {
     expect(await warningsOf(() => gateWith(['0.0.0.0/1'], 'off'))).toEqual([])
+  })
+})
+
+describe('the width of trusted proxies, in every notation', () => {
+  const range = (address: string, family: 4 | 6, prefix = family === 4 ? 32 : 128) => ({
+    address,
+    family,
+    prefix,
+  })
+
+  it.each([
+    // An IPv4-mapped address is an IPv4 client, in either spelling.
+    [[range('::ffff:10.0.0.5', 6)], 1n, 0n],
+    [[range('::ffff:a00:5', 6)], 1n, 0n],
+    [[range('10.0.0.5', 4), range('::ffff:10.0.0.5', 6)], 1n, 0n],
+    // An IPv4 tail elsewhere, a zone, all eight groups, a leading `::`.
+    [[range('64:ff9b::10.0.0.5', 6)], 0n, 1n],
+    [[range('fe80::1%eth0', 6)], 0n, 1n],
+    [[range('2001:db8:1:2:3:4:5:6', 6, 112)], 0n, 65536n],
+    // :: and ::1, loopback not counted.
+    [[range('::', 6, 127)], 0n, 1n],
+    // Host bits set in a range are ignored, as BlockList ignores them.
+    [[range('10.1.2.3', 4, 24)], 256n, 0n],
+    // Overlapping and touching entries are counted once.
+    [[range('10.0.0.0', 4, 24), range('10.0.0.128', 4, 25), range('10.0.1.0', 4, 24)], 512n, 0n],
+  ])('%j holds %s IPv4 and %s IPv6 client addresses', (ranges, ipv4, ipv6) => {
+    const coverage = coverageOf(ranges as AddressRange[])
+    expect([coverage.ipv4Width, coverage.ipv6Width]).toEqual([ipv4, ipv6])
+    expect(coverage.everyIpv4Client || coverage.everyIpv6Client).toBe(false)
   })
 })
