@@ -28,7 +28,7 @@ export interface MtlsOptions {
   /** Default `'allowed'`. */
   readonly mode?: MtlsMode
   /**
-   * Addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`) of the
+   * Addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.4.0/24`, `fd00:0:0:4::/64`) of the
    * TLS-terminating proxies in front of this service. A request whose connection comes from one of
    * them is judged by the certificate in its RFC 9440 `Client-Cert` field (the proxy's own TLS
    * certificate, if any, is not the client's); from any other address that field is ignored and
