@@ -7,6 +7,14 @@
 import { BlockList, isIP } from 'node:net'
 
 import { fail, oneOf, record } from '../validate.js'
+import { warnOnce } from '../warnings.js'
+import {
+  type AddressRange,
+  type Coverage,
+  coverageOf,
+  WIDE_IPV4,
+  WIDE_IPV6,
+} from './address-ranges.js'
 
 /**
  * `allowed` (default when `mtls` is given): unbound tokens as before, and tokens bound to a
@@ -20,12 +28,18 @@ export interface MtlsOptions {
   /** Default `'allowed'`. */
   readonly mode?: MtlsMode
   /**
-   * Addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.0.0/8`, `fd00::/8`) of the
+   * Addresses (`127.0.0.1`, `::1`) and CIDR ranges (`10.0.4.0/24`, `fd00:0:0:4::/64`) of the
    * TLS-terminating proxies in front of this service. A request whose connection comes from one of
    * them is judged by the certificate in its RFC 9440 `Client-Cert` field (the proxy's own TLS
    * certificate, if any, is not the client's); from any other address that field is ignored and
    * only the certificate of the request's own TLS connection counts. Default: none (no field is
-   * ever read). At most 256 entries; a range that covers every address is refused.
+   * ever read). At most 256 entries.
+   *
+   * Refused at construction: entries that, alone or together, hold every IPv4 client (as IPv4 or
+   * as IPv4-mapped IPv6: `0.0.0.0/0`, `::ffff:0.0.0.0/96`, `::/1`, `0.0.0.0/1` with
+   * `128.0.0.0/1`) or every IPv6 client of the internet (`2000::/3`, `::/0`). Warned about once
+   * (`TOLLGATE_WIDE_TRUSTED_PROXIES`): entries holding more IPv4 addresses than one `/8`, or more
+   * IPv6 addresses than one `/32`, loopback not counted.
    */
   readonly trustedProxies?: readonly string[]
 }
@@ -40,13 +54,13 @@ export interface NormalizedMtlsOptions {
 const MTLS_KEYS = ['mode', 'trustedProxies']
 const MAX_PROXIES = 256
 
-/** Adds one `address` or `address/prefix` to `list`, or fails naming the entry. */
-function addProxy(list: BlockList, entry: unknown, path: string): void {
+/** Checks one `address` or `address/prefix` entry, or fails naming it. */
+function parseProxy(entry: unknown, path: string): AddressRange {
   if (typeof entry !== 'string') fail(path, 'must be an IP address or a CIDR range', entry)
   const slash = entry.indexOf('/')
   const address = slash === -1 ? entry : entry.slice(0, slash)
   const family = isIP(address)
-  if (family === 0) {
+  if (family !== 4 && family !== 6) {
     fail(
       path,
       'must be an IP address or a CIDR range such as 10.0.0.0/8 (host names are not resolved)',
@@ -54,26 +68,53 @@ function addProxy(list: BlockList, entry: unknown, path: string): void {
       { show: true },
     )
   }
-  const type = family === 4 ? 'ipv4' : 'ipv6'
-  if (slash === -1) {
-    list.addAddress(address, type)
-    return
-  }
+  const max = family === 4 ? 32 : 128
+  if (slash === -1) return { address, family, prefix: max }
   const text = entry.slice(slash + 1)
   const prefix = Number(text)
-  const max = family === 4 ? 32 : 128
   if (!/^\d{1,3}$/.test(text) || prefix > max) {
     fail(path, `must have a prefix length from 1 to ${max}`, entry, { show: true })
   }
-  if (prefix === 0) {
-    fail(
-      path,
-      'trusts every address: anyone could send a Client-Cert field; list the proxies only',
-      entry,
-      { show: true },
-    )
+  return { address, family, prefix }
+}
+
+/**
+ * What a proxy list that trusts every client of a family is told: a `Client-Cert` field from any
+ * of them would be believed (RFC 9440 §4: only a trusted proxy's field may be), which turns a
+ * certificate-bound token back into a bearer token.
+ */
+function everyClient(coverage: Coverage, verb: 'trusts' | 'trust'): string | undefined {
+  const family = coverage.everyIpv4Client ? 'IPv4' : coverage.everyIpv6Client ? 'IPv6' : undefined
+  if (family === undefined) return undefined
+  return `${verb} every ${family} client (any of them could send a Client-Cert field and have it believed); list only the addresses of the TLS-terminating proxies, such as 10.0.4.0/24 or fd00:0:0:4::/64`
+}
+
+/**
+ * Refuses entries that trust every client of a family, alone or together; warns once when they
+ * trust far more addresses than a tier of proxies has.
+ */
+function checkCoverage(ranges: readonly AddressRange[], entries: readonly string[], warn: boolean) {
+  for (const [index, range] of ranges.entries()) {
+    const problem = everyClient(coverageOf([range]), 'trusts')
+    if (problem !== undefined) {
+      fail(`mtls.trustedProxies[${index}]`, problem, entries[index], { show: true })
+    }
   }
-  list.addSubnet(address, prefix, type)
+  const coverage = coverageOf(ranges)
+  const problem = everyClient(coverage, 'trust')
+  if (problem !== undefined) {
+    fail('mtls.trustedProxies', `together ${problem}`, entries.join(', '), { show: true })
+  }
+  if (!warn || (coverage.ipv4Width <= WIDE_IPV4 && coverage.ipv6Width <= WIDE_IPV6)) return
+  const wide =
+    coverage.ipv4Width > WIDE_IPV4
+      ? `${coverage.ipv4Width.toLocaleString('en')} IPv4 addresses, more than a /8`
+      : `more IPv6 addresses than a /32`
+  warnOnce({
+    code: 'TOLLGATE_WIDE_TRUSTED_PROXIES',
+    subject: entries.join(','),
+    message: `mtls.trustedProxies trusts ${wide}: a client at any of them can send a Client-Cert field that is believed. List only the addresses of the TLS-terminating proxies (their subnet, such as 10.0.4.0/24).`,
+  })
 }
 
 /** Validates `mtls`; `undefined` when it is absent or its mode is `off`. */
@@ -88,9 +129,15 @@ export function normalizeMtlsOptions(input: unknown): NormalizedMtlsOptions | un
       fail('mtls.trustedProxies', `must be an array of at most ${MAX_PROXIES} addresses`, proxies)
     }
     if (proxies.length > 0) {
+      const ranges = proxies.map((entry, index) =>
+        parseProxy(entry, `mtls.trustedProxies[${index}]`),
+      )
+      checkCoverage(ranges, proxies as string[], mode !== 'off')
       const list = new BlockList()
-      for (const [index, entry] of proxies.entries()) {
-        addProxy(list, entry, `mtls.trustedProxies[${index}]`)
+      for (const { address, family, prefix } of ranges) {
+        const type = family === 4 ? 'ipv4' : 'ipv6'
+        if (prefix === (family === 4 ? 32 : 128)) list.addAddress(address, type)
+        else list.addSubnet(address, prefix, type)
       }
       trustedProxies = list
     }

@@ -28,7 +28,7 @@ beforeAll(async () => {
   gate = createGate({
     issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
     audience: 'gateway',
-    mtls: { trustedProxies: ['10.1.2.3', '192.168.0.0/16', 'fd00::/8'] },
+    mtls: { trustedProxies: ['10.1.2.3', '192.168.0.0/16', 'fd00:0:0:4::/64'] },
     onEvent: (event) => {
       if (event.type === 'rejected') reasons.push(event.reason)
     },
@@ -113,7 +113,7 @@ describe('where the certificate comes from', () => {
       '192.168.7.9',
       '::ffff:10.1.2.3',
       '::ffff:192.168.0.1',
-      'fd12::1',
+      'fd00:0:0:4::12',
     ]) {
       expect(await reasonOf({ headers, socket: socketOf(address, bob) }), address).toBe('admitted')
     }

@@ -13,9 +13,11 @@ const BASH = execFileSync('bash', ['-c', 'command -v bash'], { encoding: 'utf8' 
 function packagesTheReadmeNames(): string[] {
   const paragraph = README.slice(README.indexOf('`npm test` first runs `scripts/test-system.sh`'))
   const text = paragraph.slice(0, paragraph.indexOf('stops.'))
-  return [...text.matchAll(/`(redis-server|postgresql|memcached|chromium)`/g)].map(
-    (m) => m[1] ?? '',
-  )
+  return [
+    ...text.matchAll(
+      /`(redis-server|postgresql|memcached|chromium|nginx|libnginx-mod-http-js|haproxy|openssl|curl)`/g,
+    ),
+  ].map((m) => m[1] ?? '')
 }
 
 describe('scripts/test-system.sh', () => {
@@ -24,7 +26,12 @@ describe('scripts/test-system.sh', () => {
     const checked = [...script.matchAll(/missing\+=\(([a-z-]+)\)/g)].map((m) => m[1])
     expect(packagesTheReadmeNames().sort()).toEqual([
       'chromium',
+      'curl',
+      'haproxy',
+      'libnginx-mod-http-js',
       'memcached',
+      'nginx',
+      'openssl',
       'postgresql',
       'redis-server',
     ])
@@ -42,7 +49,9 @@ describe('scripts/test-system.sh', () => {
       env: { PATH: bin, CHROMIUM_PATH: '' },
     })
     expect(run.status).toBe(1)
-    expect(run.stderr).toMatch(/^The tests need: redis-server .*memcached chromium\. Install them/m)
+    expect(run.stderr).toMatch(
+      /^The tests need: redis-server .*memcached chromium nginx libnginx-mod-http-js haproxy openssl curl\. Install them/m,
+    )
     expect(run.stderr).toContain('sudo apt-get install redis-server')
   })
 
