@@ -24,6 +24,7 @@ import {
   OFFICE,
   OFFICE_CLIENT,
   PULSE,
+  REPORTS,
   startExchangeProvider,
   userToken,
 } from '../helpers/exchange.js'
@@ -324,6 +325,48 @@ describe('createTokenExchange', () => {
       await redis.stop()
     }
   })
+
+  it.each([
+    [
+      'a client the provider refuses for that product (invalid_target)',
+      REPORTS,
+      'ERR_TOKEN_REQUEST_REFUSED',
+      'invalid_target',
+    ],
+    [
+      'a client that may not exchange at all (unauthorized_client)',
+      JOB,
+      'ERR_CLIENT_REFUSED',
+      'unauthorized_client',
+    ],
+  ])(
+    'attack: two services on one Redis: %s never receives the office token the gateway obtained for the same user (RFC 8693 §5)',
+    async (_name, other, code, oauthError) => {
+      const redis = await startRedisServer()
+      try {
+        const client = await redis.client()
+        const gateway = exchangerFor(GATEWAY_CLIENT, { sharedCache: { redis: client } })
+        const intruder = exchangerFor(other, { sharedCache: { redis: client } })
+        const target = { audience: 'office', scope: 'office:records:read' }
+        const office = await gateway.exchange(aliceGateway, target)
+        expect(claimsOf(office)).toMatchObject({ aud: 'office', act: { sub: 'gateway' } })
+        // The write goes out after the answer; give it its round trip.
+        await client.ping()
+        expect(await client.keys('tollgate:exchange:{*}')).toHaveLength(1)
+        const before = exchanges.length
+        await expect(intruder.exchange(aliceGateway, target)).rejects.toMatchObject({
+          code,
+          oauthError,
+          clientId: other.clientId,
+        })
+        // It asked the provider itself, which refused it: nothing was read from the gateway's entry.
+        expect(exchanges.length - before).toBe(1)
+        client.disconnect()
+      } finally {
+        await redis.stop()
+      }
+    },
+  )
 
   it('attack: the exchanged office token replayed at a third product (pulse) and back at the gateway is refused', async () => {
     const office = await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office')

@@ -17,6 +17,8 @@ export const WEB = { clientId: 'billing-web', clientSecret: 'dev-only-web-secret
 export const GATEWAY_CLIENT = { clientId: 'gateway', clientSecret: 'dev-only-gateway-secret' }
 export const OFFICE_CLIENT = { clientId: 'office', clientSecret: 'dev-only-office-secret' }
 export const JOB = { clientId: 'nightly-job', clientSecret: 'dev-only-job-secret' }
+/** A service that may exchange the user's gateway tokens for the desk, never for the office. */
+export const REPORTS = { clientId: 'reports', clientSecret: 'dev-only-reports-secret' }
 const REDIRECT_URI = 'http://127.0.0.1:4999/callback'
 
 /** The products and clients; `extra` adds clients. */
@@ -47,6 +49,11 @@ export function startExchangeProvider(
         exchange: { from: [OFFICE], to: [DESK] },
       },
       { ...JOB, scopes: ['office:records:read'], audiences: [OFFICE] },
+      {
+        ...REPORTS,
+        scopes: ['office:records:read', 'desk:tickets:read'],
+        exchange: { from: [GATEWAY], to: [DESK] },
+      },
       ...(extra.clients ?? []),
     ],
     ...(extra.accessTokenTtlSeconds === undefined
