@@ -78,7 +78,8 @@ export interface DevProvider {
    * @throws TypeError for an unknown user or client, a resource the client may not ask for or
    *   whose tokens are opaque (`accessTokenFormat: 'opaque'`: they come from the token endpoint),
    *   a scope the resource does not have, `acrValues` of which the provider supports none, an
-   *   `authTime` that is not whole seconds, or a `certificate` that is not one.
+   *   `authTime` or `expiresInSeconds` that is not whole seconds, or a `certificate` that is not
+   *   one.
    */
   accessTokenFor(user: string, options: DevAccessTokenOptions): Promise<string>
   /** Stops for good, dropping open connections. */
@@ -104,6 +105,8 @@ export interface DevAccessTokenOptions {
    * `requireRecentSignIn()`. Default: now.
    */
   readonly authTime?: number
+  /** How long the token is valid, in seconds. Default: the provider's `accessTokenTtlSeconds`. */
+  readonly expiresInSeconds?: number
   /**
    * Binds the token to this client certificate (RFC 8705 §3): `cnf: { 'x5t#S256': … }`, the
    * base64url SHA-256 of its DER, as a provider issues certificate-bound tokens to a client that
@@ -309,6 +312,12 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       if (!Number.isSafeInteger(authTime) || authTime < 0) {
         throw new TypeError('accessTokenFor(): "authTime" must be whole seconds since the epoch')
       }
+      const lifetime = tokenOptions.expiresInSeconds ?? settings.accessTokenTtlSeconds
+      if (!Number.isSafeInteger(lifetime) || lifetime < 1) {
+        throw new TypeError(
+          'accessTokenFor(): "expiresInSeconds" must be a whole number of seconds, at least 1',
+        )
+      }
       const thumbprint =
         tokenOptions.certificate === undefined
           ? undefined
@@ -317,7 +326,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
         ...person.tokenClaims,
         sub: user,
         iat: now,
-        exp: now + settings.accessTokenTtlSeconds,
+        exp: now + lifetime,
         ...(scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
         client_id: client.clientId,
         aud: resource.audience,

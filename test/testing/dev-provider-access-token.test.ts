@@ -90,6 +90,15 @@ describe('createDevProvider: accessTokenFor()', () => {
     expect(await check(await provider.accessTokenFor('alice', orders))).not.toThrow()
   })
 
+  it('lives expiresInSeconds when given, else the provider’s accessTokenTtlSeconds', async () => {
+    const long = claimsOf(
+      await provider.accessTokenFor('alice', { ...orders, expiresInSeconds: 3600 }),
+    )
+    expect((long['exp'] as number) - (long['iat'] as number)).toBe(3600)
+    const usual = claimsOf(await provider.accessTokenFor('alice', orders))
+    expect((usual['exp'] as number) - (usual['iat'] as number)).toBe(300)
+  })
+
   it('binds the token to a client certificate (cnf x5t#S256, RFC 8705 §3.1), admitted by an mtls gate only with that certificate', async () => {
     const certificate = makeCertificate('alice-device')
     const token = await provider.accessTokenFor('alice', {
@@ -146,6 +155,11 @@ describe('createDevProvider: accessTokenFor()', () => {
       'an authTime that is not whole seconds',
       () => provider.accessTokenFor('alice', { ...orders, authTime: 1_700_000_000.5 }),
       'accessTokenFor(): "authTime" must be whole seconds since the epoch',
+    ],
+    [
+      'an expiresInSeconds that is not whole seconds',
+      () => provider.accessTokenFor('alice', { ...orders, expiresInSeconds: 0 }),
+      'accessTokenFor(): "expiresInSeconds" must be a whole number of seconds, at least 1',
     ],
     [
       'a certificate that is not one',
