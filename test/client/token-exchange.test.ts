@@ -9,12 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import {
   createTokenExchange,
+  createTokenSource,
   type TokenExchangeEvent,
   type TokenExchangeOptions,
 } from '../../src/client/index.js'
 import { createGate, keycloak } from '../../src/index.js'
 import { auth0, entra, okta } from '../../src/providers/index.js'
-import type { DevProvider } from '../../src/testing/index.js'
+import { createTestIssuer, type DevProvider } from '../../src/testing/index.js'
 import {
   claimsOf,
   DESK,
@@ -380,6 +381,68 @@ describe('createTokenExchange', () => {
     await expect(present('pulse')).rejects.toMatchObject({ status: 401, reason: 'audience' })
     await expect(present('gateway')).rejects.toMatchObject({ status: 401, reason: 'audience' })
     await expect(present('office')).resolves.toMatchObject({ auth: { subject: 'alice' } })
+  })
+
+  it('admits a service’s own Client Credentials token with auth.actor undefined: no actor means no one acts, not that a user is present; its sub is its client (RFC 9068 §2.2)', async () => {
+    const office = createGate({
+      issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+      audience: 'office',
+    })
+    const admit = async (token: string) =>
+      (await office.check({ headers: { authorization: `Bearer ${token}` } })).auth
+    const job = createTokenSource({
+      issuer: keycloak({ authUrl: provider.url, realm: provider.realm }),
+      ...JOB,
+      resource: OFFICE,
+      scope: 'office:records:read',
+    })
+    try {
+      const service = await admit(await job.get())
+      expect(service).toMatchObject({
+        actor: undefined,
+        subject: JOB.clientId,
+        clientId: JOB.clientId,
+      })
+    } finally {
+      job.close()
+    }
+    const user = await admit(
+      await provider.accessTokenFor('alice', { clientId: 'billing-web', resource: OFFICE }),
+    )
+    expect(user).toMatchObject({ actor: undefined, subject: 'alice', clientId: 'billing-web' })
+    const exchanged = await admit(
+      await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office'),
+    )
+    expect(exchanged).toMatchObject({ subject: 'alice', actor: { subject: 'gateway' } })
+
+    // Keycloak names the client's service-account user instead, as the test issuer mints it.
+    const keycloakShaped = await createTestIssuer({
+      realms: ['acme'],
+      audience: 'office',
+      clients: [{ ...JOB, scope: 'office:records:read' }],
+    })
+    try {
+      const source = createTokenSource({
+        issuer: keycloak({ authUrl: keycloakShaped.url, realm: 'acme' }),
+        ...JOB,
+      })
+      const gate = createGate({
+        issuers: keycloak({ authUrl: keycloakShaped.url, realms: ['acme'] }),
+        audience: 'office',
+      })
+      const { auth } = await gate.check({
+        headers: { authorization: `Bearer ${await source.get()}` },
+      })
+      source.close()
+      expect(auth).toMatchObject({
+        actor: undefined,
+        subject: `service-account-${JOB.clientId}`,
+        clientId: JOB.clientId,
+        claims: { preferred_username: `service-account-${JOB.clientId}` },
+      })
+    } finally {
+      await keycloakShaped.close()
+    }
   })
 
   it('accessTokenFor() gives a user’s token as a sign-in would, refusing what the client may not ask for', async () => {
