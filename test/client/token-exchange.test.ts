@@ -369,6 +369,34 @@ describe('createTokenExchange', () => {
     },
   )
 
+  it('attack: two gateways on one Redis: auth.tokenFor() of a service the provider refuses for the office never returns the office token the other obtained for the same request token', async () => {
+    const redis = await startRedisServer()
+    try {
+      const client = await redis.client()
+      const gateFor = (exchanger: ReturnType<typeof exchangerFor>) =>
+        createGate({
+          issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+          audience: 'gateway',
+          delegation: { exchange: exchanger },
+        })
+      const gateway = gateFor(exchangerFor(GATEWAY_CLIENT, { sharedCache: { redis: client } }))
+      const reports = gateFor(exchangerFor(REPORTS, { sharedCache: { redis: client } }))
+      const request = { headers: { authorization: `Bearer ${aliceGateway}` } }
+      const office = await (await gateway.check(request)).auth?.tokenFor('office')
+      expect(claimsOf(office ?? '')).toMatchObject({ aud: 'office', act: { sub: 'gateway' } })
+      await client.ping()
+      const { auth } = await reports.check(request)
+      await expect(auth?.tokenFor('office')).rejects.toMatchObject({
+        code: 'ERR_TOKEN_REQUEST_REFUSED',
+        oauthError: 'invalid_target',
+        clientId: REPORTS.clientId,
+      })
+      client.disconnect()
+    } finally {
+      await redis.stop()
+    }
+  })
+
   it('attack: the exchanged office token replayed at a third product (pulse) and back at the gateway is refused', async () => {
     const office = await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office')
     const gateFor = (audience: string) =>
