@@ -115,7 +115,8 @@ export const PAGES: readonly ReferencePage[] = [
   {
     file: 'docs/reference/test-issuer-options.md',
     title: 'Test issuer options',
-    intro: 'Options of `createTestIssuer()` (`tollgate/testing`). Guide: [testing](../testing.md).',
+    intro:
+      'Options of `createTestIssuer()` (`tollgate/testing`). Guide: [testing](../testing.md). The development provider, `createDevProvider()`: its options (`resources[].accessTokenFormat`, `clients[].exchange`…), `introspectionEndpoint` and `accessTokenFor()` are in [testing.md](../testing.md#trying-everything-locally-a-development-openid-provider) and [its `accessTokenFor()`](../testing.md#a-users-token-without-the-pages-accesstokenfor).',
     schema: testIssuerSchema,
     path: 'options',
     type: 'TestIssuerOptions',

@@ -141,7 +141,8 @@ export interface Admission {
   readonly plan: string | undefined
   /**
    * Who acts for the subject (the token's `act` claim, RFC 8693 §4.1), with the actors before it
-   * nested; `undefined` for a token the user's own client holds. See the gate's `delegation`.
+   * nested; `undefined` when the token has no `act` claim: a user's own token, or a service's own
+   * (Client Credentials) token, which acts for no user. See the gate's `delegation`.
    */
   readonly actor: Actor | undefined
   /**

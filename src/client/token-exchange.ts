@@ -1,10 +1,11 @@
 /**
  * `createTokenExchange()`: trades a user's token for one scoped to another product, on the user's
  * behalf (RFC 8693 token exchange; Entra ID's on-behalf-of), through openid-client's
- * `genericGrantRequest`. Results are cached per (hash of the subject token, target, scope) until
- * shortly before they expire and never past the subject token's own `exp`; one request in flight
- * per key however many callers wait; retried as the token source retries; optionally shared by a
- * fleet through the token source's Redis cache.
+ * `genericGrantRequest`. Results are cached per (client, hash of the subject token, target,
+ * scope) until shortly before they expire and never past the subject token's own `exp`; one
+ * request in flight per key however many callers wait; retried as the token source retries;
+ * optionally shared by a fleet through the token source's Redis cache, where services sharing one
+ * Redis never share tokens.
  *
  * @module
  */
@@ -97,12 +98,21 @@ export class Exchanger {
   readonly #owner = randomUUID()
   readonly #targets = new Map<string, NormalizedTarget>()
   readonly #emit: Emit<TokenExchangeEvent>
+  /** Who asks and how: the first part of every key (see {@link keyOf}). */
+  readonly #identity: string
   #sweptAt = Number.NEGATIVE_INFINITY
 
   constructor(settings: NormalizedTokenExchangeOptions) {
     this.settings = settings
     this.#emit = createEmit(settings.onEvent)
     const { client } = settings
+    this.#identity = JSON.stringify([
+      client.server.issuer,
+      client.server.tokenEndpoint ?? '',
+      client.clientId,
+      settings.profile,
+      settings.subjectTokenType,
+    ])
     warnIfInsecure(client.server.tokenEndpoint ?? client.server.issuer, client.clientId)
     this.#endpoint = createTokenEndpoint(client, this.#stopped.signal)
     this.#shared =
@@ -125,7 +135,7 @@ export class Exchanger {
   exchange(subject: KnownSubject, target: NormalizedTarget): Promise<string> {
     if (this.#stopped.signal.aborted) return Promise.reject(this.#closed())
     subject.hash ??= createHash('sha256').update(subject.token).digest('base64url')
-    const key = keyOf(subject.hash, target)
+    const key = keyOf(this.#identity, subject.hash, target)
     const now = this.settings.client.now()
     const entry = this.#entries.get(key)
     if (entry !== undefined) {
@@ -424,9 +434,16 @@ export class Exchanger {
 const TOKEN_FOR = 'auth.tokenFor(target):'
 const EXCHANGE = 'exchange(subjectToken, target):'
 
-/** The cache key: never the subject token itself, its hash. */
-function keyOf(subjectHash: string, target: NormalizedTarget): string {
+/**
+ * The cache key: never the subject token itself, its hash. It names who asked (issuer, token
+ * endpoint, client, profile, subject token type) as well as what was asked, because the shared
+ * cache is one Redis for every service of a fleet: a token the provider gave the gateway for the
+ * office must never be served to another client that the provider would refuse for the office
+ * (RFC 8693 §5: the provider decides which clients may receive delegations).
+ */
+function keyOf(identity: string, subjectHash: string, target: NormalizedTarget): string {
   return JSON.stringify([
+    identity,
     subjectHash,
     target.resource,
     target.audience ?? '',
@@ -434,6 +451,7 @@ function keyOf(subjectHash: string, target: NormalizedTarget): string {
     target.actorToken === undefined
       ? ''
       : createHash('sha256').update(target.actorToken).digest('base64url'),
+    target.actorTokenType ?? '',
     target.requestedTokenType ?? '',
   ])
 }

@@ -5,13 +5,15 @@
  * exchange (`from`) and for which products (`to`); the token it gets names the user (`sub`) and
  * the client acting (`act`, nested when the subject token already had one). Refusals are RFC
  * 8693's: `unauthorized_client`, `invalid_target`, `invalid_scope`, `invalid_grant` (a subject
- * token expired, of another issuer, for another audience, or whose `may_act` names someone else).
+ * token expired, of another issuer, for another audience, or whose `may_act` names someone else),
+ * and `invalid_request` (RFC 8693 §2.2.2) for a subject token that is not an access token or is
+ * sender-constrained (`cnf`), as the gate's `auth.tokenFor()` refuses them before any request.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto'
 
-import { createLocalJWKSet, type JWTPayload, jwtVerify } from 'jose'
+import { createLocalJWKSet, type JWTPayload, type JWTVerifyResult, jwtVerify } from 'jose'
 
 import type { NormalizedDevProviderOptions, NormalizedDevResource } from './dev-options.js'
 import { signCompactJWS, type TestKey } from './keys.js'
@@ -21,6 +23,8 @@ export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exch
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 const JWT_TYPE = 'urn:ietf:params:oauth:token-type:jwt'
+// RFC 9068 §2.1: the header `typ` of a JWT access token; this provider marks every one it issues.
+const ACCESS_TOKEN_MEDIA_TYPES = new Set(['at+jwt', 'application/at+jwt'])
 
 /** An OAuth error as oidc-provider renders it (`expose`: its own message is the `error`). */
 function refusal(error: string, description: string): Error {
@@ -66,13 +70,35 @@ export function registerExchangeGrants(
   settings: NormalizedDevProviderOptions,
   keys: () => readonly TestKey[],
 ): void {
-  async function verified(token: string, what: string): Promise<JWTPayload> {
+  async function verified(token: string, what: string): Promise<JWTVerifyResult> {
     const jwks = createLocalJWKSet({ keys: keys().map((key) => ({ ...key.publicJwk })) })
     try {
-      const { payload } = await jwtVerify(token, jwks, { issuer })
-      return payload
+      return await jwtVerify(token, jwks, { issuer })
     } catch {
       throw refusal('invalid_grant', `${what} is expired, malformed or not issued by this provider`)
+    }
+  }
+
+  /**
+   * The subject token must be one of this provider's access tokens, and a bearer one. An ID or
+   * logout token is signed with the same keys, but exchanging it would turn a sign-in's proof of
+   * identity into an access token. A sender-constrained token (RFC 9449 `cnf.jkt`, RFC 8705
+   * `cnf.x5t#S256`) is bound to a key the exchanging client does not hold: a bearer token for it
+   * would undo the binding. RFC 8693 §2.2.2 names the error: `invalid_request`.
+   */
+  function refuseUnexchangeable({ payload, protectedHeader }: JWTVerifyResult): void {
+    const type = protectedHeader.typ?.toLowerCase()
+    if (type === undefined || !ACCESS_TOKEN_MEDIA_TYPES.has(type)) {
+      throw refusal(
+        'invalid_request',
+        'the subject token is not an access token (its header typ is not at+jwt)',
+      )
+    }
+    if (payload['cnf'] !== undefined) {
+      throw refusal(
+        'invalid_request',
+        "the subject token is sender-constrained (cnf): it is bound to its client's key and is not exchanged for a bearer token",
+      )
     }
   }
 
@@ -125,7 +151,9 @@ export function registerExchangeGrants(
   ): Promise<void> {
     const { clientId } = ctx.oidc.client
     const policy = policyOf(clientId)
-    const subject = await verified(subjectToken, 'the subject token')
+    const checked = await verified(subjectToken, 'the subject token')
+    refuseUnexchangeable(checked)
+    const subject = checked.payload
     const from = policy.from.map((indicator) => settings.resources.get(indicator)?.audience)
     if (!audiencesOf(subject).some((audience) => from.includes(audience))) {
       throw refusal(
@@ -135,7 +163,7 @@ export function registerExchangeGrants(
     }
     let actor = policy.actor ?? clientId
     if (actorToken !== undefined) {
-      const acting = await verified(actorToken, 'the actor token')
+      const { payload: acting } = await verified(actorToken, 'the actor token')
       actor = typeof acting.sub === 'string' ? acting.sub : actor
     }
     const mayAct = subject['may_act'] as { sub?: unknown } | undefined

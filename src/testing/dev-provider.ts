@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes, X509Certificate } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 import { audienceAsResource } from './dev-audience.js'
@@ -70,19 +70,49 @@ export interface DevProvider {
   }): Promise<number>
   /**
    * An access token for `user` (a configured `sub`) as a sign-in at `clientId` with `resource`
-   * and `scope` would give it, without the pages: signed with the provider's current key, with
-   * the user's `tokenClaims`. For tests and samples that need a user's token (to exchange it,
-   * for instance). Default scope: the client's scopes of that resource.
+   * and `scope` would give it, without the pages: signed with the provider's current key (header
+   * `typ: at+jwt`), with the user's `tokenClaims`, `auth_time` and, when the provider has
+   * `acrValues`, the `acr` the sign-in would complete with. For tests and samples that need a
+   * user's token (to exchange it, to try step-up or certificate binding, for instance).
    *
-   * @throws TypeError for an unknown user or client, a resource the client may not ask for, or a
-   *   scope the resource does not have.
+   * @throws TypeError for an unknown user or client, a resource the client may not ask for or
+   *   whose tokens are opaque (`accessTokenFormat: 'opaque'`: they come from the token endpoint),
+   *   a scope the resource does not have, `acrValues` of which the provider supports none, an
+   *   `authTime` or `expiresInSeconds` that is not whole seconds, or a `certificate` that is not
+   *   one.
    */
-  accessTokenFor(
-    user: string,
-    options: { readonly clientId: string; readonly resource: string; readonly scope?: string },
-  ): Promise<string>
+  accessTokenFor(user: string, options: DevAccessTokenOptions): Promise<string>
   /** Stops for good, dropping open connections. */
   close(): Promise<void>
+}
+
+/** What {@link DevProvider.accessTokenFor} is asked for. */
+export interface DevAccessTokenOptions {
+  /** The client the user signs in at (a configured `clientId`): the token's `client_id`. */
+  readonly clientId: string
+  /** One of the client's `audiences`: the token's `aud` is that resource's `audience`. */
+  readonly resource: string
+  /** Space-separated scopes of `resource`. Default: the client's scopes of that resource. */
+  readonly scope?: string
+  /**
+   * Space-separated `acr` values, as a step-up sign-in asks for them (`acr_values`): the token's
+   * `acr` is the first of them the provider's `acrValues` lists, as a sign-in completes with it.
+   * Default: the provider's first `acrValues`, and no `acr` when it has none.
+   */
+  readonly acrValues?: string
+  /**
+   * When the user signed in (`auth_time`), seconds since the epoch: an older one tries
+   * `requireRecentSignIn()`. Default: now.
+   */
+  readonly authTime?: number
+  /** How long the token is valid, in seconds. Default: the provider's `accessTokenTtlSeconds`. */
+  readonly expiresInSeconds?: number
+  /**
+   * Binds the token to this client certificate (RFC 8705 §3): `cnf: { 'x5t#S256': … }`, the
+   * base64url SHA-256 of its DER, as a provider issues certificate-bound tokens to a client that
+   * authenticated with it. A PEM string or a `node:crypto` `X509Certificate`.
+   */
+  readonly certificate?: string | X509Certificate
 }
 
 export type {
@@ -264,22 +294,82 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
           'accessTokenFor(): "clientId" must be a configured client and "resource" one of its audiences',
         )
       }
+      if (resource.accessTokenFormat === 'opaque') {
+        // A JWT minted here would be one this provider never issues for that API, unknown to its
+        // introspection endpoint.
+        throw new TypeError(
+          `accessTokenFor(): ${tokenOptions.resource} has accessTokenFormat 'opaque': its tokens come from the token endpoint (a sign-in, or createTokenSource()), never from accessTokenFor()`,
+        )
+      }
       const offered = resource.scopes.filter((scope) => client.scopes.includes(scope))
       const scopes = tokenOptions.scope?.split(' ').filter(Boolean) ?? offered
       if (scopes.some((scope) => !resource.scopes.includes(scope))) {
         throw new TypeError(`accessTokenFor(): "scope" must be scopes of ${tokenOptions.resource}`)
       }
+      const acr = acrFor(settings.acrValues, tokenOptions.acrValues)
       const now = Math.floor(Date.now() / 1000)
+      const authTime = tokenOptions.authTime ?? now
+      if (!Number.isSafeInteger(authTime) || authTime < 0) {
+        throw new TypeError('accessTokenFor(): "authTime" must be whole seconds since the epoch')
+      }
+      const lifetime = tokenOptions.expiresInSeconds ?? settings.accessTokenTtlSeconds
+      if (!Number.isSafeInteger(lifetime) || lifetime < 1) {
+        throw new TypeError(
+          'accessTokenFor(): "expiresInSeconds" must be a whole number of seconds, at least 1',
+        )
+      }
+      const thumbprint =
+        tokenOptions.certificate === undefined
+          ? undefined
+          : certificateThumbprint(tokenOptions.certificate)
       return mintAccessToken(issuer, keys[0] as TestKey, {
         ...person.tokenClaims,
         sub: user,
         iat: now,
-        exp: now + settings.accessTokenTtlSeconds,
+        exp: now + lifetime,
         ...(scopes.length === 0 ? {} : { scope: scopes.join(' ') }),
         client_id: client.clientId,
         aud: resource.audience,
+        auth_time: authTime,
+        ...(acr === undefined ? {} : { acr }),
+        ...(thumbprint === undefined ? {} : { cnf: { 'x5t#S256': thumbprint } }),
       })
     },
     close: () => server.close(),
   } satisfies DevProvider)
+}
+
+/**
+ * The `acr` a sign-in asking for `requested` completes with: the first asked that the provider
+ * supports; without a request, the provider's first (none when it has none).
+ */
+function acrFor(supported: readonly string[], requested: unknown): string | undefined {
+  if (requested === undefined) return supported[0]
+  const asked = typeof requested === 'string' ? requested.split(' ').filter(Boolean) : []
+  const acr = asked.find((value) => supported.includes(value))
+  if (acr === undefined) {
+    throw new TypeError(
+      supported.length === 0
+        ? 'accessTokenFor(): "acrValues" needs the provider\'s acrValues option: createDevProvider({ acrValues: [...] })'
+        : `accessTokenFor(): "acrValues" must name one of the provider's acrValues: ${supported.join(' ')}`,
+    )
+  }
+  return acr
+}
+
+/** RFC 8705 §3.1: base64url of the SHA-256 of the certificate's DER. */
+function certificateThumbprint(certificate: unknown): string {
+  let x509: X509Certificate
+  try {
+    x509 =
+      certificate instanceof X509Certificate
+        ? certificate
+        : new X509Certificate(typeof certificate === 'string' ? certificate : '')
+  } catch (error) {
+    throw new TypeError(
+      'accessTokenFor(): "certificate" must be a PEM certificate or an X509Certificate',
+      { cause: error },
+    )
+  }
+  return createHash('sha256').update(x509.raw).digest('base64url')
 }

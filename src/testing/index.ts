@@ -5,6 +5,7 @@
  */
 
 export type {
+  DevAccessTokenOptions,
   DevClient,
   DevClientAuth,
   DevExchangePolicy,

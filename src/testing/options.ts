@@ -74,7 +74,12 @@ export interface TestIssuerOptions {
   readonly algorithms?: readonly TestAlgorithm[] | undefined
   /** Default `aud` of minted tokens. Default `'api'`. */
   readonly audience?: string | readonly string[] | undefined
-  /** Clients the token endpoint accepts. Default: none. */
+  /**
+   * Clients the Client Credentials token endpoint (`{issuer}/protocol/openid-connect/token`)
+   * accepts, each with its secret, by HTTP Basic or form: a token for its service account (`sub`
+   * `service-account-{clientId}`, `azp` and `client_id` the client, its `audience`, `scope` and
+   * `tenant`), valid 300 s, no refresh token. Default: none.
+   */
   readonly clients?: readonly TestClient[] | undefined
   /** Issuers at paths of their own, beside the realms (each with its own keys). Default: none. */
   readonly issuers?: readonly TestPathIssuer[] | undefined

@@ -199,6 +199,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
   'tollgate/testing': {
     values: ['TEST_ALGORITHMS', 'createDevProvider', 'createDpopKey', 'createTestIssuer'],
     types: [
+      'DevAccessTokenOptions',
       'DevClient',
       'DevClientAuth',
       'DevExchangePolicy',

@@ -9,12 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import {
   createTokenExchange,
+  createTokenSource,
   type TokenExchangeEvent,
   type TokenExchangeOptions,
 } from '../../src/client/index.js'
 import { createGate, keycloak } from '../../src/index.js'
 import { auth0, entra, okta } from '../../src/providers/index.js'
-import type { DevProvider } from '../../src/testing/index.js'
+import { createTestIssuer, type DevProvider } from '../../src/testing/index.js'
 import {
   claimsOf,
   DESK,
@@ -24,6 +25,7 @@ import {
   OFFICE,
   OFFICE_CLIENT,
   PULSE,
+  REPORTS,
   startExchangeProvider,
   userToken,
 } from '../helpers/exchange.js'
@@ -325,6 +327,76 @@ describe('createTokenExchange', () => {
     }
   })
 
+  it.each([
+    [
+      'a client the provider refuses for that product (invalid_target)',
+      REPORTS,
+      'ERR_TOKEN_REQUEST_REFUSED',
+      'invalid_target',
+    ],
+    [
+      'a client that may not exchange at all (unauthorized_client)',
+      JOB,
+      'ERR_CLIENT_REFUSED',
+      'unauthorized_client',
+    ],
+  ])(
+    'attack: two services on one Redis: %s never receives the office token the gateway obtained for the same user (RFC 8693 §5)',
+    async (_name, other, code, oauthError) => {
+      const redis = await startRedisServer()
+      try {
+        const client = await redis.client()
+        const gateway = exchangerFor(GATEWAY_CLIENT, { sharedCache: { redis: client } })
+        const intruder = exchangerFor(other, { sharedCache: { redis: client } })
+        const target = { audience: 'office', scope: 'office:records:read' }
+        const office = await gateway.exchange(aliceGateway, target)
+        expect(claimsOf(office)).toMatchObject({ aud: 'office', act: { sub: 'gateway' } })
+        // The write goes out after the answer; give it its round trip.
+        await client.ping()
+        expect(await client.keys('tollgate:exchange:{*}')).toHaveLength(1)
+        const before = exchanges.length
+        await expect(intruder.exchange(aliceGateway, target)).rejects.toMatchObject({
+          code,
+          oauthError,
+          clientId: other.clientId,
+        })
+        // It asked the provider itself, which refused it: nothing was read from the gateway's entry.
+        expect(exchanges.length - before).toBe(1)
+        client.disconnect()
+      } finally {
+        await redis.stop()
+      }
+    },
+  )
+
+  it('attack: two gateways on one Redis: auth.tokenFor() of a service the provider refuses for the office never returns the office token the other obtained for the same request token', async () => {
+    const redis = await startRedisServer()
+    try {
+      const client = await redis.client()
+      const gateFor = (exchanger: ReturnType<typeof exchangerFor>) =>
+        createGate({
+          issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+          audience: 'gateway',
+          delegation: { exchange: exchanger },
+        })
+      const gateway = gateFor(exchangerFor(GATEWAY_CLIENT, { sharedCache: { redis: client } }))
+      const reports = gateFor(exchangerFor(REPORTS, { sharedCache: { redis: client } }))
+      const request = { headers: { authorization: `Bearer ${aliceGateway}` } }
+      const office = await (await gateway.check(request)).auth?.tokenFor('office')
+      expect(claimsOf(office ?? '')).toMatchObject({ aud: 'office', act: { sub: 'gateway' } })
+      await client.ping()
+      const { auth } = await reports.check(request)
+      await expect(auth?.tokenFor('office')).rejects.toMatchObject({
+        code: 'ERR_TOKEN_REQUEST_REFUSED',
+        oauthError: 'invalid_target',
+        clientId: REPORTS.clientId,
+      })
+      client.disconnect()
+    } finally {
+      await redis.stop()
+    }
+  })
+
   it('attack: the exchanged office token replayed at a third product (pulse) and back at the gateway is refused', async () => {
     const office = await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office')
     const gateFor = (audience: string) =>
@@ -337,6 +409,68 @@ describe('createTokenExchange', () => {
     await expect(present('pulse')).rejects.toMatchObject({ status: 401, reason: 'audience' })
     await expect(present('gateway')).rejects.toMatchObject({ status: 401, reason: 'audience' })
     await expect(present('office')).resolves.toMatchObject({ auth: { subject: 'alice' } })
+  })
+
+  it('admits a service’s own Client Credentials token with auth.actor undefined: no actor means no one acts, not that a user is present; its sub is its client (RFC 9068 §2.2)', async () => {
+    const office = createGate({
+      issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+      audience: 'office',
+    })
+    const admit = async (token: string) =>
+      (await office.check({ headers: { authorization: `Bearer ${token}` } })).auth
+    const job = createTokenSource({
+      issuer: keycloak({ authUrl: provider.url, realm: provider.realm }),
+      ...JOB,
+      resource: OFFICE,
+      scope: 'office:records:read',
+    })
+    try {
+      const service = await admit(await job.get())
+      expect(service).toMatchObject({
+        actor: undefined,
+        subject: JOB.clientId,
+        clientId: JOB.clientId,
+      })
+    } finally {
+      job.close()
+    }
+    const user = await admit(
+      await provider.accessTokenFor('alice', { clientId: 'billing-web', resource: OFFICE }),
+    )
+    expect(user).toMatchObject({ actor: undefined, subject: 'alice', clientId: 'billing-web' })
+    const exchanged = await admit(
+      await exchangerFor(GATEWAY_CLIENT).exchange(aliceGateway, 'office'),
+    )
+    expect(exchanged).toMatchObject({ subject: 'alice', actor: { subject: 'gateway' } })
+
+    // Keycloak names the client's service-account user instead, as the test issuer mints it.
+    const keycloakShaped = await createTestIssuer({
+      realms: ['acme'],
+      audience: 'office',
+      clients: [{ ...JOB, scope: 'office:records:read' }],
+    })
+    try {
+      const source = createTokenSource({
+        issuer: keycloak({ authUrl: keycloakShaped.url, realm: 'acme' }),
+        ...JOB,
+      })
+      const gate = createGate({
+        issuers: keycloak({ authUrl: keycloakShaped.url, realms: ['acme'] }),
+        audience: 'office',
+      })
+      const { auth } = await gate.check({
+        headers: { authorization: `Bearer ${await source.get()}` },
+      })
+      source.close()
+      expect(auth).toMatchObject({
+        actor: undefined,
+        subject: `service-account-${JOB.clientId}`,
+        clientId: JOB.clientId,
+        claims: { preferred_username: `service-account-${JOB.clientId}` },
+      })
+    } finally {
+      await keycloakShaped.close()
+    }
   })
 
   it('accessTokenFor() gives a user’s token as a sign-in would, refusing what the client may not ask for', async () => {

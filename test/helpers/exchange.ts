@@ -7,7 +7,12 @@
  */
 import * as oidc from 'openid-client'
 
-import { createDevProvider, type DevClient, type DevProvider } from '../../src/testing/index.js'
+import {
+  createDevProvider,
+  type DevClient,
+  type DevProvider,
+  type DevUser,
+} from '../../src/testing/index.js'
 
 export const GATEWAY = 'https://gateway.example.com'
 export const OFFICE = 'https://office.example.com'
@@ -17,16 +22,23 @@ export const WEB = { clientId: 'billing-web', clientSecret: 'dev-only-web-secret
 export const GATEWAY_CLIENT = { clientId: 'gateway', clientSecret: 'dev-only-gateway-secret' }
 export const OFFICE_CLIENT = { clientId: 'office', clientSecret: 'dev-only-office-secret' }
 export const JOB = { clientId: 'nightly-job', clientSecret: 'dev-only-job-secret' }
-const REDIRECT_URI = 'http://127.0.0.1:4999/callback'
+/** A service that may exchange the user's gateway tokens for the desk, never for the office. */
+export const REPORTS = { clientId: 'reports', clientSecret: 'dev-only-reports-secret' }
+export const REDIRECT_URI = 'http://127.0.0.1:4999/callback'
 
-/** The products and clients; `extra` adds clients. */
+/** The products and clients; `extra` adds clients and users. */
 export function startExchangeProvider(
-  extra: { readonly clients?: readonly DevClient[]; readonly accessTokenTtlSeconds?: number } = {},
+  extra: {
+    readonly clients?: readonly DevClient[]
+    readonly users?: readonly DevUser[]
+    readonly accessTokenTtlSeconds?: number
+  } = {},
 ): Promise<DevProvider> {
   return createDevProvider({
     users: [
       { sub: 'alice', name: 'Alice Example', tokenClaims: { tenant: 'acme' } },
       { sub: 'bob', name: 'Bob Example', tokenClaims: { tenant: 'globex' } },
+      ...(extra.users ?? []),
     ],
     resources: {
       [GATEWAY]: { audience: 'gateway', scopes: ['billing:read'] },
@@ -47,6 +59,11 @@ export function startExchangeProvider(
         exchange: { from: [OFFICE], to: [DESK] },
       },
       { ...JOB, scopes: ['office:records:read'], audiences: [OFFICE] },
+      {
+        ...REPORTS,
+        scopes: ['office:records:read', 'desk:tickets:read'],
+        exchange: { from: [GATEWAY], to: [DESK] },
+      },
       ...(extra.clients ?? []),
     ],
     ...(extra.accessTokenTtlSeconds === undefined
@@ -60,6 +77,14 @@ export async function userToken(
   provider: DevProvider,
   options: { readonly user?: string; readonly resource?: string; readonly scope?: string } = {},
 ): Promise<string> {
+  return (await userTokens(provider, options)).accessToken
+}
+
+/** A user's access and ID tokens, by the authorization code flow with PKCE at the web client. */
+export async function userTokens(
+  provider: DevProvider,
+  options: { readonly user?: string; readonly resource?: string; readonly scope?: string } = {},
+): Promise<{ readonly accessToken: string; readonly idToken: string }> {
   const config = await oidc.discovery(
     new URL(provider.issuer),
     WEB.clientId,
@@ -83,7 +108,8 @@ export async function userToken(
     pkceCodeVerifier: verifier,
     expectedState: state,
   })
-  return tokens.access_token
+  if (tokens.id_token === undefined) throw new Error('the sign-in gave no ID token')
+  return { accessToken: tokens.access_token, idToken: tokens.id_token }
 }
 
 /** The claims of a JWT, unverified (the tests read what a provider issued). */

@@ -19,8 +19,12 @@ import {
   GATEWAY,
   GATEWAY_CLIENT,
   OFFICE,
+  REDIRECT_URI,
   startExchangeProvider,
+  userTokens,
+  WEB,
 } from '../helpers/exchange.js'
+import { makeCertificate } from '../helpers/tls.js'
 import { tokenRequest } from './dev-provider-fixtures.js'
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
@@ -156,6 +160,93 @@ describe('createDevProvider: token exchange', () => {
         scope: `${OFFICE}/.default`,
       }),
     ).toMatchObject({ status: 400, body: { error: 'invalid_request' } })
+  })
+
+  it.each([
+    ['certificate-bound (RFC 8705 cnf x5t#S256)', 'alice', true],
+    ['DPoP-bound (RFC 9449 cnf jkt)', 'eve', false],
+  ])(
+    'attack: a %s subject token is refused with invalid_request, as auth.tokenFor() refuses it (RFC 8693 §2.2.2)',
+    async (_name, user, withCertificate) => {
+      const bound = await startExchangeProvider({
+        users: [
+          {
+            sub: 'eve',
+            tokenClaims: { cnf: { jkt: 'N2dAK5Tw7ZOuVyj2DhjxN0P5uXDZCX7ZAKVUAZZn6uA' } },
+          },
+        ],
+      })
+      try {
+        const token = await bound.accessTokenFor(user, {
+          clientId: 'billing-web',
+          resource: GATEWAY,
+          ...(withCertificate ? { certificate: makeCertificate('alice-device').cert } : {}),
+        })
+        expect(claimsOf(token)['cnf']).toBeDefined()
+        const { status, body } = await tokenRequest(bound, GATEWAY_CLIENT, {
+          grant_type: EXCHANGE,
+          subject_token: token,
+          subject_token_type: ACCESS_TOKEN,
+          resource: OFFICE,
+        })
+        expect({ status, body }).toEqual({
+          status: 400,
+          body: {
+            error: 'invalid_request',
+            error_description:
+              "the subject token is sender-constrained (cnf): it is bound to its client's key and is not exchanged for a bearer token",
+          },
+        })
+      } finally {
+        await bound.close()
+      }
+    },
+  )
+
+  it('attack: an ID token, signed with the same keys, is not exchanged even where a product’s audience is that client’s id (RFC 8693 §2.1, §2.2.2)', async () => {
+    const WEB_API = 'https://web.example.com'
+    const mixed = await createDevProvider({
+      users: [{ sub: 'alice' }],
+      resources: {
+        [GATEWAY]: { audience: 'gateway', scopes: ['billing:read'] },
+        // An API whose audience is the web client's id: the web client's ID tokens name it.
+        [WEB_API]: { audience: WEB.clientId, scopes: ['web:read'] },
+        [OFFICE]: { audience: 'office', scopes: ['office:records:read'] },
+      },
+      clients: [
+        { ...WEB, redirectUris: [REDIRECT_URI], audiences: [GATEWAY] },
+        {
+          ...GATEWAY_CLIENT,
+          scopes: ['office:records:read'],
+          exchange: { from: [GATEWAY, WEB_API], to: [OFFICE] },
+        },
+      ],
+    })
+    try {
+      const { accessToken, idToken } = await userTokens(mixed)
+      expect(claimsOf(idToken)).toMatchObject({ aud: WEB.clientId, sub: 'alice' })
+      const ask = (subjectToken: string, type = ACCESS_TOKEN) =>
+        tokenRequest(mixed, GATEWAY_CLIENT, {
+          grant_type: EXCHANGE,
+          subject_token: subjectToken,
+          subject_token_type: type,
+          resource: OFFICE,
+        })
+      const refused = {
+        status: 400,
+        body: {
+          error: 'invalid_request',
+          error_description:
+            'the subject token is not an access token (its header typ is not at+jwt)',
+        },
+      }
+      expect(await ask(idToken)).toEqual(refused)
+      expect(await ask(idToken, 'urn:ietf:params:oauth:token-type:jwt')).toEqual(refused)
+      // The same user's access token from the same sign-in is exchanged.
+      expect((await ask(accessToken)).status).toBe(200)
+    } finally {
+      await mixed.close()
+    }
   })
 
   it('validates the exchange policy with messages that name what to fix', async () => {

@@ -89,6 +89,27 @@ describe('createDevProvider with an opaque-token resource', () => {
     expect(document.introspection_endpoint).toBe(provider.introspectionEndpoint)
   })
 
+  it('revokes an opaque token at /protocol/openid-connect/revoke (RFC 7009): introspection then calls it inactive', async () => {
+    const token = await tokenFor('ledger', 'ledger:read')
+    const gate = gateWith(false)
+    await expect(
+      gate.check({ headers: { authorization: `Bearer ${token}` } }),
+    ).resolves.toMatchObject({ auth: { clientId: 'ledger-job' } })
+    const revoked = await fetch(`${provider.issuer}/protocol/openid-connect/revoke`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from('ledger-job:job-secret').toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ token, token_type_hint: 'access_token' }),
+    })
+    expect(revoked.status).toBe(200)
+    // A fresh gate: the first one keeps its verdict for a while, as introspection caching does.
+    await expect(
+      gateWith(false).check({ headers: { authorization: `Bearer ${token}` } }),
+    ).rejects.toMatchObject({ status: 401, reason: 'inactive' })
+  })
+
   it('refuses an unknown string as inactive', async () => {
     await expect(
       gateWith(false).check({ headers: { authorization: 'Bearer not-a-token-it-issued' } }),

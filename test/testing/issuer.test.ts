@@ -406,11 +406,15 @@ describe('createTestIssuer', () => {
       )
       expect(payload).toMatchObject({
         azp: 'billing',
+        client_id: 'billing',
         sub: 'service-account-billing',
+        preferred_username: 'service-account-billing',
         tenant: 'acme',
         scope: 'profile email',
       })
       expect((payload.exp as number) - (payload.iat as number)).toBe(300)
+      // Keycloak issues no refresh token to a client_credentials grant (RFC 6749 §4.4.3).
+      expect(body).not.toHaveProperty('refresh_token')
     })
 
     it('accepts client credentials in HTTP Basic, form-encoded first', async () => {

@@ -29,6 +29,16 @@ export const CLIENTS: ScenarioTable = {
         expect(await program.finished()).toBe("orders-job [ 'orders:read' ]\n")
       },
     },
+    "A user's token without the pages: `accessTokenFor()`": {
+      promises:
+        'prints acr_insufficient (a password sign-in), admitted (the step-up acr), authentication_too_old (the same acr, signed in an hour ago)',
+      async run({ start }) {
+        const program = await start({ until: 'none' })
+        expect(await program.finished()).toBe(
+          'acr_insufficient\nadmitted\nauthentication_too_old\n',
+        )
+      },
+    },
     'A complete local sign-in: `signIn()` and the development provider': {
       promises:
         'GET / 200 "Not signed in" with a link to /auth/login; /auth/login 302 to the provider\'s authorization endpoint with PKCE S256; GET /api/orders without a token 401 (the browser run is test/testing/local-signin-sample.test.ts)',
