@@ -126,6 +126,40 @@ describe('discovered documents', () => {
   })
 })
 
+describe('the keys of signed answers', () => {
+  it('refuses a key set over maxBodyBytes (503 too_large), and admits nothing', async () => {
+    const events: GateEvent[] = []
+    endpoint.documents['/big-jwks'] = {
+      body: JSON.stringify({ keys: [], padding: 'x'.repeat(70_000) }),
+    }
+    const header = Buffer.from(
+      JSON.stringify({ alg: 'ES256', kid: 'k', typ: 'token-introspection+jwt' }),
+    )
+    const payload = Buffer.from(
+      JSON.stringify({
+        iss: endpoint.url,
+        aud: 'billing-api',
+        iat: Math.floor(Date.now() / 1000),
+        token_introspection: JSON.parse(activeAnswer()),
+      }),
+    )
+    endpoint.answer = () => ({
+      contentType: 'application/token-introspection+jwt',
+      body: `${header.toString('base64url')}.${payload.toString('base64url')}.${'A'.repeat(86)}`,
+    })
+    const options = optionsOf({ jwtResponse: true }, events)
+    const gate = createGate({
+      ...options,
+      issuers: options.issuers.map((issuer) => ({
+        ...issuer,
+        jwksUri: `${endpoint.url}/big-jwks`,
+      })),
+    })
+    await expect(check(gate)).rejects.toMatchObject({ status: 503 })
+    expect(failure(events)).toMatchObject({ reason: 'too_large' })
+  })
+})
+
 describe.each(APPS)('%s: an answer larger than maxBodyBytes', (_name, createApp) => {
   it('is answered 503 with Retry-After, never 200 or 401', async () => {
     endpoint.answer = () => ({ body: activeAnswer({ padding: 'x'.repeat(70_000) }) })

@@ -168,6 +168,38 @@ describe('a token goes only to the issuer a rule names', () => {
   })
 })
 
+describe('what routing costs', () => {
+  it("spends no call on a string without the provider's mark: the budget stays whole for marked tokens", async () => {
+    const issuer = entry(A(), { prefix: 'a_' }) as Entry & { introspection: IntrospectionOptions }
+    const gate = createGate(
+      optionsOf([{ ...issuer, introspection: { ...issuer.introspection, budget: { calls: 2 } } }]),
+    )
+    for (let i = 0; i < 50; i++) {
+      await expect(check(gate, opaque('x_'))).rejects.toMatchObject({ reason: 'unrouted' })
+    }
+    await expect(check(gate, opaque('a_'))).resolves.toMatchObject({ auth: { issuer: A() } })
+    expect(endpoint.calls).toEqual(['/a/introspect'])
+  })
+
+  it("gives each issuer its own budget: a flood of one provider's tokens does not spend another's", async () => {
+    const withBudget = (issuer: string, prefix: string): Entry => {
+      const base = entry(issuer, { prefix }) as Entry & { introspection: IntrospectionOptions }
+      return {
+        ...base,
+        introspection: { ...base.introspection, budget: { calls: 2, perSeconds: 3600 } },
+      }
+    }
+    const gate = createGate(optionsOf([withBudget(A(), 'a_'), withBudget(B(), 'b_')]))
+    const flood = await Promise.allSettled(
+      Array.from({ length: 20 }, () => check(gate, opaque('a_'))),
+    )
+    expect(
+      flood.filter((result) => result.status === 'rejected' && result.reason.status === 503),
+    ).toHaveLength(19)
+    await expect(check(gate, opaque('b_'))).resolves.toMatchObject({ auth: { issuer: B() } })
+  })
+})
+
 describe.each(APPS)('%s: an opaque token no rule routes', (_name, createApp) => {
   it('is answered 401 invalid_token and reaches no provider', async () => {
     const server = createApp(
