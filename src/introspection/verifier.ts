@@ -17,7 +17,7 @@
  */
 import { InvalidTokenError } from '../errors.js'
 import type { Emit } from '../events.js'
-import type { JWSAlgorithm } from '../token/algorithms.js'
+import { DEFAULT_ALGORITHMS } from '../token/algorithms.js'
 import type { ClaimRules } from '../token/claims.js'
 import { parsePayload, splitCompactJWS } from '../token/jws.js'
 import type { Verdict, Verifier, VerifierContext } from '../token/verify.js'
@@ -49,7 +49,7 @@ export interface IntrospectionContext {
 }
 
 const DEFAULT_KEY_RULES: AnswerKeyRules = {
-  algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'] satisfies JWSAlgorithm[],
+  algorithms: DEFAULT_ALGORITHMS,
   allowInsecureHttp: false,
 }
 
