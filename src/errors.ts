@@ -31,6 +31,7 @@ export type TollgateErrorCode =
   | 'ERR_INSUFFICIENT_USER_AUTHENTICATION'
   | 'ERR_INTROSPECTION_UNAVAILABLE'
   | 'ERR_STATUS_LIST_UNAVAILABLE'
+  | 'ERR_INTROSPECTION_BUSY'
   | 'ERR_ACTOR_REFUSED'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
@@ -124,9 +125,10 @@ export type RefusalReason =
   | 'status_index'
   | 'status_missing'
   | 'status_list_uri'
-  // Introspection (RFC 7662): the provider said the token is not active; too many calls to it
+  // Introspection (RFC 7662): the provider said the token is not active; an opaque token that no
+  // `opaqueTokens` rule sends to an issuer (it is sent nowhere)
   | 'inactive'
-  | 'introspection_budget'
+  | 'unrouted'
   // DPoP (RFC 9449): the proof, its binding to the token, replay and nonces
   | 'dpop_proof'
   | 'dpop_binding'
@@ -161,6 +163,8 @@ export type RefusalReason =
   | 'revocation_unavailable'
   | 'introspection_unavailable'
   | 'status_list_unavailable'
+  // A token needed an introspection call past the issuer's call budget (503, never a verdict)
+  | 'introspection_budget'
 
 /** What every error constructor accepts. */
 export interface ErrorOptions {
@@ -488,6 +492,7 @@ export type UnavailableCode =
   | 'ERR_DPOP_REPLAY_UNAVAILABLE'
   | 'ERR_INTROSPECTION_UNAVAILABLE'
   | 'ERR_STATUS_LIST_UNAVAILABLE'
+  | 'ERR_INTROSPECTION_BUSY'
 
 const UNAVAILABLE = {
   ERR_JWKS_UNAVAILABLE: { message: 'signing keys unavailable', reason: 'jwks_unavailable' },
@@ -507,6 +512,10 @@ const UNAVAILABLE = {
   ERR_STATUS_LIST_UNAVAILABLE: {
     message: 'token status list unavailable',
     reason: 'status_list_unavailable',
+  },
+  ERR_INTROSPECTION_BUSY: {
+    message: 'token introspection busy',
+    reason: 'introspection_budget',
   },
 } as const satisfies Record<UnavailableCode, { message: string; reason: RefusalReason }>
 

@@ -27,6 +27,8 @@ export type IntrospectionFailureReason =
   | 'discovery'
   | 'insecure_endpoint'
   | 'credentials'
+  /** A body (answer, discovery document, keys) over `introspection.maxBodyBytes`: reading stopped there. */
+  | 'too_large'
 
 /** Why a Token Status List was not used (`status_list_failed`). */
 export type StatusListProblem =
@@ -222,7 +224,8 @@ export type GateEvent =
   | {
       /**
        * A token needed an introspection call and the issuer's call budget was spent (a flood of
-       * unknown tokens): it was refused 401 without calling the provider. Once per budget period.
+       * unknown tokens): it was answered 503 with `Retry-After` without calling the provider (a
+       * token whose verdict is held kept it). Once per budget period.
        */
       readonly type: 'introspection_budget_exhausted'
       readonly issuer: string

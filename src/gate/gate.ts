@@ -179,6 +179,10 @@ export function openGate(
     maxTokenBytes: normalized.maxTokenBytes,
     emit,
     tokenFor,
+    keyRules: {
+      algorithms: normalized.algorithms,
+      allowInsecureHttp: normalized.jwks.allowInsecureHttp,
+    },
   })
   const verifier = introspection?.verifier ?? jwtVerifier
   const limits = normalized.rateLimit

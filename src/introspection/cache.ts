@@ -2,8 +2,9 @@
  * The verdict cache of introspected tokens, keyed by a SHA-256 of the token: an opaque token is a
  * bearer secret, and the cache never holds one (nor its prefix or tail). Two bounded LRUs, so a
  * flood of refused strings cannot push the verdicts of active tokens out: active tokens until
- * their `exp` and at most `maxTtlSeconds`; refusals (inactive, or refused by the gate's checks)
- * for `inactiveTtlSeconds`.
+ * their `exp` and at most `maxTtlSeconds` (fresh), then up to `staleIfErrorSeconds` more (stale:
+ * used only when the provider cannot be asked); refusals (inactive, or refused by the gate's
+ * checks) for `inactiveTtlSeconds`.
  *
  * @module
  */
@@ -21,7 +22,10 @@ export function tokenKey(token: string): string {
 interface Held<T> {
   readonly value: T
   readonly validFrom: number
+  /** Until when the value answers without asking the provider. */
   readonly validUntil: number
+  /** Until when it may still answer when the provider cannot be asked (never past `exp`). */
+  readonly staleUntil: number
 }
 
 /** Bound on remembered refusals: enough for tokens repeated after refusal, small enough to be cheap. */
@@ -32,12 +36,14 @@ export class IntrospectionCache<T extends {}> {
   private readonly verdicts: LRUCache<string, Held<T>>
   private readonly refusals: LRUCache<string, Held<InvalidTokenError>> | undefined
   private readonly maxTtlMs: number
+  private readonly staleMs: number
   private readonly refusalTtlMs: number
 
   constructor(options: {
     readonly maxEntries: number
     readonly maxTtlSeconds: number
     readonly inactiveTtlSeconds: number
+    readonly staleIfErrorSeconds: number
   }) {
     this.verdicts = new LRUCache({ max: options.maxEntries })
     this.refusals =
@@ -45,15 +51,31 @@ export class IntrospectionCache<T extends {}> {
         ? undefined
         : new LRUCache({ max: Math.min(options.maxEntries, MAX_REMEMBERED_REFUSALS) })
     this.maxTtlMs = options.maxTtlSeconds * 1000
+    this.staleMs = options.staleIfErrorSeconds * 1000
     this.refusalTtlMs = options.inactiveTtlSeconds * 1000
   }
 
   /** The verdict held for `key`, still within the token's validity and the cache's bound. */
   verdict(key: string, nowMs: number): T | undefined {
-    const held = this.verdicts.get(key)
+    const held = this.verdicts.peek(key)
     if (held === undefined) return undefined
-    if (nowMs < held.validUntil) return nowMs >= held.validFrom ? held.value : undefined
-    this.verdicts.delete(key)
+    if (nowMs < held.validUntil) {
+      this.verdicts.get(key)
+      return nowMs >= held.validFrom ? held.value : undefined
+    }
+    if (nowMs >= held.staleUntil) this.verdicts.delete(key)
+    return undefined
+  }
+
+  /**
+   * The verdict held for `key` past its fresh period, while it may still answer when the provider
+   * cannot be asked: within the token's validity, and `staleIfErrorSeconds` at most.
+   */
+  stale(key: string, nowMs: number): T | undefined {
+    const held = this.verdicts.peek(key)
+    if (held === undefined || nowMs < held.validUntil) return undefined
+    if (nowMs < held.staleUntil && nowMs >= held.validFrom) return held.value
+    if (nowMs >= held.staleUntil) this.verdicts.delete(key)
     return undefined
   }
 
@@ -75,7 +97,13 @@ export class IntrospectionCache<T extends {}> {
   ): void {
     const validUntil = Math.min(validity.validUntil, nowMs + this.maxTtlMs)
     if (validUntil <= nowMs) return
-    this.verdicts.set(key, { value, validFrom: validity.validFrom, validUntil })
+    const staleUntil = Math.min(validity.validUntil, validUntil + this.staleMs)
+    this.verdicts.set(key, { value, validFrom: validity.validFrom, validUntil, staleUntil })
+  }
+
+  /** Forgets the verdict of `key` (the provider now calls the token inactive). */
+  forget(key: string): void {
+    this.verdicts.delete(key)
   }
 
   /** Remembers a refusal for the cache's short refusal lifetime. */
@@ -84,6 +112,7 @@ export class IntrospectionCache<T extends {}> {
       value: error,
       validFrom: Number.NEGATIVE_INFINITY,
       validUntil: nowMs + this.refusalTtlMs,
+      staleUntil: nowMs + this.refusalTtlMs,
     })
   }
 

@@ -21,7 +21,7 @@ import type { TokenClaims, TokenHeader } from '../types.js'
 import { CallBudget } from './budget.js'
 import { IntrospectionCache } from './cache.js'
 import type { NormalizedIntrospection } from './options.js'
-import type { IntrospectionEndpoint, IntrospectionResponse } from './protocol.js'
+import type { AnswerKeyRules, IntrospectionEndpoint, IntrospectionResponse } from './protocol.js'
 
 /** What `gate.ready()` reports of an introspecting issuer. */
 export interface IntrospectionStatus {
@@ -39,8 +39,10 @@ const NO_HEADER: TokenHeader = Object.freeze({ alg: 'none' })
 /** `token_type` values (RFC 7662 §2.2, RFC 6749 §7.1) of an access token. */
 const ACCESS_TOKEN_TYPES = new Set(['bearer', 'dpop'])
 
-// Keys of the response that describe the answer, not the token: kept out of `auth.claims`.
-const ANSWER_ONLY = new Set(['active'])
+// Keys of the response that describe the answer, not the token, kept out of `auth.claims`; and
+// `__proto__`, which assigned as a claim would become the prototype of the claims, lending them
+// an `aud`, `exp`, `scope` or `act` that no check and no log sees as the answer's own.
+const NOT_CLAIMS = new Set(['active', 'iss', '__proto__'])
 
 const invalid = (reason: RefusalReason, detail?: Readonly<Record<string, unknown>>) =>
   new InvalidTokenError(detail === undefined ? { reason } : { reason, detail })
@@ -70,6 +72,8 @@ export interface IntrospectorContext {
   readonly tokenFor: VerifierContext['tokenFor']
   /** Milliseconds since the epoch. */
   readonly now: () => number
+  /** The gate's rules for the keys of signed answers (RFC 9701). */
+  readonly keyRules: AnswerKeyRules
 }
 
 export class Introspector {
@@ -85,6 +89,8 @@ export class Introspector {
   private failing = false
   /** Whether `status()` has asked the endpoint once. */
   private probed = false
+  /** The rules of answers without `aud` from `audiencelessClients`, made on first use. */
+  private audiencelessRules: ClaimRules | undefined
 
   constructor(context: IntrospectorContext) {
     this.context = context
@@ -101,14 +107,18 @@ export class Introspector {
   /** The protocol part, loaded on first use: a gate that never introspects never loads oauth4webapi. */
   private protocol(): Promise<IntrospectionEndpoint> {
     this.endpoint ??= import('./protocol.js').then(
-      ({ IntrospectionEndpoint }) => new IntrospectionEndpoint(this.settings, this.stopped.signal),
+      ({ IntrospectionEndpoint }) =>
+        new IntrospectionEndpoint(this.settings, this.stopped.signal, this.context.keyRules),
     )
     return this.endpoint
   }
 
   /**
    * The verdict for a token (by its `key`): held, shared with a call in flight, or asked for.
-   * A remembered refusal, and a refusal for want of budget, are returned, not thrown.
+   * A remembered refusal is returned, not thrown. A token that would need a call past the budget
+   * is a 503 (thrown): the gate could not ask, which says nothing of the token. A verdict past
+   * its fresh period is refreshed; when the refresh cannot be made (budget spent, provider
+   * failing) the verdict still answers, up to `staleIfErrorSeconds`.
    */
   verify(token: string, key: string): Verdict | InvalidTokenError | Promise<Verdict> {
     const now = this.context.now()
@@ -118,23 +128,49 @@ export class Introspector {
     if (refused !== undefined) return copyOf(refused)
     const pending = this.inFlight.get(key)
     if (pending !== undefined) return pending
-    if (!this.budget.take(now)) {
-      if (this.budget.shouldReport(now)) {
-        this.context.emit?.({
-          type: 'introspection_budget_exhausted',
-          issuer: this.issuer,
-          calls: this.budget.calls,
-          perSeconds: this.budget.perSeconds,
-        })
+    const stale = this.cache.stale(key, now)
+    if (stale !== undefined) {
+      if (!this.budget.takeKnown(now)) {
+        this.exhausted(now)
+        return stale
       }
-      return invalid('introspection_budget')
+      return this.ask(
+        key,
+        this.call(token, key).catch((error: unknown) => {
+          if (!(error instanceof ServiceUnavailableError)) throw error
+          return stale
+        }),
+      )
     }
-    const call = this.call(token, key)
+    if (!this.budget.takeUnknown(now)) {
+      this.exhausted(now)
+      throw new ServiceUnavailableError({
+        code: 'ERR_INTROSPECTION_BUSY',
+        retryAfterSeconds: this.budget.retryAfterSeconds(now),
+        detail: { issuer: this.issuer },
+      })
+    }
+    return this.ask(key, this.call(token, key))
+  }
+
+  /** Holds `call` as the one call in flight for `key` until it settles. */
+  private ask(key: string, call: Promise<Verdict>): Promise<Verdict> {
     this.inFlight.set(key, call)
     // Settled either way, the slot is freed: the next request reads the cache, or asks again.
     const free = () => this.inFlight.delete(key)
     call.then(free, free)
     return call
+  }
+
+  /** Reports a spent budget, once per budget period. */
+  private exhausted(now: number): void {
+    if (!this.budget.shouldReport(now)) return
+    this.context.emit?.({
+      type: 'introspection_budget_exhausted',
+      issuer: this.issuer,
+      calls: this.budget.calls,
+      perSeconds: this.budget.perSeconds,
+    })
   }
 
   private async call(token: string, key: string): Promise<Verdict> {
@@ -155,7 +191,11 @@ export class Introspector {
     try {
       return this.conclude(token, key, response)
     } catch (error) {
-      if (error instanceof InvalidTokenError) this.cache.refuse(key, error, this.context.now())
+      if (error instanceof InvalidTokenError) {
+        // A held verdict of this token (stale) no longer answers: the provider has spoken.
+        this.cache.forget(key)
+        this.cache.refuse(key, error, this.context.now())
+      }
       throw error
     }
   }
@@ -180,12 +220,11 @@ export class Introspector {
     }
     const claims: Record<string, unknown> = { iss: issuer }
     for (const name of Object.keys(response)) {
-      if (!ANSWER_ONLY.has(name) && name !== 'iss') {
-        claims[name] = structuredClone(response[name])
-      }
+      // structuredClone keeps a nested `__proto__` an own, inert member, as JSON.parse made it.
+      if (!NOT_CLAIMS.has(name)) claims[name] = structuredClone(response[name])
     }
     const header = NO_HEADER
-    const { rules } = this.context
+    const rules = this.rulesFor(claims)
     const now = this.context.now()
     const validity = checkClaims(header, claims, rules, now)
     const frozen = deepFreeze(claims) as TokenClaims
@@ -212,6 +251,27 @@ export class Introspector {
     const verdict: Verdict = { verified, admission, answer: undefined, withTenant: undefined }
     this.cache.keep(key, verdict, validity, now)
     return verdict
+  }
+
+  /**
+   * The rules an answer is judged by. An answer that names no `aud`, from a provider that never
+   * sends one, stands for this API only when its client is one of `audiencelessClients`: a
+   * client that obtains tokens for this API alone. Otherwise the gate's audience rule, unchanged.
+   */
+  private rulesFor(claims: Record<string, unknown>): ClaimRules {
+    const { rules } = this.context
+    const allowed = this.settings.audiencelessClients
+    if (allowed === undefined || claims['aud'] !== undefined || rules.withoutAudience) return rules
+    const clientId = (rules.readers ?? DEFAULT_READERS).clientId(claims as TokenClaims)
+    if (clientId === undefined || !allowed.has(clientId)) {
+      throw invalid('audience', {
+        aud: undefined,
+        clientId: clientId?.slice(0, 128),
+        expected: [...allowed],
+      })
+    }
+    this.audiencelessRules ??= { ...rules, withoutAudience: allowed }
+    return this.audiencelessRules
   }
 
   /** Ends calls under way (503) and starts no new ones; held verdicts still answer. */

@@ -15,7 +15,7 @@ import {
 } from '../client/options.js'
 import { describeSecret, type SecretInput } from '../client/secrets.js'
 import { httpsUrlProblem } from '../token/issuers.js'
-import { boolean, fail, integer, oneOf, optionalFunction, record } from '../validate.js'
+import { boolean, fail, integer, isRecord, oneOf, optionalFunction, record } from '../validate.js'
 import { warnOnce } from '../warnings.js'
 
 /** How an issuer's tokens are checked. */
@@ -35,15 +35,50 @@ export interface IntrospectionCacheOptions {
   readonly maxTtlSeconds?: number
   /** How long a token the provider called inactive (or the gate refused) is refused without asking again. Default 5. */
   readonly inactiveTtlSeconds?: number
+  /**
+   * How long past `maxTtlSeconds` an active token's verdict still answers while it cannot be
+   * refreshed: the provider is down, or the calls reserved for refreshing are spent. Never past
+   * the token's `exp`. A token revoked at the provider during an outage is refused at most
+   * `maxTtlSeconds + staleIfErrorSeconds` after. Default 300, at most 3600; 0 serves nothing stale.
+   */
+  readonly staleIfErrorSeconds?: number
 }
 
-/** How many introspection calls an issuer may receive from this gate: the bound a flood of unknown tokens meets. */
+/**
+ * How many introspection calls an issuer may receive from this gate: the bound a flood of unknown
+ * tokens meets. Half of it (rounded down) is reserved for refreshing the verdicts of tokens the
+ * provider has called active, which strings nobody has seen can never spend; the rest serves
+ * tokens the gate has not seen. A token that would need a call past its share is answered 503
+ * with `Retry-After`, never 401.
+ */
 export interface IntrospectionBudgetOptions {
-  /** Calls allowed per `perSeconds` (a token bucket that holds this many). Default 100. */
+  /** Calls allowed per `perSeconds`, both shares together. Default 100. */
   readonly calls?: number
   /** Default 1. */
   readonly perSeconds?: number
 }
+
+/**
+ * Which opaque tokens (tokens that are not a JWT naming a configured issuer) are sent to an
+ * issuer's introspection endpoint:
+ * - `'all'`: every opaque token that no other issuer's rule claims (one issuer at most);
+ * - `'none'`: none (the issuer's tokens are JWTs, introspected by the `iss` they name);
+ * - `{ prefix }`: those that start with the prefix (or one of the prefixes) the provider marks
+ *   its tokens with;
+ * - a function: those for which it returns `true`.
+ */
+export type OpaqueTokenRule =
+  | 'all'
+  | 'none'
+  | { readonly prefix: string | readonly string[] }
+  | ((token: string) => boolean)
+
+/** {@link OpaqueTokenRule}, validated. */
+export type NormalizedOpaqueRule =
+  | { readonly kind: 'all' }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'prefix'; readonly prefixes: readonly string[] }
+  | { readonly kind: 'match'; readonly match: (token: string) => boolean }
 
 /**
  * Token introspection (RFC 7662) for one issuer entry, through openid-client's oauth4webapi. The
@@ -58,10 +93,31 @@ export interface IntrospectionOptions extends ClientAuthenticationOptions {
    *   any other token (opaque, or a JWT its keys do not verify) is introspected.
    * - `jwt`: no introspection (the entry's other fields are validated, then ignored).
    *
-   * A token that is not a JWT naming a configured issuer goes to the first issuer entry that
-   * introspects.
+   * A token that is not a JWT naming a configured issuer goes where `opaqueTokens` says.
    */
   readonly mode?: TokenCheck
+  /**
+   * Which opaque tokens go to this issuer (see {@link OpaqueTokenRule}): an opaque token names
+   * no issuer, and one sent to the wrong provider reaches that provider's operator with the
+   * gate's credentials. Default `'all'` when this is the only issuer that introspects; required
+   * on each when several do (at most one `'all'`). A token no rule claims, or claimed by two, is
+   * refused 401 `invalid_token` (reason `unrouted`) and sent nowhere.
+   */
+  readonly opaqueTokens?: OpaqueTokenRule
+  /**
+   * For providers whose introspection answers carry no `aud` (RFC 7662 makes it optional): the
+   * OAuth clients (`client_id` of the answer) whose tokens are taken as meant for this API when
+   * the answer names no audience. List only clients that obtain tokens for this API alone. An
+   * answer that has an `aud` is judged by it as always; one with neither an `aud` nor one of these
+   * clients is refused (reason `audience`). Default: none (an answer without `aud` is refused).
+   */
+  readonly audiencelessClients?: readonly string[]
+  /**
+   * Largest body read from the provider (an introspection answer, the discovery document, the keys
+   * of signed answers): a larger one, or one that does not end, is refused (503, reason
+   * `too_large`) and reading stops there. Default 65536 (64 KiB).
+   */
+  readonly maxBodyBytes?: number
   /**
    * The introspection endpoint. Default: `introspection_endpoint` of the issuer's discovery
    * document (with `discovery: true`), or Keycloak's `{issuer}/protocol/openid-connect/token/introspect`
@@ -91,6 +147,11 @@ export interface IntrospectionOptions extends ClientAuthenticationOptions {
 export interface NormalizedIntrospection {
   readonly issuer: string
   readonly mode: 'introspection' | 'jwt-then-introspection'
+  /** `undefined`: not set (the only introspecting issuer then receives every opaque token). */
+  readonly opaqueTokens: NormalizedOpaqueRule | undefined
+  /** `undefined`: an answer without `aud` is refused. */
+  readonly audiencelessClients: ReadonlySet<string> | undefined
+  readonly maxBodyBytes: number
   /** `undefined`: found in the discovery document. */
   readonly endpoint: string | undefined
   /** The issuer entry's key URL (RFC 9701 responses are verified against it), or discovery. */
@@ -109,6 +170,7 @@ export interface NormalizedIntrospection {
     readonly maxEntries: number
     readonly maxTtlSeconds: number
     readonly inactiveTtlSeconds: number
+    readonly staleIfErrorSeconds: number
   }
   readonly budget: { readonly calls: number; readonly perSeconds: number }
   readonly allowInsecureHttp: boolean
@@ -117,6 +179,9 @@ export interface NormalizedIntrospection {
 
 const KEYS = [
   'mode',
+  'opaqueTokens',
+  'audiencelessClients',
+  'maxBodyBytes',
   'endpoint',
   'clientId',
   'clientAuth',
@@ -189,12 +254,20 @@ export function normalizeIntrospection(
     'maxEntries',
     'maxTtlSeconds',
     'inactiveTtlSeconds',
+    'staleIfErrorSeconds',
   ])
   const budget = record(options.budget ?? {}, `${at}.budget`, ['calls', 'perSeconds'])
   const credential = clientAuth === 'private_key_jwt' ? options.privateKey : options.clientSecret
   const normalized: NormalizedIntrospection = Object.freeze({
     issuer: entry.issuer,
     mode: mode === 'jwt' ? 'introspection' : mode,
+    opaqueTokens: opaqueRuleOf(options.opaqueTokens, `${at}.opaqueTokens`),
+    audiencelessClients: clientListOf(options.audiencelessClients, `${at}.audiencelessClients`),
+    maxBodyBytes: integer(options.maxBodyBytes, `${at}.maxBodyBytes`, {
+      fallback: 65_536,
+      min: 1024,
+      max: 16_777_216,
+    }),
     endpoint,
     jwksUri: entry.jwksUri,
     discovery: entry.discovery,
@@ -229,6 +302,11 @@ export function normalizeIntrospection(
         min: 0,
         max: 300,
       }),
+      staleIfErrorSeconds: integer(cache.staleIfErrorSeconds, `${at}.cache.staleIfErrorSeconds`, {
+        fallback: 300,
+        min: 0,
+        max: 3600,
+      }),
     }),
     budget: Object.freeze({
       calls: integer(budget.calls, `${at}.budget.calls`, { fallback: 100, min: 1, max: 1_000_000 }),
@@ -242,6 +320,45 @@ export function normalizeIntrospection(
     fetch: fetchOption ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args)),
   })
   return mode === 'jwt' ? undefined : normalized
+}
+
+const OPAQUE_RULE =
+  "must be 'all', 'none', { prefix: string | string[] } or a function (token) => boolean"
+
+function opaqueRuleOf(value: unknown, path: string): NormalizedOpaqueRule | undefined {
+  if (value === undefined) return undefined
+  if (value === 'all' || value === 'none') return Object.freeze({ kind: value })
+  if (typeof value === 'function') {
+    return Object.freeze({ kind: 'match', match: value as (token: string) => boolean })
+  }
+  if (typeof value === 'string') fail(path, OPAQUE_RULE, value, { show: true })
+  if (!isRecord(value)) fail(path, OPAQUE_RULE, value)
+  const { prefix } = record(value, path, ['prefix'])
+  const list = typeof prefix === 'string' ? [prefix] : prefix
+  if (
+    !Array.isArray(list) ||
+    list.length === 0 ||
+    !list.every((item): item is string => typeof item === 'string' && item.length > 0)
+  ) {
+    fail(`${path}.prefix`, 'must be a non-empty string or a non-empty list of them', prefix)
+  }
+  return Object.freeze({ kind: 'prefix', prefixes: Object.freeze([...list]) })
+}
+
+function clientListOf(value: unknown, path: string): ReadonlySet<string> | undefined {
+  if (value === undefined) return undefined
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    !value.every((item): item is string => typeof item === 'string' && item.length > 0)
+  ) {
+    fail(
+      path,
+      'must be a non-empty list of client ids (the clients whose tokens are meant for this API alone)',
+      value,
+    )
+  }
+  return new Set(value)
 }
 
 function endpointOf(

@@ -12,8 +12,19 @@ import * as oauth from 'oauth4webapi'
 
 import { clientAuthenticationOf } from '../client/endpoint.js'
 import type { IntrospectionFailureReason } from '../events.js'
+import type { JWSAlgorithm } from '../token/algorithms.js'
+import { keyUrlProblem } from '../token/issuers.js'
 import { redactUrl } from '../validate.js'
+import { cappedFetch, isTooLarge } from './capped-fetch.js'
 import { endpointProblem, type NormalizedIntrospection } from './options.js'
+
+/** What signed answers (RFC 9701) are verified with: the gate's own rules for JWT keys. */
+export interface AnswerKeyRules {
+  /** The gate's algorithm allow-list (`algorithms`). */
+  readonly algorithms: readonly JWSAlgorithm[]
+  /** The gate's `jwks.allowInsecureHttp`: whether keys may come over plain http off loopback. */
+  readonly allowInsecureHttp: boolean
+}
 
 /** A call that did not yield a trustworthy answer: the gate answers 503, never 401. */
 export class IntrospectionFailure extends Error {
@@ -53,10 +64,15 @@ export class IntrospectionEndpoint {
   /** Aborted by the gate's `close()`: calls under way end, and none starts. */
   private readonly stopped: AbortSignal
 
-  constructor(settings: NormalizedIntrospection, stopped: AbortSignal) {
+  private readonly keyRules: AnswerKeyRules
+  private readonly fetch: typeof globalThis.fetch
+
+  constructor(settings: NormalizedIntrospection, stopped: AbortSignal, keyRules: AnswerKeyRules) {
     this.settings = settings
     this.url = settings.endpoint
     this.stopped = stopped
+    this.keyRules = keyRules
+    this.fetch = cappedFetch(settings.fetch, settings.maxBodyBytes)
   }
 
   /** A call's deadline: `timeoutMs`, or the gate's `close()`, whichever comes first. */
@@ -66,7 +82,7 @@ export class IntrospectionEndpoint {
 
   /** The configured fetch, typed as whichever request's `customFetch` it is given to. */
   private fetcher<F>(): F {
-    return this.settings.fetch as unknown as F
+    return this.fetch as unknown as F
   }
 
   private insecure(url: string): boolean {
@@ -89,6 +105,7 @@ export class IntrospectionEndpoint {
         issuer: settings.issuer,
         introspection_endpoint: settings.endpoint as string,
         ...(settings.jwksUri === undefined ? {} : { jwks_uri: settings.jwksUri }),
+        introspection_signing_alg_values_supported: this.algorithms(),
       }
     }
     const issuer = new URL(settings.issuer)
@@ -103,7 +120,7 @@ export class IntrospectionEndpoint {
       metadata = await oauth.processDiscoveryResponse(issuer, response)
     } catch (error) {
       throw new IntrospectionFailure(
-        isTimeout(error) ? 'timeout' : 'discovery',
+        isTooLarge(error) ? 'too_large' : isTimeout(error) ? 'timeout' : 'discovery',
         `discovery of ${redactUrl(settings.issuer)} failed`,
         { cause: error, url: `${settings.issuer}/.well-known/openid-configuration` },
       )
@@ -124,12 +141,35 @@ export class IntrospectionEndpoint {
         { url: endpoint },
       )
     }
+    // The keys of signed answers obey the rule the JWT path's keys do (a configured jwksUri was
+    // checked at construction).
+    const jwksUri = settings.jwksUri ?? metadata.jwks_uri
+    if (
+      settings.jwtResponse &&
+      typeof jwksUri === 'string' &&
+      keyUrlProblem(jwksUri, this.keyRules.allowInsecureHttp) !== undefined
+    ) {
+      throw new IntrospectionFailure(
+        'insecure_endpoint',
+        `the jwks_uri discovered for ${redactUrl(settings.issuer)} ${keyUrlProblem(jwksUri, false)}: the keys of signed introspection answers could be swapped in transit`,
+        { url: jwksUri },
+      )
+    }
     this.url = endpoint
     return {
       ...metadata,
       introspection_endpoint: endpoint,
       ...(settings.jwksUri === undefined ? {} : { jwks_uri: settings.jwksUri }),
+      introspection_signing_alg_values_supported: this.algorithms(),
     }
+  }
+
+  /**
+   * Signed answers (RFC 9701) are verified with the gate's algorithm allow-list, whatever the
+   * provider's metadata advertises (oauth4webapi's own fallback, with none, is RS256 alone).
+   */
+  private algorithms(): string[] {
+    return [...this.keyRules.algorithms]
   }
 
   /**
@@ -172,7 +212,7 @@ export class IntrospectionEndpoint {
       })
     } catch (error) {
       throw new IntrospectionFailure(
-        isTimeout(error) ? 'timeout' : 'network',
+        isTooLarge(error) ? 'too_large' : isTimeout(error) ? 'timeout' : 'network',
         `introspection at ${redactUrl(url)} failed`,
         { cause: error, url },
       )
@@ -218,7 +258,7 @@ export class IntrospectionEndpoint {
         })
       } catch (error) {
         throw new IntrospectionFailure(
-          isTimeout(error) ? 'timeout' : 'signature',
+          isTooLarge(error) ? 'too_large' : isTimeout(error) ? 'timeout' : 'signature',
           `the JWT introspection response of ${redactUrl(url)} is not signed by a key of ${redactUrl(settings.issuer)}`,
           { cause: reduced(error), url },
         )

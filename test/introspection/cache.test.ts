@@ -6,7 +6,7 @@ import { InvalidTokenError } from '../../src/errors.js'
 import { CallBudget } from '../../src/introspection/budget.js'
 import { IntrospectionCache, tokenKey } from '../../src/introspection/cache.js'
 
-const OPTIONS = { maxEntries: 3, maxTtlSeconds: 60, inactiveTtlSeconds: 5 }
+const OPTIONS = { maxEntries: 3, maxTtlSeconds: 60, inactiveTtlSeconds: 5, staleIfErrorSeconds: 0 }
 const TOKEN = 'opaque-token-value-0123456789abcdef'
 
 describe('IntrospectionCache', () => {
@@ -54,6 +54,30 @@ describe('IntrospectionCache', () => {
     expect(cache.size).toBe(3)
   })
 
+  it('holds a verdict stale for staleIfErrorSeconds past its fresh period, never past exp', () => {
+    const cache = new IntrospectionCache<object>({ ...OPTIONS, staleIfErrorSeconds: 300 })
+    const verdict = {}
+    cache.keep('far', verdict, { validFrom: 0, validUntil: 1e12 }, 0)
+    cache.keep('near', verdict, { validFrom: 0, validUntil: 90_000 }, 0)
+    expect(cache.stale('far', 59_999)).toBeUndefined()
+    expect(cache.verdict('far', 60_000)).toBeUndefined()
+    expect(cache.stale('far', 60_000)).toBe(verdict)
+    expect(cache.stale('far', 359_999)).toBe(verdict)
+    expect(cache.stale('far', 360_000)).toBeUndefined()
+    expect(cache.stale('near', 89_999)).toBe(verdict)
+    expect(cache.stale('near', 90_000)).toBeUndefined()
+  })
+
+  it('serves nothing stale with staleIfErrorSeconds 0, nor a verdict it was told to forget', () => {
+    const cache = new IntrospectionCache<object>(OPTIONS)
+    cache.keep('a', {}, { validFrom: 0, validUntil: 1e12 }, 0)
+    expect(cache.stale('a', 60_000)).toBeUndefined()
+    const stale = new IntrospectionCache<object>({ ...OPTIONS, staleIfErrorSeconds: 300 })
+    stale.keep('a', {}, { validFrom: 0, validUntil: 1e12 }, 0)
+    stale.forget('a')
+    expect(stale.stale('a', 60_000)).toBeUndefined()
+  })
+
   it('remembers nothing with inactiveTtlSeconds 0', () => {
     const cache = new IntrospectionCache<object>({ ...OPTIONS, inactiveTtlSeconds: 0 })
     cache.refuse('bad', new InvalidTokenError({ reason: 'inactive' }), 0)
@@ -62,22 +86,48 @@ describe('IntrospectionCache', () => {
 })
 
 describe('CallBudget', () => {
-  it('allows `calls` at once, then refills at calls / perSeconds', () => {
-    const budget = new CallBudget(3, 3, 0)
-    expect([budget.take(0), budget.take(0), budget.take(0), budget.take(0)]).toEqual([
-      true,
+  it('gives tokens not seen the calls beyond the reserve (3 of 6), refilled at their share per period', () => {
+    const budget = new CallBudget(6, 3, 0)
+    expect([0, 0, 0, 0].map((at) => budget.takeUnknown(at))).toEqual([true, true, true, false])
+    expect(budget.takeUnknown(999)).toBe(false)
+    expect(budget.takeUnknown(1000)).toBe(true)
+    expect(budget.takeUnknown(1000)).toBe(false)
+  })
+
+  it('keeps the reserve for refreshing known tokens: new tokens never spend it', () => {
+    const budget = new CallBudget(4, 1, 0)
+    for (let i = 0; i < 100; i++) budget.takeUnknown(0)
+    expect([budget.takeKnown(0), budget.takeKnown(0), budget.takeKnown(0)]).toEqual([
       true,
       true,
       false,
     ])
-    expect(budget.take(999)).toBe(false)
-    expect(budget.take(1000)).toBe(true)
-    expect(budget.take(1000)).toBe(false)
+  })
+
+  it('lets a refresh use the other share once the reserve is spent, never beyond `calls` in all', () => {
+    const budget = new CallBudget(4, 1, 0)
+    const taken = Array.from({ length: 10 }, () => budget.takeKnown(0)).filter(Boolean)
+    expect(taken).toHaveLength(4)
+    expect(budget.takeUnknown(0)).toBe(false)
+  })
+
+  it('has no reserve with a budget of one call: that call serves every token', () => {
+    const budget = new CallBudget(1, 10, 0)
+    expect(budget.takeKnown(0)).toBe(true)
+    expect(budget.takeUnknown(0)).toBe(false)
+    expect(budget.takeUnknown(10_000)).toBe(true)
+  })
+
+  it('says in whole seconds, at least 1, when a token not seen may be asked about again', () => {
+    const budget = new CallBudget(2, 10, 0)
+    budget.takeUnknown(0)
+    expect(budget.retryAfterSeconds(0)).toBe(10)
+    expect(budget.retryAfterSeconds(9_500)).toBe(1)
   })
 
   it('never holds more than `calls` after a quiet period', () => {
     const budget = new CallBudget(2, 1, 0)
-    const taken = Array.from({ length: 5 }, () => budget.take(3_600_000)).filter(Boolean)
+    const taken = Array.from({ length: 5 }, () => budget.takeKnown(3_600_000)).filter(Boolean)
     expect(taken).toHaveLength(2)
   })
 

@@ -353,24 +353,34 @@ describe('client authentication at the introspection endpoint', () => {
 })
 
 describe('floods and outages', () => {
-  it('calls the provider at most budget.calls times for a flood of random strings, then refuses 401 with an event', async () => {
-    const { gate, events } = gateWith({ budget: { calls: 3, perSeconds: 3600 } })
+  it('calls the provider at most the unreserved half of budget.calls for a flood of random strings, then answers 503 with Retry-After and an event', async () => {
+    const { gate, events } = gateWith({ budget: { calls: 6, perSeconds: 3600 } })
     const before = provider.introspections
     const answers = await Promise.allSettled(
       Array.from({ length: 40 }, () => check(gate, randomToken())),
     )
     expect(provider.introspections - before).toBe(3)
-    const reasons = answers.map((answer) =>
-      answer.status === 'rejected' ? (answer.reason as { reason: string }).reason : 'admitted',
+    const refusals = answers.map((answer) =>
+      answer.status === 'rejected'
+        ? (answer.reason as { reason: string; status: number; headers: Record<string, string> })
+        : undefined,
     )
-    expect(reasons.filter((reason) => reason === 'inactive')).toHaveLength(3)
-    expect(reasons.filter((reason) => reason === 'introspection_budget')).toHaveLength(37)
+    expect(refusals.filter((refusal) => refusal?.reason === 'inactive')).toHaveLength(3)
+    const busy = refusals.filter((refusal) => refusal?.reason === 'introspection_budget')
+    expect(busy).toHaveLength(37)
+    for (const refusal of busy) {
+      expect(refusal).toMatchObject({
+        status: 503,
+        code: 'ERR_INTROSPECTION_BUSY',
+        headers: { 'Retry-After': '1200' },
+      })
+    }
     expect(answers.every((answer) => answer.status === 'rejected')).toBe(true)
     expect(events.filter((event) => event.type === 'introspection_budget_exhausted')).toEqual([
       {
         type: 'introspection_budget_exhausted',
         issuer: provider.issuer(),
-        calls: 3,
+        calls: 6,
         perSeconds: 3600,
       },
     ])
@@ -381,6 +391,7 @@ describe('floods and outages', () => {
     const token = await tokenFor('urn:platform:office')
     await check(gate, token)
     await expect(check(gate, randomToken())).rejects.toMatchObject({
+      status: 503,
       reason: 'introspection_budget',
     })
     await expect(check(gate, token)).resolves.toBeDefined()

@@ -8,7 +8,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { SignJWT } from 'jose'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { GateEvent } from '../../src/events.js'
-import { createGate, type GateOptions } from '../../src/index.js'
+import { createGate, type GateOptions, type IntrospectionOptions } from '../../src/index.js'
 import {
   type IntrospectionEndpointStub,
   startIntrospectionEndpoint,
@@ -44,6 +44,7 @@ type Entry = GateOptions['issuers'][number]
 const entry = (
   issuer: string,
   mode?: 'introspection' | 'jwt-then-introspection' | 'jwt',
+  opaqueTokens?: IntrospectionOptions['opaqueTokens'],
 ): Entry => ({
   issuer,
   jwksUri: `${endpoint.url}/jwks`,
@@ -55,6 +56,7 @@ const entry = (
           endpoint: `${issuer}/introspect`,
           clientId: 'orders-api',
           clientSecret: 'orders-secret',
+          ...(opaqueTokens === undefined ? {} : { opaqueTokens }),
         },
       }),
 })
@@ -80,8 +82,12 @@ const signed = (claims: Record<string, unknown>) =>
     .sign(key.privateKey)
 
 describe('where a token goes', () => {
-  it('sends an opaque token to the first issuer entry that introspects', async () => {
-    const { gate } = gateOf([entry(A()), entry(B(), 'introspection'), entry(C(), 'introspection')])
+  it("sends an opaque token to the issuer entry whose opaqueTokens is 'all'", async () => {
+    const { gate } = gateOf([
+      entry(A()),
+      entry(B(), 'introspection', 'all'),
+      entry(C(), 'introspection', 'none'),
+    ])
     const { auth } = await check(gate, opaque())
     expect(auth?.issuer).toBe(B())
     expect(auth?.header).toEqual({ alg: 'none' })
@@ -89,7 +95,10 @@ describe('where a token goes', () => {
   })
 
   it('sends a JWT to the issuer its payload names', async () => {
-    const { gate } = gateOf([entry(B(), 'introspection'), entry(C(), 'introspection')])
+    const { gate } = gateOf([
+      entry(B(), 'introspection', 'all'),
+      entry(C(), 'introspection', 'none'),
+    ])
     const { auth } = await check(gate, await signed({ iss: C() }))
     expect(auth?.issuer).toBe(C())
     expect(endpoint.calls).toEqual(['/c/introspect'])
@@ -187,7 +196,7 @@ describe('the call budget over time', () => {
     vi.useRealTimers()
   })
 
-  it('admits a token refused for want of budget once the budget refills', async () => {
+  it('admits a token answered 503 for want of budget once the budget refills', async () => {
     const { gate } = gateOf([
       {
         ...entry(B(), 'introspection'),
@@ -201,7 +210,11 @@ describe('the call budget over time', () => {
     ])
     await check(gate, opaque())
     const token = opaque()
-    await expect(check(gate, token)).rejects.toMatchObject({ reason: 'introspection_budget' })
+    await expect(check(gate, token)).rejects.toMatchObject({
+      status: 503,
+      reason: 'introspection_budget',
+      headers: { 'Retry-After': '10' },
+    })
     vi.setSystemTime(Date.now() + 10_000)
     await expect(check(gate, token)).resolves.toBeDefined()
     expect(endpoint.calls).toHaveLength(2)
