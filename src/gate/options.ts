@@ -23,6 +23,7 @@ import {
 } from '../metadata/resource-metadata.js'
 import { choice, custom, flag, fn, group, int, type Normalized } from '../options-kit.js'
 import { normalizeRevocationOptions, type RevocationOptions } from '../revocation/options.js'
+import { normalizeStatusListOptions, type StatusListOptions } from '../status/options.js'
 import { DEFAULT_ALGORITHMS, isJWSAlgorithm, type JWSAlgorithm } from '../token/algorithms.js'
 import { type ClaimRules, createClaimReaders } from '../token/claims.js'
 import { ISSUER_ENTRY_KEYS, type IssuerOptions, keyUrlProblem, realmOf } from '../token/issuers.js'
@@ -137,6 +138,13 @@ export interface GateOptions {
    * `Client-Cert` field. Default off: such tokens are refused. See `MtlsOptions`.
    */
   readonly mtls?: MtlsOptions
+  /**
+   * Token Status List checks (draft-ietf-oauth-status-list): a token whose `status.status_list`
+   * names a list is admitted only while its issuer's list says VALID at its index; the list is
+   * fetched, verified with the issuer's own keys and cached. Default off: the `status` claim is
+   * not read. See `StatusListOptions`.
+   */
+  readonly statusList?: StatusListOptions
   /**
    * Delegated tokens (RFC 8693 `act`): which actors may act for users on this API
    * (`allowedActors`), how long a chain may be (`maxChainDepth`, default 1), and the exchanger
@@ -510,6 +518,12 @@ export const gateSchema = group<GateOptions>()(
       accepts: 'mode, trustedProxies',
       default: 'off: certificate-bound tokens refused',
       see: 'mtls.md#options',
+    }),
+    statusList: custom(normalizeStatusListOptions, {
+      accepts:
+        'required, allowedUriPrefixes, minCacheSeconds, maxCacheSeconds, staleIfErrorSeconds, …',
+      default: 'off: the status claim is not read',
+      see: 'status-list.md',
     }),
     delegation: custom(normalizeDelegationOptions, {
       accepts: 'allowedActors, maxChainDepth, exchange',

@@ -32,6 +32,12 @@ import {
   type RealmState,
 } from './realm.js'
 import { createRequestHandler, type PathRoute } from './routes.js'
+import {
+  StatusListState,
+  statusListReply,
+  type TestStatusList,
+  type TestStatusListOptions,
+} from './status-lists.js'
 import { handleTokenRequest } from './token.js'
 
 /** Options of {@link TestIssuer.mint}. */
@@ -200,6 +206,14 @@ export interface TestIssuer {
     claims?: Readonly<Record<string, unknown>>,
     options?: MintOptions,
   ): Promise<string>
+  /**
+   * A Token Status List of the realm (draft-ietf-oauth-status-list), created on first use and
+   * served at `{issuer}/statuslists/{name}`, signed with the realm's current key: mint tokens
+   * naming an index with `mint({ status: list.reference(7) })`, and revoke or suspend one with
+   * `list.set(7, 1)` (INVALID) or `list.set(7, 2)` (SUSPENDED). Options apply when the list is
+   * created.
+   */
+  statusList(name?: string, options?: TestStatusListOptions): TestStatusList
   /**
    * Signs exactly `header` and `payload` (an object, or a raw string), adding nothing: the header
    * may lack `alg` or `kid`, or contradict the key. Signs with the key of `options.kid`, else the
@@ -400,6 +414,11 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
       paths,
       token: (req, realm) =>
         handleTokenRequest(req, clients, (claims) => mint(claims, { realm: realm.name })),
+      statusList: (realm, name) =>
+        statusListReply(realm.statusLists.get(name) as StatusListState, (header, payload) => {
+          const key = currentKey(realm, defaultAlg)
+          return signCompactJWS(key, { alg: key.alg, kid: key.kid, ...header }, payload)
+        }),
     }),
     port,
   )
@@ -431,6 +450,18 @@ export async function createTestIssuer(options?: TestIssuerOptions): Promise<Tes
     jwksUri: (realm?: string) => realms.get(realm ?? '')?.jwksUri ?? jwksUriOf(issuer(realm)),
     mint,
     mintLogoutToken,
+    statusList(name = 'default', listOptions = {}) {
+      const realm = realmOf(listOptions.realm)
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
+        throw new TypeError('statusList(): "name" must be 1 to 64 letters, digits, "-" or "_"')
+      }
+      let list = realm.statusLists.get(name)
+      if (list === undefined) {
+        list = new StatusListState(`${realm.issuer}/statuslists/${name}`, listOptions)
+        realm.statusLists.set(name, list)
+      }
+      return list
+    },
     async sign(header, payload, signOptions = {}) {
       const realm = realmOf(signOptions.realm)
       const key =

@@ -6,6 +6,7 @@
 import type { TestIssuerFault } from './faults.js'
 import type { Reply } from './http.js'
 import type { TestAlgorithm, TestKey } from './keys.js'
+import type { StatusListState } from './status-lists.js'
 
 /** Lifetime of minted and issued access tokens, in seconds (Keycloak's default lifespan). */
 export const ACCESS_TOKEN_SECONDS = 300
@@ -31,6 +32,8 @@ export interface RealmState {
   certsOverride: Reply | undefined
   certsCount: number
   discoveryCount: number
+  /** The Token Status Lists served at `{issuer}/statuslists/{name}`, by name. */
+  readonly statusLists: Map<string, StatusListState>
 }
 
 /** The URLs an issuer at a path other than Keycloak's names (the `issuers` option). */
@@ -54,6 +57,7 @@ export function createRealmState(name: string, url: string, shape?: IssuerShape)
     certsOverride: undefined,
     certsCount: 0,
     discoveryCount: 0,
+    statusLists: new Map(),
   }
 }
 

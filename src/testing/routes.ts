@@ -22,6 +22,8 @@ export interface Routes {
   readonly paths: ReadonlyMap<string, PathRoute>
   /** Answers a POST to the realm's token endpoint. */
   token(req: IncomingMessage, realm: RealmState): Promise<Reply>
+  /** Answers a GET of one of the realm's status lists. */
+  statusList(realm: RealmState, name: string): Promise<Reply>
 }
 
 const REALM_PATH = /^\/realms\/([^/]+)\/(.*)$/
@@ -77,7 +79,7 @@ export function createRequestHandler(routes: Routes): RequestListener {
       case 'protocol/openid-connect/token':
         return serve(req, res, realm, 'token')
       default:
-        return NOT_FOUND
+        return statusList(req, res, realm, match[2] ?? '')
     }
   }
   const serve = (
@@ -89,6 +91,21 @@ export function createRequestHandler(routes: Routes): RequestListener {
     if (endpoint !== 'token') return serveDocument(req, res, realm, endpoint)
     if (req.method !== 'POST') return methodNotAllowed('POST')
     routes.token(req, realm).then(
+      (reply) => sendReply(res, reply),
+      () => failed(res),
+    )
+    return undefined
+  }
+  const statusList = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    realm: RealmState,
+    rest: string,
+  ): Reply | undefined => {
+    const name = rest.startsWith('statuslists/') ? rest.slice('statuslists/'.length) : undefined
+    if (name === undefined || !realm.statusLists.has(name)) return NOT_FOUND
+    if (req.method !== 'GET') return methodNotAllowed('GET')
+    routes.statusList(realm, name).then(
       (reply) => sendReply(res, reply),
       () => failed(res),
     )
