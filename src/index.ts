@@ -43,7 +43,6 @@ export {
   requireScopes,
 } from './gate/guards.js'
 export type { CacheOptions, GateOptions, JWKSOptions } from './gate/options.js'
-export type { RecentSignInOptions } from './gate/step-up.js'
 export { requireAcr, requireRecentSignIn } from './gate/step-up.js'
 export type { IntrospectionStatus } from './introspection/introspector.js'
 export type {
