@@ -103,7 +103,7 @@ export function stepUpPath(
  * the API would refuse again.
  *
  * @throws SignInError `ERR_SIGNIN_REFUSED` (reason `acr`) when the ID token's `acr` is not one of
- * them.
+ * them, compared as whole values of the space-separated list (`phr` is not `phrh`, nor part of it).
  */
 export function checkAcr(requested: string | undefined, claims: Readonly<Record<string, unknown>>) {
   if (requested === undefined) return
