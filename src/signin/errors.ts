@@ -96,8 +96,8 @@ export type SignInRefusalReason =
   /** A step-up sign-in's ID token has an `acr` the sign-in did not ask for (RFC 9470). */
   | 'acr'
   /**
-   * The ID token's `auth_time` is missing or older than the sign-in's `max_age` allows (plus
-   * `clockToleranceSeconds`).
+   * A step-up's ID token has an `auth_time` that is missing, older than its `max_age` allows (plus
+   * `clockToleranceSeconds`), or later than now or than the ID token's `iat` (beyond it).
    */
   | 'auth_time'
   /** The ID token is unsigned (`alg: none`): no `idTokenAlgorithms` can accept it. */

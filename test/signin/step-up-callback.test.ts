@@ -217,3 +217,50 @@ describe('clockToleranceSeconds', () => {
     ).toThrow(/"clockToleranceSeconds"/)
   })
 })
+
+describe.each(SIGNIN_APPS)(
+  '%s: the step-up callback refuses an auth_time in the future',
+  (_name, createApp: SignInAppFactory) => {
+    // A provider (hostile, or with a clock an hour fast) that reports a sign-in an hour from now:
+    // it would pass any max_age for ever.
+    let provider: RunningProvider
+    beforeAll(async () => {
+      provider = await startProvider({ clients: [signInClient()], loginAgeSeconds: -3600 })
+    })
+    afterAll(async () => {
+      await provider.close()
+    })
+
+    async function signIn(query: string) {
+      const events: SignInEvent[] = []
+      const app = createApp(signInOptions(provider, { onEvent: (event) => events.push(event) }))
+      const login = await request(app).get(`/auth/login?returnTo=%2Fpay${query}`)
+      const back = await provider.followAuthorization(
+        login.headers['location'] as string,
+        `${APP_ORIGIN}/auth/callback`,
+      )
+      const callback = await request(app)
+        .get(`${back.pathname}${back.search}`)
+        .set('Cookie', cookieHeader(cookiesOf(login)))
+      return { callback, events }
+    }
+
+    it('a step-up (maxAge) whose ID token says the user signs in an hour from now: 400, reason auth_time, no session', async () => {
+      const { callback, events } = await signIn('&maxAge=300')
+      expect(callback.status).toBe(400)
+      expect(callback.body).toEqual({
+        error: 'invalid_request',
+        error_description: AUTH_TIME_MESSAGE,
+      })
+      expect(cookiesOf(callback).get(SESSION_COOKIE) ?? '').toBe('')
+      expect(events).toContainEqual(
+        expect.objectContaining({ code: 'ERR_SIGNIN_CALLBACK_INVALID', reason: 'auth_time' }),
+      )
+    })
+
+    it('a sign-in that asked no maxAge does not judge auth_time: the session opens', async () => {
+      const { callback } = await signIn('')
+      expect(callback.status).toBe(302)
+    })
+  },
+)
