@@ -15,6 +15,7 @@ import request from 'supertest'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 import type { SignInEvent } from '../../src/signin/index.js'
+import { resetWarningsForTests } from '../../src/warnings.js'
 import { type RunningProvider, startProvider } from '../helpers/oidc-provider.js'
 import {
   APP_ORIGIN,
@@ -53,12 +54,17 @@ const part = (value: unknown) => base64url.encode(JSON.stringify(value))
 async function callbackWithIdToken(
   createApp: SignInAppFactory,
   alg: string,
-  overrides: { clientId?: string; idTokenAlgorithms?: string[] } = {},
+  overrides: { clientId?: string; idTokenAlgorithms?: string[]; listen?: false } = {},
 ) {
-  const clientId = overrides.clientId ?? SIGNIN_CLIENT
+  const { listen, ...options } = overrides
+  const clientId = options.clientId ?? SIGNIN_CLIENT
   const events: SignInEvent[] = []
   const app = createApp(
-    signInOptions(provider, { ...overrides, clientId, onEvent: (event) => events.push(event) }),
+    signInOptions(provider, {
+      ...options,
+      clientId,
+      ...(listen === false ? {} : { onEvent: (event: SignInEvent) => events.push(event) }),
+    }),
   )
   const started = await startSignIn(app)
   const authorization = new URL(started.location)
@@ -144,5 +150,25 @@ describe.each(SIGNIN_APPS)('%s: an ID token no configuration can accept', (_name
     expect(events).toContainEqual(
       expect.objectContaining({ code: 'ERR_CLIENT_REFUSED', reason: 'id_token_algorithm' }),
     )
+  })
+})
+
+describe('an unsigned ID token without onEvent', () => {
+  it('warns nothing: no configuration is at fault, so the operator is not told to change one', async () => {
+    const warnings: Error[] = []
+    const record = (warning: Error) => {
+      if (warning.name === 'TollgateWarning') warnings.push(warning)
+    }
+    resetWarningsForTests()
+    process.on('warning', record)
+    try {
+      const [, createApp] = SIGNIN_APPS[0] as (typeof SIGNIN_APPS)[number]
+      const { res } = await callbackWithIdToken(createApp, 'none', { listen: false })
+      expect(res.status).toBe(400)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings).toEqual([])
+    } finally {
+      process.off('warning', record)
+    }
   })
 })
