@@ -11,14 +11,7 @@ import { openidClientCause, refusedAlgorithmOf, toTokenSourceError } from '../cl
 import type { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
-import { algorithmRefusal, type IdTokenContext } from './id-token.js'
-import { ASYMMETRIC_ID_TOKEN_ALGORITHMS, HMAC_ID_TOKEN_ALGORITHMS } from './options.js'
-
-/** Every algorithm `idTokenAlgorithms` can list: one outside it is no configuration's to accept. */
-const LISTABLE_ID_TOKEN_ALGORITHMS: ReadonlySet<string> = new Set([
-  ...ASYMMETRIC_ID_TOKEN_ALGORITHMS,
-  ...HMAC_ID_TOKEN_ALGORITHMS,
-])
+import { algorithmRefusal, type IdTokenContext, isListableIdTokenAlgorithm } from './id-token.js'
 
 /**
  * The provider's words, for an event: at most `limit` characters, control characters (C0, DEL,
@@ -81,7 +74,7 @@ export function callbackError(
     // `none`, or a name no JWS library signs with: no idTokenAlgorithms can accept it, so the
     // answer (a hostile or broken provider's) is refused as a bad callback, not as a
     // configuration to fix.
-    if (!LISTABLE_ID_TOKEN_ALGORITHMS.has(algorithm)) {
+    if (!isListableIdTokenAlgorithm(algorithm)) {
       return new SignInError(
         'ERR_SIGNIN_CALLBACK_INVALID',
         algorithm === 'none' ? 'id_token_unsigned' : 'id_token_algorithm_unsupported',

@@ -16,6 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
 import type { SignInEvent } from '../../src/signin/index.js'
 import { resetWarningsForTests } from '../../src/warnings.js'
+import { manualClock } from '../helpers/client-fixtures.js'
 import { type RunningProvider, startProvider } from '../helpers/oidc-provider.js'
 import {
   APP_ORIGIN,
@@ -26,6 +27,7 @@ import {
   type SignInAppFactory,
   signInClient,
   signInOptions,
+  signInWith,
   startSignIn,
 } from '../helpers/signin.js'
 
@@ -170,5 +172,45 @@ describe('an unsigned ID token without onEvent', () => {
     } finally {
       process.off('warning', record)
     }
+  })
+})
+
+describe('a refresh whose ID token is unsigned (alg none)', () => {
+  it('is an answer not to use: accessToken() answers 503, the session stays, no configuration error', async () => {
+    const clock = manualClock()
+    const events: SignInEvent[] = []
+    const [, createApp] = SIGNIN_APPS[0] as (typeof SIGNIN_APPS)[number]
+    const app = createApp(
+      signInOptions(provider, { clock, onEvent: (event) => events.push(event) }),
+    )
+    const { cookie } = await signInWith(app, provider)
+    clock.advance(290_000)
+    const now = Math.floor(clock.now() / 1000)
+    const claims = {
+      iss: provider.issuer(),
+      aud: SIGNIN_CLIENT,
+      sub: 'user-1',
+      iat: now,
+      exp: now + 300,
+    }
+    provider.interceptTokenEndpoint({
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        access_token: 'at',
+        token_type: 'Bearer',
+        expires_in: 300,
+        id_token: `${part({ alg: 'none' })}.${part(claims)}.`,
+      }),
+    })
+    const res = await request(app).get('/token/gateway').set('Cookie', cookie)
+    provider.interceptTokenEndpoint(undefined)
+    expect(res.status).toBe(503)
+    expect(res.body).toEqual({ code: 'ERR_SIGNIN_UNAVAILABLE' })
+    expect(events).not.toContainEqual(expect.objectContaining({ code: 'ERR_CLIENT_REFUSED' }))
+    expect(events).not.toContainEqual(expect.objectContaining({ type: 'session_ended' }))
+    expect((await request(app).get('/public').set('Cookie', cookie)).body).toEqual({
+      signedIn: true,
+    })
   })
 })
