@@ -153,9 +153,11 @@ export type RefusalReason =
   | 'actor_not_permitted'
   // Authorization, limits, availability
   | 'insufficient_scope'
-  // Step-up (RFC 9470): `acr` not among those required, `auth_time` missing or too old
+  // Step-up (RFC 9470): `acr` not among those required, `auth_time` missing or too old, or
+  // later than now or than the token's `iat` (beyond the clock tolerance)
   | 'acr_insufficient'
   | 'authentication_too_old'
+  | 'authentication_in_future'
   | 'rate_limited'
   | 'cost_exceeds_limit'
   | 'jwks_unavailable'
@@ -341,6 +343,8 @@ export class InsufficientScopeError extends TollgateError<'ERR_INSUFFICIENT_SCOP
 const STEP_UP_MESSAGES = {
   acr_insufficient: 'a stronger authentication is required',
   authentication_too_old: 'a more recent authentication is required',
+  // The client's remedy is the same: a new sign-in, which the `max_age` challenge asks for.
+  authentication_in_future: 'a more recent authentication is required',
 } as const satisfies Partial<Record<RefusalReason, string>>
 
 /**

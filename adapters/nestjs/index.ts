@@ -40,7 +40,11 @@ import {
   requireScopes,
 } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
-import { requireAcr, requireRecentSignIn } from '../../src/gate/step-up.js'
+import {
+  type RecentSignInOptions,
+  requireAcr,
+  requireRecentSignIn,
+} from '../../src/gate/step-up.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 import { boolean, record, validateFor } from '../../src/validate.js'
 import * as express from '../express/translate.js'
@@ -211,10 +215,14 @@ export function RequireAcr(...values: string[]): MethodDecorator & ClassDecorato
 
 /**
  * Route decorator: 401 `insufficient_user_authentication` with `max_age=…` (RFC 9470) unless the
- * token's `auth_time` is at most `maxAgeSeconds` ago.
+ * token's `auth_time` is at most `maxAgeSeconds` ago (and not later than now or its `iat` by more
+ * than `options.clockToleranceSeconds`, default 5).
  */
-export function RequireRecentSignIn(maxAgeSeconds: number): MethodDecorator & ClassDecorator {
-  return guardDecorator(requireRecentSignIn(maxAgeSeconds))
+export function RequireRecentSignIn(
+  maxAgeSeconds: number,
+  options?: RecentSignInOptions,
+): MethodDecorator & ClassDecorator {
+  return guardDecorator(requireRecentSignIn(maxAgeSeconds, options))
 }
 
 /**

@@ -49,30 +49,77 @@ export function requireAcr(...values: string[]): Guard {
   }
 }
 
+/** Options of {@link requireRecentSignIn}. */
+export interface RecentSignInOptions {
+  /**
+   * How far ahead of this machine's clock, and of the token's `iat`, an `auth_time` may be and
+   * still be taken as a sign-in that happened (the provider's clock may run a little ahead), in
+   * seconds, 0 to 300. Default 5, the gate's default `clockToleranceSeconds`: give the same value
+   * as the gate's when it sets another. It never lengthens `maxAgeSeconds`.
+   */
+  readonly clockToleranceSeconds?: number
+}
+
+const DEFAULT_TOLERANCE_SECONDS = 5
+const MAX_TOLERANCE_SECONDS = 300
+
+const isTime = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value)
+
 /**
  * Requires the user to have signed in at most `maxAgeSeconds` ago, by the token's `auth_time`
  * (RFC 9470 §3; a token without `auth_time` is refused too); otherwise 401
- * `insufficient_user_authentication` with `max_age=…`. Measured on this machine's clock, without
- * tolerance: `maxAgeSeconds` is the bound.
+ * `insufficient_user_authentication` with `max_age=…` (reason `authentication_too_old`). Measured
+ * on this machine's clock, without tolerance: `maxAgeSeconds` is the bound.
  *
- * @throws TypeError at creation unless `maxAgeSeconds` is an integer from 0 to 31536000 (a year).
+ * An `auth_time` later than now, or later than the token's `iat` (a token issued before the
+ * sign-in it reports), by more than `clockToleranceSeconds` is refused the same way, with reason
+ * `authentication_in_future`: a sign-in that has not happened yet would otherwise count as recent
+ * for ever.
+ *
+ * @throws TypeError at creation unless `maxAgeSeconds` is an integer from 0 to 31536000 (a year)
+ * and `clockToleranceSeconds` one from 0 to 300.
  */
-export function requireRecentSignIn(maxAgeSeconds: number): Guard {
+export function requireRecentSignIn(
+  maxAgeSeconds: number,
+  options: RecentSignInOptions = {},
+): Guard {
   if (!Number.isSafeInteger(maxAgeSeconds) || maxAgeSeconds < 0 || maxAgeSeconds > MAX_AGE_LIMIT) {
     throw new TypeError(
       `requireRecentSignIn(): pass the most seconds since sign-in the route accepts, an integer from 0 to ${MAX_AGE_LIMIT}`,
     )
   }
+  const tolerance = options?.clockToleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
+  if (
+    !Number.isSafeInteger(tolerance) ||
+    tolerance < 0 ||
+    tolerance > MAX_TOLERANCE_SECONDS ||
+    (options !== undefined && (typeof options !== 'object' || options === null))
+  ) {
+    throw new TypeError(
+      `requireRecentSignIn(): "clockToleranceSeconds" must be an integer from 0 to ${MAX_TOLERANCE_SECONDS} (the gate's clockToleranceSeconds; default ${DEFAULT_TOLERANCE_SECONDS})`,
+    )
+  }
   return (auth) => {
     if (auth === undefined) throw new TokenMissingError()
-    const authTime = auth.claims.auth_time
-    const signedInAt =
-      typeof authTime === 'number' && Number.isFinite(authTime) ? authTime : undefined
-    if (signedInAt === undefined || Date.now() / 1000 - signedInAt > maxAgeSeconds) {
+    const { auth_time: authTime, iat } = auth.claims
+    const signedInAt = isTime(authTime) ? authTime : undefined
+    const now = Date.now() / 1000
+    if (signedInAt === undefined || now - signedInAt > maxAgeSeconds) {
       throw new InsufficientUserAuthenticationError({
         reason: 'authentication_too_old',
         maxAgeSeconds,
         detail: { authTime: signedInAt },
+      })
+    }
+    // OIDC Core §2: `auth_time` is when the sign-in happened, so it cannot follow the moment the
+    // token was issued (`iat`) nor now; past the tolerance it is a provider's broken clock or a
+    // forged claim, and a fresh sign-in is the answer either way.
+    if (signedInAt > now + tolerance || (isTime(iat) && signedInAt > iat + tolerance)) {
+      throw new InsufficientUserAuthenticationError({
+        reason: 'authentication_in_future',
+        maxAgeSeconds,
+        detail: { authTime: signedInAt, iat: isTime(iat) ? iat : undefined },
       })
     }
   }
@@ -89,9 +136,10 @@ export interface StepUpGuardFactories<Middleware> {
   /**
    * Route middleware: runs the gate when it has not decided on the request, then 401
    * `insufficient_user_authentication` with `max_age=…` unless the token's `auth_time` is at most
-   * `maxAgeSeconds` ago (RFC 9470).
+   * `maxAgeSeconds` ago (RFC 9470), and not later than now or than the token's `iat` by more than
+   * `options.clockToleranceSeconds` (default 5).
    */
-  requireRecentSignIn(maxAgeSeconds: number): Middleware
+  requireRecentSignIn(maxAgeSeconds: number, options?: RecentSignInOptions): Middleware
 }
 
 /** Builds the step-up guard factories from an adapter's one way of turning a guard into middleware. */
@@ -100,6 +148,7 @@ export function stepUpMiddleware<Middleware>(
 ): StepUpGuardFactories<Middleware> {
   return {
     requireAcr: (...values) => wrap(requireAcr(...values)),
-    requireRecentSignIn: (maxAgeSeconds) => wrap(requireRecentSignIn(maxAgeSeconds)),
+    requireRecentSignIn: (maxAgeSeconds, options) =>
+      wrap(requireRecentSignIn(maxAgeSeconds, options)),
   }
 }

@@ -23,7 +23,6 @@ import type { SignInInternals, SignInRequest, SignInResponse } from './internals
 
 /** How far back a logout token's `iat` may lie, in seconds (§2.6 step 5's "acceptable range"). */
 const MAX_AGE_SECONDS = 120
-const CLOCK_TOLERANCE_SECONDS = 5
 const MAX_TOKEN_BYTES = 8192
 
 const OK: SignInResponse = { status: 200, headers: { 'Cache-Control': 'no-store' }, body: '' }
@@ -55,7 +54,7 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
         keys: new Map([[issuer, { keys }]]),
         algorithms: new Set<string>(DEFAULT_ALGORITHMS),
         maxTokenBytes: MAX_TOKEN_BYTES,
-        clockToleranceSeconds: CLOCK_TOLERANCE_SECONDS,
+        clockToleranceSeconds: internals.settings.clockToleranceSeconds,
         // §2.6 step 3: the token is for this client.
         audiences: new Set([client.clientId]),
         maxAgeSeconds: MAX_AGE_SECONDS,
@@ -101,7 +100,7 @@ export function createBackChannelLogout(jwksUri: () => Promise<string | undefine
       throw new SignInError('ERR_SIGNIN_UNAVAILABLE', 'keys_unavailable', error)
     }
     // §2.6 step 7: each jti once while its iat window lasts; the store's lock is a claim-once.
-    const windowEnd = (logout.iat + MAX_AGE_SECONDS + CLOCK_TOLERANCE_SECONDS) * 1000
+    const windowEnd = (logout.iat + MAX_AGE_SECONDS + settings.clockToleranceSeconds) * 1000
     const id = createHash('sha256').update(`${logout.issuer}\0${logout.jti}`).digest('base64url')
     const claim = `logout-jti.${id}`
     const claimant = randomUUID()

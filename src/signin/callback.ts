@@ -16,7 +16,7 @@ import {
   storeKeyOf,
 } from './session.js'
 import { indexesOf } from './session-end.js'
-import { checkAcr } from './step-up.js'
+import { checkAcr, checkAuthTime } from './step-up.js'
 import { readTransactions, sealTransactions, TRANSACTION_SECONDS } from './transactions.js'
 
 /** Answers the callback route (`GET ?code=…&state=…`, or the provider's error). */
@@ -63,6 +63,12 @@ export async function callback(
     )
     const claims = tokens.claims as Record<string, unknown>
     checkAcr(typeof transaction.a === 'string' ? transaction.a : undefined, claims)
+    checkAuthTime(
+      typeof transaction.m === 'number' ? transaction.m : undefined,
+      claims,
+      now(),
+      settings.clockToleranceSeconds,
+    )
     const subject = claims['sub'] as string
     const sid = typeof claims['sid'] === 'string' ? claims['sid'] : undefined
     // A new session id at every sign-in (session fixation): whatever the browser held ends.

@@ -77,10 +77,11 @@ export function methodNotAllowed(deps: SignInDeps, allowed: string): SignInRespo
 /** Builds what the routes of one sign-in share, from its validated options. */
 export function createSignInDeps(settings: NormalizedSignInOptions): SignInDeps {
   const { client, now, routes } = settings
-  const provider = createSignInProvider(client, {
-    algorithms: settings.idTokenAlgorithms,
-    hmac: settings.idTokenHmac,
-  })
+  const provider = createSignInProvider(
+    client,
+    { algorithms: settings.idTokenAlgorithms, hmac: settings.idTokenHmac },
+    settings.clockToleranceSeconds,
+  )
   const issuer = provider.issuer
   const emit = createEmit<SignInEvent>(settings.onEvent)
 

@@ -64,6 +64,19 @@ const TABLE: Record<SignInErrorCode, { status: number; error: string; message: s
   },
 }
 
+/**
+ * Refusals whose message says what was refused, in place of their code's: the user (and the
+ * operator reading the answer) learns that the provider's answer failed a check, not that the
+ * browser brought a callback from elsewhere. Fixed words, never the provider's.
+ */
+const REASON_MESSAGES: Partial<Record<SignInRefusalReason, string>> = {
+  auth_time:
+    'the identity provider did not report a sign-in within the max_age asked for (auth_time)',
+  id_token_unsigned: 'the identity provider sent an unsigned ID token (alg none)',
+  id_token_algorithm_unsupported:
+    'the identity provider signed the ID token with an algorithm sign-in does not support',
+}
+
 /** Why a sign-in request was refused, for operators: on events, never in the response. */
 export type SignInRefusalReason =
   | 'no_session'
@@ -82,8 +95,15 @@ export type SignInRefusalReason =
   | 'code_refused'
   /** A step-up sign-in's ID token has an `acr` the sign-in did not ask for (RFC 9470). */
   | 'acr'
-  /** The ID token's `auth_time` is missing or older than the sign-in's `max_age` allows. */
+  /**
+   * A step-up's ID token has an `auth_time` that is missing, older than its `max_age` allows (plus
+   * `clockToleranceSeconds`), or later than now or than the ID token's `iat` (beyond it).
+   */
   | 'auth_time'
+  /** The ID token is unsigned (`alg: none`): no `idTokenAlgorithms` can accept it. */
+  | 'id_token_unsigned'
+  /** The ID token's `alg` is one no `idTokenAlgorithms` can list (not a JWS algorithm sign-in knows). */
+  | 'id_token_algorithm_unsupported'
   /** The login route's `acrValues` or `maxAge` is not valid. */
   | 'step_up_request'
   | 'provider_error'
@@ -140,7 +160,9 @@ export class SignInError extends Error {
     provider?: ProviderErrorWords,
   ) {
     const entry = TABLE[code]
-    super(entry.message, cause === undefined ? undefined : { cause })
+    const message =
+      (code === 'ERR_SIGNIN_CALLBACK_INVALID' && REASON_MESSAGES[reason]) || entry.message
+    super(message, cause === undefined ? undefined : { cause })
     this.name = 'SignInError'
     this.code = code
     this.reason = reason

@@ -13,6 +13,21 @@ import { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import { resolveSecret } from '../client/secrets.js'
 import { SignInError } from './errors.js'
+import { ASYMMETRIC_ID_TOKEN_ALGORITHMS, HMAC_ID_TOKEN_ALGORITHMS } from './options.js'
+
+/** Every algorithm `idTokenAlgorithms` can list: one outside it is no configuration's to accept. */
+const LISTABLE_ID_TOKEN_ALGORITHMS: ReadonlySet<string> = new Set([
+  ...ASYMMETRIC_ID_TOKEN_ALGORITHMS,
+  ...HMAC_ID_TOKEN_ALGORITHMS,
+])
+
+/**
+ * `false` for `none` and for names no JWS library signs with: an ID token in one is a hostile or
+ * broken provider's answer, refused as such, never a configuration to change.
+ */
+export function isListableIdTokenAlgorithm(algorithm: string): boolean {
+  return LISTABLE_ID_TOKEN_ALGORITHMS.has(algorithm)
+}
 
 /** Which ID token algorithms sign-in accepts (`idTokenAlgorithms`, validated). */
 export interface IdTokenAlgorithms {
@@ -86,6 +101,27 @@ export function algorithmRefusal(
       cause: said,
     }),
   )
+}
+
+/**
+ * A refreshed ID token that is unsigned (`none`) or in an algorithm no configuration can accept:
+ * an answer not to use, as one whose signature fails (the session stays; 503), never the
+ * configuration error of {@link algorithmRefusal}.
+ */
+export function unusableIdToken(
+  context: IdTokenContext,
+  error: unknown,
+  algorithm: string,
+): TokenSourceError {
+  const { clientId, issuer } = context
+  return new TokenSourceError({
+    code: 'ERR_TOKEN_RESPONSE_INVALID',
+    retryable: false,
+    clientId,
+    issuer,
+    message: `token endpoint of ${issuer} gave client "${clientId}" an ID token ${algorithm === 'none' ? 'that is unsigned (alg none)' : `signed with ${algorithm}, an algorithm sign-in does not support`}`,
+    cause: openidClientCause(error),
+  })
 }
 
 /** An HMAC-signed ID token whose signature does not verify with the client secret. */

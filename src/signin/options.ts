@@ -107,10 +107,21 @@ export interface SignInOptions extends ClientAuthenticationOptions {
    * `RS384`, `RS512`, `PS256`, `PS384`, `PS512`, `ES256`, `ES384`, `ES512`, `EdDSA`, `Ed25519`),
    * verified against the provider's keys. `HS256`, `HS384` and `HS512` (keyed by the client
    * secret, OpenID Connect Core §10.1) only when listed here, alone (a client's ID tokens are
-   * signed one way), and only with a `clientSecret`. An ID token in another algorithm ends the
-   * callback with `ERR_CLIENT_REFUSED` (500), naming the algorithm and this option.
+   * signed one way), and only with a `clientSecret`. An ID token in another of these algorithms
+   * ends the callback with `ERR_CLIENT_REFUSED` (500), naming the algorithm and this option; an
+   * unsigned one (`alg: none`) or one in an algorithm outside them, which no configuration can
+   * accept, with `ERR_SIGNIN_CALLBACK_INVALID` (400, reason `id_token_unsigned` or
+   * `id_token_algorithm_unsupported`).
    */
   readonly idTokenAlgorithms?: readonly string[]
+  /**
+   * Allowed clock skew between this machine and the provider, in seconds; default 5. It is how far
+   * the ID token's `exp` and `iat` and a logout token's `iat` and `exp` may be off, and how much
+   * older than a step-up's `maxAge` the ID token's `auth_time` may be: a step-up with `maxAge: 60`
+   * admits a sign-in at most 65 s old by default. The gate's `clockToleranceSeconds` has the same
+   * default; openid-client's own (30) is not used.
+   */
+  readonly clockToleranceSeconds?: number
   /**
    * Back-channel logout tokens. `requireExp` (default `true`): a logout token without `exp` is
    * refused, as Back-Channel Logout 1.0 final requires; `false` accepts one while its `iat` is at
@@ -246,6 +257,7 @@ export const signInSchema = group<SignInOptions>()(
         idTokenAlgorithmsOption(value, (seen['client'] as NormalizedTokenSourceOptions).clientAuth),
       { accepts: 'JWS algorithm names', default: 'the asymmetric ones' },
     ),
+    clockToleranceSeconds: int({ min: 0, max: 300, fallback: 5 }),
     logoutToken: group<{ readonly requireExp?: boolean }>()(
       { requireExp: flag(true) },
       { doc: { accepts: '{ requireExp }', default: '{ requireExp: true }' } },
@@ -308,8 +320,12 @@ export const signInSchema = group<SignInOptions>()(
         /** The accepted ID token algorithms: asymmetric ones, or HMAC ones alone (`idTokenHmac`). */
         idTokenAlgorithms,
         /** `true` when `idTokenAlgorithms` are HS256/HS384/HS512, verified with the client secret. */
-        idTokenHmac: idTokenAlgorithms.every((algorithm) => HMAC_ALGORITHMS.includes(algorithm)),
+        idTokenHmac: idTokenAlgorithms.every((algorithm) =>
+          HMAC_ID_TOKEN_ALGORITHMS.includes(algorithm),
+        ),
         logoutTokenRequireExp: options.logoutToken.requireExp,
+        /** Seconds of clock skew allowed on the ID token's and logout tokens' times. */
+        clockToleranceSeconds: options.clockToleranceSeconds,
         onEvent: options.onEvent,
         now: client.now,
       })
@@ -365,7 +381,7 @@ export const ASYMMETRIC_ID_TOKEN_ALGORITHMS: readonly string[] = [
   'Ed25519',
 ]
 /** OpenID Connect Core §10.1: an HMAC over the client secret's UTF-8 octets. */
-const HMAC_ALGORITHMS: readonly string[] = ['HS256', 'HS384', 'HS512']
+export const HMAC_ID_TOKEN_ALGORITHMS: readonly string[] = ['HS256', 'HS384', 'HS512']
 
 /**
  * `idTokenAlgorithms`: asymmetric algorithms, or HMAC ones alone and only with a client secret
@@ -374,7 +390,7 @@ const HMAC_ALGORITHMS: readonly string[] = ['HS256', 'HS384', 'HS512']
  */
 function idTokenAlgorithmsOption(value: unknown, clientAuth: string): readonly string[] {
   if (value === undefined) return ASYMMETRIC_ID_TOKEN_ALGORITHMS
-  const known = [...ASYMMETRIC_ID_TOKEN_ALGORITHMS, ...HMAC_ALGORITHMS]
+  const known = [...ASYMMETRIC_ID_TOKEN_ALGORITHMS, ...HMAC_ID_TOKEN_ALGORITHMS]
   if (!Array.isArray(value) || value.length === 0) {
     fail('idTokenAlgorithms', `must be a non-empty array of ${known.join(', ')}`, value)
   }
@@ -388,7 +404,7 @@ function idTokenAlgorithmsOption(value: unknown, clientAuth: string): readonly s
     }
     fail(path, expectation, algorithm)
   }
-  const hmac = value.filter((algorithm: string) => HMAC_ALGORITHMS.includes(algorithm))
+  const hmac = value.filter((algorithm: string) => HMAC_ID_TOKEN_ALGORITHMS.includes(algorithm))
   if (hmac.length > 0 && hmac.length < value.length) {
     fail(
       'idTokenAlgorithms',

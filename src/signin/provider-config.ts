@@ -20,10 +20,17 @@ export class ProviderConfiguration {
   private jwksCache: oidc.ExportedJWKSCache | undefined
   private readonly client: NormalizedTokenSourceOptions
   private readonly idToken: IdTokenAlgorithms
+  /** The sign-in's `clockToleranceSeconds`, in place of openid-client's default of 30. */
+  private readonly clockToleranceSeconds: number
 
-  constructor(client: NormalizedTokenSourceOptions, idToken: IdTokenAlgorithms) {
+  constructor(
+    client: NormalizedTokenSourceOptions,
+    idToken: IdTokenAlgorithms,
+    clockToleranceSeconds: number,
+  ) {
     this.client = client
     this.idToken = idToken
+    this.clockToleranceSeconds = clockToleranceSeconds
   }
 
   /** Keeps the keys `config` fetched for the next configuration. */
@@ -51,7 +58,10 @@ export class ProviderConfiguration {
         id_token_signing_alg_values_supported: [...idToken.algorithms],
       },
       client.clientId,
-      undefined,
+      // openid-client tolerates 30 s on the ID token's times by default: a step-up's `max_age`
+      // would then admit a sign-in `max_age` + 30 s old while the docs promise `max_age`. The
+      // tolerance is the sign-in's own option instead (default 5 s, the gate's).
+      { [oidc.clockTolerance]: this.clockToleranceSeconds },
       await clientAuthenticationOf(client),
     )
     config.timeout = client.timeoutMs / 1000

@@ -12,7 +12,14 @@ import { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import type { NormalizedParameters } from '../client/parameters.js'
 import { SignInError } from './errors.js'
-import { algorithmRefusal, hmacRefusal, type IdTokenContext, verifyHmac } from './id-token.js'
+import {
+  algorithmRefusal,
+  hmacRefusal,
+  type IdTokenContext,
+  isListableIdTokenAlgorithm,
+  unusableIdToken,
+  verifyHmac,
+} from './id-token.js'
 import type { ProviderConfiguration } from './provider-config.js'
 import {
   asSignInError,
@@ -110,7 +117,12 @@ export async function refreshGrant(
     response = await oidc.refreshTokenGrant(config, refreshToken, productBody(product))
   } catch (error) {
     const algorithm = refusedAlgorithmOf(error)
-    if (algorithm !== undefined) throw algorithmRefusal(idTokenContext, error, algorithm)
+    if (algorithm !== undefined) {
+      if (!isListableIdTokenAlgorithm(algorithm)) {
+        throw unusableIdToken(idTokenContext, error, algorithm)
+      }
+      throw algorithmRefusal(idTokenContext, error, algorithm)
+    }
     throw asRefreshRefusal(tokenEndpointError(client, error))
   } finally {
     provider.keepKeys(config)

@@ -7,11 +7,11 @@
  */
 import * as oidc from 'openid-client'
 
-import { refusedAlgorithmOf, toTokenSourceError } from '../client/endpoint.js'
+import { openidClientCause, refusedAlgorithmOf, toTokenSourceError } from '../client/endpoint.js'
 import type { TokenSourceError } from '../client/errors.js'
 import type { NormalizedTokenSourceOptions } from '../client/options.js'
 import { SignInError, type SignInRefusalReason } from './errors.js'
-import { algorithmRefusal, type IdTokenContext } from './id-token.js'
+import { algorithmRefusal, type IdTokenContext, isListableIdTokenAlgorithm } from './id-token.js'
 
 /**
  * The provider's words, for an event: at most `limit` characters, control characters (C0, DEL,
@@ -70,7 +70,19 @@ export function callbackError(
 ): SignInError {
   if (error instanceof SignInError) return error
   const algorithm = refusedAlgorithmOf(error)
-  if (algorithm !== undefined) return algorithmRefusal(idTokenContext, error, algorithm)
+  if (algorithm !== undefined) {
+    // `none`, or a name no JWS library signs with: no idTokenAlgorithms can accept it, so the
+    // answer (a hostile or broken provider's) is refused as a bad callback, not as a
+    // configuration to fix.
+    if (!isListableIdTokenAlgorithm(algorithm)) {
+      return new SignInError(
+        'ERR_SIGNIN_CALLBACK_INVALID',
+        algorithm === 'none' ? 'id_token_unsigned' : 'id_token_algorithm_unsupported',
+        openidClientCause(error),
+      )
+    }
+    return algorithmRefusal(idTokenContext, error, algorithm)
+  }
   if (error instanceof oidc.AuthorizationResponseError) {
     // The provider sent error=… to the redirect URI (the user declined, or a bad request).
     return new SignInError('ERR_SIGNIN_REFUSED', 'provider_error', undefined, {

@@ -54,10 +54,14 @@ export interface SignInProvider {
   logoutPageOrigins(): Promise<readonly string[]>
 }
 
-/** Builds the provider glue from the validated client options. */
+/**
+ * Builds the provider glue from the validated client options; `clockToleranceSeconds` is the
+ * sign-in's, for the ID token's times (`exp`, `iat`, `auth_time` against `max_age`).
+ */
 export function createSignInProvider(
   client: NormalizedTokenSourceOptions,
   idToken: IdTokenAlgorithms,
+  clockToleranceSeconds: number,
 ): SignInProvider {
   const { server, clientId } = client
   const issuer = server.issuer
@@ -67,7 +71,7 @@ export function createSignInProvider(
     credential: client.credential,
     idToken,
   }
-  const provider = new ProviderConfiguration(client, idToken)
+  const provider = new ProviderConfiguration(client, idToken, clockToleranceSeconds)
   const parts: GrantParts = { client, idTokenContext, provider }
 
   return {

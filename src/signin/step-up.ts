@@ -103,12 +103,41 @@ export function stepUpPath(
  * the API would refuse again.
  *
  * @throws SignInError `ERR_SIGNIN_REFUSED` (reason `acr`) when the ID token's `acr` is not one of
- * them.
+ * them, compared as whole values of the space-separated list (`phr` is not `phrh`, nor part of it).
  */
 export function checkAcr(requested: string | undefined, claims: Readonly<Record<string, unknown>>) {
   if (requested === undefined) return
   const acr = claims['acr']
   if (typeof acr !== 'string' || !requested.split(' ').includes(acr)) {
     throw new SignInError('ERR_SIGNIN_REFUSED', 'acr')
+  }
+}
+
+const isTime = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isFinite(value)
+
+/**
+ * With a step-up's `max_age`, checks that the new ID token's `auth_time` is a sign-in that
+ * happened: not later than now, nor than the ID token's `iat`, by more than the tolerance.
+ * openid-client checks only that it is not older than `max_age` (OpenID Connect Core §3.1.3.7
+ * step 13), so an `auth_time` in the future would pass any `max_age`.
+ *
+ * @throws SignInError `ERR_SIGNIN_CALLBACK_INVALID` (reason `auth_time`) when it is later.
+ */
+export function checkAuthTime(
+  maxAge: number | undefined,
+  claims: Readonly<Record<string, unknown>>,
+  nowMs: number,
+  toleranceSeconds: number,
+): void {
+  if (maxAge === undefined) return
+  const authTime = claims['auth_time']
+  const iat = claims['iat']
+  if (
+    !isTime(authTime) ||
+    authTime > nowMs / 1000 + toleranceSeconds ||
+    (isTime(iat) && authTime > iat + toleranceSeconds)
+  ) {
+    throw new SignInError('ERR_SIGNIN_CALLBACK_INVALID', 'auth_time')
   }
 }

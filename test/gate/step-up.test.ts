@@ -62,6 +62,22 @@ describe('requireAcr', () => {
     }
   })
 
+  // RFC 9470 §3 / OIDC Core §3.1.2.1: acr_values is a space-separated list of whole values. A
+  // token whose acr is a prefix of, an extension of, or the list itself must not pass.
+  it('compares whole values: a prefix, an extension or the joined list of the values is refused', () => {
+    const guard = requireAcr('phrh', 'urn:example:mfa')
+    expect(() => guard(admission({ acr: 'phrh' }))).not.toThrow()
+    for (const acr of ['phr', 'phrh2', 'hrh', 'phrh urn:example:mfa', 'urn:example:mf', '']) {
+      expect(thrown(() => guard(admission({ acr })))).toMatchObject({
+        reason: 'acr_insufficient',
+      })
+    }
+    const shorter = requireAcr('phr')
+    expect(thrown(() => shorter(admission({ acr: 'phrh' })))).toMatchObject({
+      reason: 'acr_insufficient',
+    })
+  })
+
   it('throws the typed error: code, reason, the acr values, 401, no challenge of its own', () => {
     const error = thrown(() => requireAcr('urn:example:mfa')(admission({ acr: '0' })))
     expect(error).toBeInstanceOf(InsufficientUserAuthenticationError)
@@ -112,6 +128,65 @@ describe('requireRecentSignIn', () => {
       InsufficientUserAuthenticationError,
     )
   })
+
+  // OIDC Core §2: auth_time is the time the authentication occurred. An attacker who controls a
+  // provider's claims (or a provider with a broken clock) names a sign-in in the future: without
+  // an upper bound it counts as recent for ever (RFC 9470 §7: the resource server decides on the
+  // token's authentication information).
+  it('refuses an auth_time in the future beyond the tolerance, with its own reason (10 years ahead included)', () => {
+    const guard = requireRecentSignIn(60)
+    for (const auth_time of [now() + 60, now() + 10 * 365 * 86_400]) {
+      const error = thrown(() => guard(admission({ auth_time })))
+      expect(error).toBeInstanceOf(InsufficientUserAuthenticationError)
+      expect(error).toMatchObject({
+        code: 'ERR_INSUFFICIENT_USER_AUTHENTICATION',
+        reason: 'authentication_in_future',
+        status: 401,
+        maxAgeSeconds: 60,
+        message: 'a more recent authentication is required',
+        detail: { authTime: auth_time, iat: undefined },
+      })
+    }
+  })
+
+  it('admits an auth_time ahead of this clock within the tolerance (default 5 s), and as far as the option says', () => {
+    expect(() => requireRecentSignIn(60)(admission({ auth_time: now() + 2 }))).not.toThrow()
+    const lenient = requireRecentSignIn(60, { clockToleranceSeconds: 120 })
+    expect(() => lenient(admission({ auth_time: now() + 60 }))).not.toThrow()
+    const strict = requireRecentSignIn(60, { clockToleranceSeconds: 0 })
+    expect(thrown(() => strict(admission({ auth_time: now() + 30 })))).toMatchObject({
+      reason: 'authentication_in_future',
+    })
+  })
+
+  it("refuses an auth_time later than the token's iat beyond the tolerance: a token issued before its sign-in", () => {
+    const guard = requireRecentSignIn(600)
+    const iat = now() - 300
+    const error = thrown(() => guard(admission({ iat, auth_time: now() - 60 })))
+    expect(error).toMatchObject({
+      reason: 'authentication_in_future',
+      detail: { authTime: now() - 60, iat },
+    })
+    // Within the tolerance of iat, or before it: a sign-in that did happen.
+    expect(() => guard(admission({ iat, auth_time: iat + 4 }))).not.toThrow()
+    expect(() => guard(admission({ iat, auth_time: iat - 100 }))).not.toThrow()
+  })
+
+  it('the tolerance never lengthens max_age: a sign-in max_age + 1 s old is refused', () => {
+    const guard = requireRecentSignIn(60, { clockToleranceSeconds: 300 })
+    expect(thrown(() => guard(admission({ auth_time: now() - 62 })))).toMatchObject({
+      reason: 'authentication_too_old',
+    })
+  })
+
+  it.each([-1, 1.5, 301, '5', Number.NaN])(
+    'refuses clockToleranceSeconds %s at creation, naming the option',
+    (value) => {
+      expect(() => requireRecentSignIn(60, { clockToleranceSeconds: value as number })).toThrow(
+        /^requireRecentSignIn\(\): "clockToleranceSeconds" must be an integer from 0 to 300/,
+      )
+    },
+  )
 
   it.each([-1, 1.5, Number.NaN, '60', 31_536_001])('refuses %s at creation', (value) => {
     expect(() => requireRecentSignIn(value as number)).toThrow(
