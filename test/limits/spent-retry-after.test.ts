@@ -45,7 +45,7 @@ describe('a tenant spent in several windows, with a shared store', () => {
         ],
         store: { shared: store },
       }),
-      { clock },
+      { emit: undefined, clock },
     )
     const attempt = () =>
       limiter.consume({ id: 'acme', plan: undefined }, get, token).then(

@@ -43,7 +43,7 @@ describe('a reused slot of the tenant table', () => {
           { points: 5, durationSeconds: 60 },
         ],
       }),
-      { clock },
+      { emit: undefined, clock },
     )
     const status = (id: string) =>
       limiter.consume({ id, plan: undefined }, get, token).then(
