@@ -138,3 +138,28 @@ describe('RevocationList', () => {
     expect(list.size).toBe(1)
   })
 })
+
+describe('RevocationList, a revoked jti whatever the token says of its time', () => {
+  it.each([
+    ['no iat', undefined],
+    ['an iat after the revocation', 5000],
+    ['an iat that is a string', '1000'],
+  ])('refuses it with %s', (_label, iat) => {
+    const list = new RevocationList()
+    list.add(entry('jti', 'j1', 1001))
+    expect(list.match(admission({ jti: 'j1', iat }))).toBe('jti')
+    expect(list.match(admission({ jti: 'j2', iat }))).toBe(undefined)
+  })
+
+  it.each([
+    ['no iat', undefined],
+    ['an iat that is a string', '1000'],
+  ])(
+    'refuses a sub entry’s token with %s (no time to prove it was issued after)',
+    (_label, iat) => {
+      const list = new RevocationList()
+      list.add(entry('sub', 'alice', 1001))
+      expect(list.match(admission({ sub: 'alice', iat }))).toBe('sub')
+    },
+  )
+})

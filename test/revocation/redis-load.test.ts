@@ -156,11 +156,15 @@ describe('a fresh instance on a large revocation list', () => {
 })
 
 describe('a running instance catching up', () => {
-  async function pair(size: number): Promise<[Instance, Instance, string]> {
+  /** B resynchronizes every `resyncIntervalMs` (a second unless a test needs none meanwhile). */
+  async function pair(
+    size: number,
+    resyncIntervalMs = 1000,
+  ): Promise<[Instance, Instance, string]> {
     const prefix = nextPrefix()
     await fillList(admin, prefix, issuer.issuer('acme'), size)
     const a = await start(prefix)
-    const b = await start(prefix, { resyncIntervalMs: 1000 })
+    const b = await start(prefix, { resyncIntervalMs })
     await held(a)
     await held(b)
     return [a, b, prefix]
@@ -204,7 +208,8 @@ describe('a running instance catching up', () => {
   })
 
   it('reloads in full when the log cannot answer (the changes it missed were trimmed)', async () => {
-    const [a, b, prefix] = await pair(5000)
+    // No periodic catch-up that could read the missed change before the log is deleted.
+    const [a, b, prefix] = await pair(5000, 600_000)
     const pagesBefore = b.store.runs.page
     const token = await issuedBefore({ sub: 'trimmed' })
     b.store.dropMessages(true)
@@ -216,6 +221,37 @@ describe('a running instance catching up', () => {
       'B refuses the change it missed',
       async () => (await decided(b.gate, token)) === 'revoked',
     )
+    // Only a full reload reads pages: catching up from the log reads none.
+    expect(b.store.runs.page).toBeGreaterThan(pagesBefore)
+  })
+
+  it.each([
+    ['the log was trimmed past the last change it applied', 'trim'],
+    ['a change it missed has no entry in the log, between two that have', 'hole'],
+  ] as const)('reloads in full when %s (not starting at sequence 0)', async (_case, damage) => {
+    // No periodic catch-up that could read the missed changes before the log is damaged.
+    const [a, b, prefix] = await pair(2000, 600_000)
+    const log = `{${prefix}}:log`
+    // B follows changes 1 and 2: its last applied change is 2, and the log holds it.
+    for (const sub of ['seen-1', 'seen-2']) await a.gate.revoke({ sub })
+    const seen = await issuedBefore({ sub: 'seen-2' })
+    await until('B applied change 2', async () => (await decided(b.gate, seen)) === 'revoked')
+    const pagesBefore = b.store.runs.page
+    // B misses changes 3 and 4. Trimmed: the log keeps only 4. A hole: the log loses 3 alone.
+    b.store.dropMessages(true)
+    for (const sub of ['missed-3', 'missed-4']) await a.gate.revoke({ sub })
+    const entries = (await admin.xrange(log, '-', '+')).map(([id]) => id)
+    if (damage === 'trim') await admin.xtrim(log, 'MAXLEN', 1)
+    else await admin.xdel(log, entries.at(-2) as string)
+    expect(await admin.xlen(log)).toBe(damage === 'trim' ? 1 : entries.length - 1)
+    b.store.dropMessages(false)
+    // Change 5 reaches B: a gap, and the log cannot say what change 3 was.
+    await a.gate.revoke({ sub: 'after-5' })
+    for (const sub of ['missed-3', 'missed-4', 'after-5']) {
+      const token = await issuedBefore({ sub })
+      await until(`B refuses ${sub}`, async () => (await decided(b.gate, token)) === 'revoked')
+    }
+    expect(await decided(b.gate, await issuedBefore({ sub: 'never-revoked' }))).toBe('admitted')
     // Only a full reload reads pages: catching up from the log reads none.
     expect(b.store.runs.page).toBeGreaterThan(pagesBefore)
   })
