@@ -324,7 +324,7 @@ describe("HAProxy without the guide's settings", () => {
     }
   }
 
-  it("in TCP mode (no `mode http`) skips the http-request lines with a warning: the client's own Client-Cert reaches the service and is believed", async () => {
+  it("in TCP mode (no mode http) skips the http-request lines with a warning: the client's own Client-Cert reaches the service and is believed", async () => {
     const withoutModeHttp = (cfg: string) => {
       expect(cfg.split('    mode http\n')).toHaveLength(3)
       return cfg.replaceAll('    mode http\n', '')
