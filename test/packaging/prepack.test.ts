@@ -54,7 +54,10 @@ describe('packing the package', () => {
       for (const file of Object.values(target)) {
         // ./dist/<dir>/<path>.js (or .d.ts) is compiled from ./<dir>/<path>.ts, in an included dir.
         const source = file.replace(/^\.\/dist\//, '').replace(/(\.d)?\.ts$|\.js$/, '.ts')
-        expect(build.include.some((dir) => source.startsWith(`${dir}/`)), entry).toBe(true)
+        expect(
+          build.include.some((dir) => source.startsWith(`${dir}/`)),
+          entry,
+        ).toBe(true)
         expect(existsSync(join(ROOT, source)), `${entry}: ${source}`).toBe(true)
       }
     }
