@@ -90,13 +90,15 @@ describe.each(ALL_APPS)('%s adapter with resource metadata', (_name, createApp) 
     )
   })
 
-  it('adds the DPoP members when DPoP is on', async () => {
+  it('adds the DPoP members when DPoP is on, and lists no bearer method when it is required', async () => {
     const dpopApp = createApp({
       ...options,
       dpop: { mode: 'required', publicBaseUrl: 'https://api.example.test', algorithms: ['ES256'] },
     })
     const res = await request(dpopApp).get(METADATA_PATH)
     expect(res.body).toMatchObject({
+      // RFC 9728 §2: the empty array says no bearer method is supported; the gate refuses them.
+      bearer_methods_supported: [],
       dpop_signing_alg_values_supported: ['ES256'],
       dpop_bound_access_tokens_required: true,
     })
