@@ -75,8 +75,14 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     admitOn(req, res, result)
     then(req, res, result, next)
   }
-  function decideThen(req: Request, res: Response, next: NextFunction, then: Then): void {
-    const request = requestOf(req)
+  function decideThen(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    then: Then,
+    scope?: string,
+  ): void {
+    const request = requestOf(req, scope)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return void send(res, metadata)
     // A decision that needed no I/O goes on at once, as any synchronous middleware.
@@ -99,7 +105,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const guards = guardMiddleware((guard): RequestHandler => {
     const check: Then = (req, res, result, next) => {
       try {
-        gate.authorize(guard, result.auth, requestOf(req))
+        gate.authorize(guard, result.auth, requestOf(req, guard.scope))
       } catch (error) {
         return refuse(error, res, next)
       }
@@ -108,7 +114,8 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     return function tollgateGuard(req, res, next) {
       const result = decisions.of(req)
       // The gate has not decided on this request (a route guarded on its own): it decides first.
-      if (result === undefined) return decideThen(req, res, next, check)
+      // Its refusals name the guard's scopes.
+      if (result === undefined) return decideThen(req, res, next, check, guard.scope)
       check(req, res, result, next)
     }
   })

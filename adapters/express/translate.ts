@@ -12,11 +12,11 @@ import type { Request, Response } from 'express'
 import type { ErrorResponse } from '../../src/errors.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
-/** The request as the gate reads it. */
-export function requestOf(req: Request): RequestLike {
+/** The request as the gate reads it; `requiredScope`: the scopes of the guard that runs the gate. */
+export function requestOf(req: Request, requiredScope?: string): RequestLike {
   const { headers, rawHeaders, method, originalUrl: url, body, socket } = req
   const secure = (socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders, method, url, body, secure, socket }
+  return { headers, rawHeaders, method, url, body, secure, socket, requiredScope }
 }
 
 /** Sets `req.auth` (when admitted with a token) and the admission's headers. */

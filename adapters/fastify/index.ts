@@ -117,8 +117,9 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     reply: FastifyReply,
     done: HookHandlerDoneFunction,
     then: Then,
+    scope?: string,
   ) {
-    const view = requestOf(request)
+    const view = requestOf(request, scope)
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return send(reply, metadata)
     const decided = decide(view)
@@ -162,7 +163,7 @@ export function tollgate(options: GateOptions): TollgatePlugin {
   const guards = guardMiddleware((guard): TollgateHook => {
     const check: Then = (request, reply, result, done) => {
       try {
-        gate.authorize(guard, result.auth, requestOf(request))
+        gate.authorize(guard, result.auth, requestOf(request, guard.scope))
       } catch (error) {
         return refuse(error, reply, done)
       }
@@ -171,8 +172,9 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     return function tollgateGuard(request, reply, done) {
       const result = decisions.of(request)
       // The gate has not decided on this request (a route guarded on its own, or outside the
-      // plugin's context): it decides first, the body parsed by now.
-      if (result === undefined) return decideOn(request, reply, done, check)
+      // plugin's context): it decides first, the body parsed by now; its refusals name the
+      // guard's scopes.
+      if (result === undefined) return decideOn(request, reply, done, check, guard.scope)
       check(request, reply, result, done)
     }
   })

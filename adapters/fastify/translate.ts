@@ -10,12 +10,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { ErrorResponse } from '../../src/errors.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
-/** The request as the gate reads it. */
-export function requestOf(request: FastifyRequest): RequestLike {
+/** The request as the gate reads it; `requiredScope`: the scopes of the guard that runs the gate. */
+export function requestOf(request: FastifyRequest, requiredScope?: string): RequestLike {
   const { headers, method, url, body, raw } = request
   const socket = raw.socket ?? undefined
   const secure = (socket as { encrypted?: boolean } | undefined)?.encrypted === true
-  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure, socket }
+  const rawHeaders = raw.rawHeaders
+  return { headers, rawHeaders, method, url, body, secure, socket, requiredScope }
 }
 
 /** Sets `request.auth` (`undefined` when admitted without a token) and the admission's headers. */

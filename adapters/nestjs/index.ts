@@ -79,7 +79,8 @@ interface AuthHolder {
 
 /** How one HTTP platform is read and answered: the only place the two platforms differ. */
 interface Platform {
-  requestOf(request: unknown): RequestLike
+  /** The request as the gate reads it; `requiredScope`: the route's scopes, for challenges. */
+  requestOf(request: unknown, requiredScope?: string): RequestLike
   /** Sets `request.auth` and the admission's headers. */
   admit(request: unknown, response: unknown, result: CheckResult): void
   send(response: unknown, answer: ErrorResponse): void
@@ -88,14 +89,15 @@ interface Platform {
 // The translations of tollgate/express and tollgate/fastify themselves, so that the answers are
 // byte for byte theirs.
 const EXPRESS: Platform = {
-  requestOf: (request) => express.requestOf(request as Request),
+  requestOf: (request, requiredScope) => express.requestOf(request as Request, requiredScope),
   admit: (request, response, result) =>
     express.admitOn(request as Request, response as Response, result),
   send: (response, answer) => express.send(response as Response, answer),
 }
 
 const FASTIFY: Platform = {
-  requestOf: (request) => fastify.requestOf(request as FastifyRequest),
+  requestOf: (request, requiredScope) =>
+    fastify.requestOf(request as FastifyRequest, requiredScope),
   admit: (request, response, result) =>
     fastify.admitOn(request as FastifyRequest, response as FastifyReply, result),
   send: (response, answer) => fastify.send(response as FastifyReply, answer),
@@ -147,6 +149,13 @@ function routeGuardsOf(controller: object, handler: object): readonly Guard[] | 
   const onHandler = routeGuards.get(handler)
   if (onController === undefined) return onHandler
   return onHandler === undefined ? onController : [...onController, ...onHandler]
+}
+
+/** The scopes of a route's first scope guard: what its refusals name, as a guard alone's do. */
+function scopeOf(guards: readonly Guard[] | undefined): string | undefined {
+  if (guards === undefined) return undefined
+  for (const guard of guards) if (guard.scope !== undefined) return guard.scope
+  return undefined
 }
 
 /** The class (class decorator) or the handler function (method decorator) decorated. */
@@ -278,15 +287,17 @@ export class TollgateGuard implements CanActivate {
     // decorators again, which pass as before, and no second decision.
     const result = this.#decisions.of(request)
     if (result !== undefined) {
-      return guards === undefined || this.#authorize(guards, result, platform.requestOf(request))
+      return guards === undefined || this.#authorize(guards, result, platform, request)
     }
-    const view = platform.requestOf(request)
+    // The route's scopes go into the decision: a refusal names them (RFC 6750 §3), as the other
+    // adapters' guards do when they run the gate.
+    const view = platform.requestOf(request, scopeOf(guards))
     const decided = this.#decide(view)
     if (decided instanceof Refused) throw this.#refusal(decided.error)
     const admit = (admitted: CheckResult): boolean => {
       this.#decisions.remember(request, admitted)
       platform.admit(request, http.getResponse<unknown>(), admitted)
-      return guards === undefined || this.#authorize(guards, admitted, view)
+      return guards === undefined || this.#authorize(guards, admitted, platform, request, view)
     }
     if (!(decided instanceof Promise)) return admit(decided)
     return decided.then(admit, (error: unknown) => {
@@ -294,11 +305,24 @@ export class TollgateGuard implements CanActivate {
     })
   }
 
-  /** Runs the route's `@Require…` decorators; throws the first refusal. */
-  #authorize(guards: readonly Guard[], result: CheckResult, view: RequestLike): true {
+  /**
+   * Runs the route's `@Require…` decorators; throws the first refusal, whose challenge names that
+   * guard's scopes. `view`: the request as the decision read it, reused when its scopes fit.
+   */
+  #authorize(
+    guards: readonly Guard[],
+    result: CheckResult,
+    platform: Platform,
+    request: object,
+    view?: RequestLike,
+  ): true {
     for (const guard of guards) {
+      const scoped =
+        view !== undefined && view.requiredScope === guard.scope
+          ? view
+          : platform.requestOf(request, guard.scope)
       try {
-        this.#gate.authorize(guard, result.auth, view)
+        this.#gate.authorize(guard, result.auth, scoped)
       } catch (error) {
         throw this.#refusal(error)
       }
