@@ -11,7 +11,7 @@ import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../..
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult } from '../../src/types.js'
-import { admitOn, requestOf, send } from './translate.js'
+import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
 declare global {
   namespace Express {
@@ -56,7 +56,11 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<Request>()
   const refuse = (error: unknown, res: Response, next: NextFunction): void => {
-    if (gate.errorHandling === 'framework') return void next(error)
+    if (gate.errorHandling === 'framework') {
+      // Set now: an application's handler that sets only the status and a body keeps them.
+      keepHeaders(res, error)
+      return void next(error)
+    }
     send(res, renderError(error))
   }
   /** What follows an admission: the next handler (the middleware), or a guard's check. */

@@ -19,7 +19,7 @@ import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../..
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult } from '../../src/types.js'
-import { admitOn, requestOf, send } from './translate.js'
+import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -88,7 +88,12 @@ export function tollgate(options: GateOptions): TollgatePlugin {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<FastifyRequest>()
   const refuse = (error: unknown, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    if (gate.errorHandling === 'framework') return void done(error as Error)
+    if (gate.errorHandling === 'framework') {
+      // Set on the reply first: an error handler that sets only the status and a body
+      // (`reply.code(err.statusCode).send(…)`) keeps the challenge, Retry-After and RateLimit.
+      keepHeaders(reply, error)
+      return void done(error as Error)
+    }
     // An answer from a hook: Fastify skips the rest of the chain; `done` is not called.
     send(reply, renderError(error))
   }

@@ -5,7 +5,7 @@
  */
 import type { Context, Handler, MiddlewareHandler } from 'hono'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { type ErrorResponse, isTollgateError, renderError } from '../../src/errors.js'
 import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
@@ -100,7 +100,14 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<Context>()
   const refuse = (error: unknown, c: Context): Response => {
-    if (gate.errorHandling === 'framework') throw error
+    if (gate.errorHandling === 'framework') {
+      // Set on `c` first: an `app.onError` that answers with `c.json(…)` keeps the challenge,
+      // Retry-After and the RateLimit fields.
+      if (isTollgateError(error)) {
+        for (const name in error.headers) c.header(name, error.headers[name] as string)
+      }
+      throw error
+    }
     return send(c, renderError(error))
   }
   const admit = (c: Context, result: CheckResult): undefined => {

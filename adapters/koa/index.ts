@@ -5,7 +5,7 @@
  */
 import type { Context, Middleware } from 'koa'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { type ErrorResponse, isTollgateError, renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
@@ -79,7 +79,13 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<Context>()
   const refuse = (error: unknown, ctx: Context): void => {
-    if (gate.errorHandling === 'framework') throw error
+    if (gate.errorHandling === 'framework') {
+      // Set before the throw: an application's catch that sets only the status and a body keeps
+      // the challenge, Retry-After and RateLimit fields (Koa's own onerror sets them from
+      // `err.headers` again).
+      if (isTollgateError(error)) setHeaders(ctx, error.headers)
+      throw error
+    }
     send(ctx, renderError(error))
   }
   // The middleware and guards are not async functions, yet always return a promise, as Koa

@@ -72,6 +72,9 @@ interface OpenedGate extends ReturnType<typeof openGate> {
   readonly decisions: Decisions<object>
 }
 
+/** The HTTP side of an execution context: the platform's request and response. */
+type HttpArgumentsHost = ReturnType<ExecutionContext['switchToHttp']>
+
 /** What the guard sets on the platform's request object, for handlers that read it directly. */
 interface AuthHolder {
   auth?: Admission | undefined
@@ -84,6 +87,8 @@ interface Platform {
   /** Sets `request.auth` and the admission's headers. */
   admit(request: unknown, response: unknown, result: CheckResult): void
   send(response: unknown, answer: ErrorResponse): void
+  /** Sets a refusal's headers on the response before it is thrown (`errorHandling: 'framework'`). */
+  keepHeaders(response: unknown, error: unknown): void
 }
 
 // The translations of tollgate/express and tollgate/fastify themselves, so that the answers are
@@ -93,6 +98,7 @@ const EXPRESS: Platform = {
   admit: (request, response, result) =>
     express.admitOn(request as Request, response as Response, result),
   send: (response, answer) => express.send(response as Response, answer),
+  keepHeaders: (response, error) => express.keepHeaders(response as Response, error),
 }
 
 const FASTIFY: Platform = {
@@ -101,6 +107,7 @@ const FASTIFY: Platform = {
   admit: (request, response, result) =>
     fastify.admitOn(request as FastifyRequest, response as FastifyReply, result),
   send: (response, answer) => fastify.send(response as FastifyReply, answer),
+  keepHeaders: (response, error) => fastify.keepHeaders(response as FastifyReply, error),
 }
 
 /**
@@ -287,21 +294,21 @@ export class TollgateGuard implements CanActivate {
     // decorators again, which pass as before, and no second decision.
     const result = this.#decisions.of(request)
     if (result !== undefined) {
-      return guards === undefined || this.#authorize(guards, result, platform, request)
+      return guards === undefined || this.#authorize(guards, result, platform, http)
     }
     // The route's scopes go into the decision: a refusal names them (RFC 6750 §3), as the other
     // adapters' guards do when they run the gate.
     const view = platform.requestOf(request, scopeOf(guards))
     const decided = this.#decide(view)
-    if (decided instanceof Refused) throw this.#refusal(decided.error)
+    if (decided instanceof Refused) throw this.#refusal(decided.error, platform, http)
     const admit = (admitted: CheckResult): boolean => {
       this.#decisions.remember(request, admitted)
       platform.admit(request, http.getResponse<unknown>(), admitted)
-      return guards === undefined || this.#authorize(guards, admitted, platform, request, view)
+      return guards === undefined || this.#authorize(guards, admitted, platform, http, view)
     }
     if (!(decided instanceof Promise)) return admit(decided)
     return decided.then(admit, (error: unknown) => {
-      throw this.#refusal(error)
+      throw this.#refusal(error, platform, http)
     })
   }
 
@@ -313,25 +320,33 @@ export class TollgateGuard implements CanActivate {
     guards: readonly Guard[],
     result: CheckResult,
     platform: Platform,
-    request: object,
+    http: HttpArgumentsHost,
     view?: RequestLike,
   ): true {
     for (const guard of guards) {
       const scoped =
         view !== undefined && view.requiredScope === guard.scope
           ? view
-          : platform.requestOf(request, guard.scope)
+          : platform.requestOf(http.getRequest<object>(), guard.scope)
       try {
         this.#gate.authorize(guard, result.auth, scoped)
       } catch (error) {
-        throw this.#refusal(error)
+        throw this.#refusal(error, platform, http)
       }
     }
     return true
   }
 
-  #refusal(error: unknown): unknown {
-    return this.#gate.errorHandling === 'framework' ? error : new TollgateRefusal(error)
+  /**
+   * What the guard throws: a {@link TollgateRefusal} for the module's filter, or with
+   * `errorHandling: 'framework'` the typed error itself, its headers (`WWW-Authenticate`,
+   * `Retry-After`, the RateLimit fields) set on the response first, so that an exception filter
+   * that sets only the status and a body still answers with them.
+   */
+  #refusal(error: unknown, platform: Platform, http: HttpArgumentsHost): unknown {
+    if (this.#gate.errorHandling !== 'framework') return new TollgateRefusal(error)
+    platform.keepHeaders(http.getResponse<unknown>(), error)
+    return error
   }
 }
 // No decorator syntax in the package (no compiler flag needed to build it): Nest's decorators
