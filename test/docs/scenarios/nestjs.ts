@@ -120,7 +120,7 @@ export const NESTJS: ScenarioTable = {
         const anonymous = await app.fetch('/mcp')
         expect(anonymous.status).toBe(401)
         expect(anonymous.headers.get('www-authenticate')).toBe(
-          `Bearer realm="api", resource_metadata="${METADATA}"`,
+          `Bearer realm="api", scope="mcp:tools", resource_metadata="${METADATA}"`,
         )
         const claims = { aud: 'https://api.example.com/mcp', sub: 'alice' }
         const token = await kit.mint({ ...claims, scope: 'mcp:tools' })
