@@ -20,7 +20,10 @@ export const NESTJS: ScenarioTable = {
             body: { subject: 'alice', scopes: ['billing:read'] },
           })
           const anonymous = await app.fetch('/invoices')
-          expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api"')
+          // The guard knows the route's @RequireScopes: its 401 names them.
+          expect(anonymous.headers.get('www-authenticate')).toBe(
+            'Bearer realm="api", scope="billing:read"',
+          )
           expect(anonymous.status).toBe(401)
           const unscoped = await kit.mint({ scope: 'openid' })
           expect((await app.fetch('/invoices', bearer(unscoped))).status).toBe(403)
