@@ -165,6 +165,16 @@ function scopeOf(guards: readonly Guard[] | undefined): string | undefined {
   return undefined
 }
 
+/** Whether the admission meets a guard: checked before a refusal's view is built. */
+function meets(guard: Guard, auth: Admission | undefined): boolean {
+  try {
+    guard(auth)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /** The class (class decorator) or the handler function (method decorator) decorated. */
 function decorated(target: object, descriptor: PropertyDescriptor | undefined): object {
   return (descriptor?.value as object | undefined) ?? target
@@ -324,6 +334,8 @@ export class TollgateGuard implements CanActivate {
     view?: RequestLike,
   ): true {
     for (const guard of guards) {
+      // Met: nothing to build. Refused: the gate runs it again on a view naming its scopes.
+      if (meets(guard, result.auth)) continue
       const scoped =
         view !== undefined && view.requiredScope === guard.scope
           ? view

@@ -159,6 +159,8 @@ describe('every adapter', () => {
       [GUARD_PATHS.soloAnyScope, undefined],
       [GUARD_PATHS.soloClientRole, undefined],
       [GUARD_PATHS.soloAcr, undefined],
+      // The step-up guard after the scope guard refuses: it names no scope of its own.
+      [GUARD_PATHS.soloStepUp, readOnly],
     ]
     for (const [path, token] of cases) {
       const answers = []
