@@ -33,6 +33,12 @@ export interface RequestLike {
    * `mtls` option, RFC 8705).
    */
   readonly socket?: PeerSocket | undefined
+  /**
+   * The scopes the route requires, space-separated, named in the `scope` of a refusal's challenge
+   * (RFC 6750 §3, MCP's "scope" SHOULD). The adapters' guards set it when they run the gate; without
+   * it, the resource metadata's `scopes_supported` is named when configured.
+   */
+  readonly requiredScope?: string | undefined
 }
 
 /**

@@ -11,7 +11,7 @@ import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../..
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult } from '../../src/types.js'
-import { admitOn, requestOf, send } from './translate.js'
+import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
 declare global {
   namespace Express {
@@ -56,7 +56,11 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<Request>()
   const refuse = (error: unknown, res: Response, next: NextFunction): void => {
-    if (gate.errorHandling === 'framework') return void next(error)
+    if (gate.errorHandling === 'framework') {
+      // Set now: an application's handler that sets only the status and a body keeps them.
+      keepHeaders(res, error)
+      return void next(error)
+    }
     send(res, renderError(error))
   }
   /** What follows an admission: the next handler (the middleware), or a guard's check. */
@@ -75,8 +79,14 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     admitOn(req, res, result)
     then(req, res, result, next)
   }
-  function decideThen(req: Request, res: Response, next: NextFunction, then: Then): void {
-    const request = requestOf(req)
+  function decideThen(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    then: Then,
+    scope?: string,
+  ): void {
+    const request = requestOf(req, scope)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) return void send(res, metadata)
     // A decision that needed no I/O goes on at once, as any synchronous middleware.
@@ -99,7 +109,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const guards = guardMiddleware((guard): RequestHandler => {
     const check: Then = (req, res, result, next) => {
       try {
-        gate.authorize(guard, result.auth, requestOf(req))
+        gate.authorize(guard, result.auth, requestOf(req, guard.scope))
       } catch (error) {
         return refuse(error, res, next)
       }
@@ -108,7 +118,8 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     return function tollgateGuard(req, res, next) {
       const result = decisions.of(req)
       // The gate has not decided on this request (a route guarded on its own): it decides first.
-      if (result === undefined) return decideThen(req, res, next, check)
+      // Its refusals name the guard's scopes.
+      if (result === undefined) return decideThen(req, res, next, check, guard.scope)
       check(req, res, result, next)
     }
   })

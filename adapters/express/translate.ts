@@ -9,20 +9,33 @@ import type { ServerResponse } from 'node:http'
 
 import type { Request, Response } from 'express'
 
-import type { ErrorResponse } from '../../src/errors.js'
+import { type ErrorResponse, isTollgateError } from '../../src/errors.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
-/** The request as the gate reads it. */
-export function requestOf(req: Request): RequestLike {
+/** The request as the gate reads it; `requiredScope`: the scopes of the guard that runs the gate. */
+export function requestOf(req: Request, requiredScope?: string): RequestLike {
   const { headers, rawHeaders, method, originalUrl: url, body, socket } = req
   const secure = (socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders, method, url, body, secure, socket }
+  return { headers, rawHeaders, method, url, body, secure, socket, requiredScope }
 }
 
 /** Sets `req.auth` (when admitted with a token) and the admission's headers. */
 export function admitOn(req: Request, res: Response, result: CheckResult): void {
   if (result.auth !== undefined) (req as { auth?: Admission }).auth = result.auth
   for (const name in result.headers) res.setHeader(name, result.headers[name] as string)
+}
+
+/**
+ * With `errorHandling: 'framework'`: sets a refusal's headers (`WWW-Authenticate`, `Retry-After`,
+ * the RateLimit fields) on the response before the error is handed on, so that an application's
+ * own error handler that only sets the status and a body (`res.status(err.status).json(…)`) still
+ * answers with them. Express's own handler sets them again from `err.headers`, to the same values.
+ * Any Node response (the NestJS guard throws on either platform's raw response).
+ */
+export function keepHeaders(res: ServerResponse, error: unknown): void {
+  if (!isTollgateError(error) || res.headersSent) return
+  const headers = error.headers
+  for (const name in headers) res.setHeader(name, headers[name] as string)
 }
 
 /**

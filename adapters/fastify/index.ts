@@ -19,7 +19,7 @@ import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../..
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import type { Admission, CheckResult } from '../../src/types.js'
-import { admitOn, requestOf, send } from './translate.js'
+import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -88,7 +88,12 @@ export function tollgate(options: GateOptions): TollgatePlugin {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<FastifyRequest>()
   const refuse = (error: unknown, reply: FastifyReply, done: HookHandlerDoneFunction): void => {
-    if (gate.errorHandling === 'framework') return void done(error as Error)
+    if (gate.errorHandling === 'framework') {
+      // Set on the reply first: an error handler that sets only the status and a body
+      // (`reply.code(err.statusCode).send(…)`) keeps the challenge, Retry-After and RateLimit.
+      keepHeaders(reply, error)
+      return void done(error as Error)
+    }
     // An answer from a hook: Fastify skips the rest of the chain; `done` is not called.
     send(reply, renderError(error))
   }
@@ -117,8 +122,9 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     reply: FastifyReply,
     done: HookHandlerDoneFunction,
     then: Then,
+    scope?: string,
   ) {
-    const view = requestOf(request)
+    const view = requestOf(request, scope)
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return send(reply, metadata)
     const decided = decide(view)
@@ -162,7 +168,7 @@ export function tollgate(options: GateOptions): TollgatePlugin {
   const guards = guardMiddleware((guard): TollgateHook => {
     const check: Then = (request, reply, result, done) => {
       try {
-        gate.authorize(guard, result.auth, requestOf(request))
+        gate.authorize(guard, result.auth, requestOf(request, guard.scope))
       } catch (error) {
         return refuse(error, reply, done)
       }
@@ -171,8 +177,9 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     return function tollgateGuard(request, reply, done) {
       const result = decisions.of(request)
       // The gate has not decided on this request (a route guarded on its own, or outside the
-      // plugin's context): it decides first, the body parsed by now.
-      if (result === undefined) return decideOn(request, reply, done, check)
+      // plugin's context): it decides first, the body parsed by now; its refusals name the
+      // guard's scopes.
+      if (result === undefined) return decideOn(request, reply, done, check, guard.scope)
       check(request, reply, result, done)
     }
   })

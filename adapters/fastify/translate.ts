@@ -7,21 +7,31 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
-import type { ErrorResponse } from '../../src/errors.js'
+import { type ErrorResponse, isTollgateError } from '../../src/errors.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
-/** The request as the gate reads it. */
-export function requestOf(request: FastifyRequest): RequestLike {
+/** The request as the gate reads it; `requiredScope`: the scopes of the guard that runs the gate. */
+export function requestOf(request: FastifyRequest, requiredScope?: string): RequestLike {
   const { headers, method, url, body, raw } = request
   const socket = raw.socket ?? undefined
   const secure = (socket as { encrypted?: boolean } | undefined)?.encrypted === true
-  return { headers, rawHeaders: raw.rawHeaders, method, url, body, secure, socket }
+  const rawHeaders = raw.rawHeaders
+  return { headers, rawHeaders, method, url, body, secure, socket, requiredScope }
 }
 
 /** Sets `request.auth` (`undefined` when admitted without a token) and the admission's headers. */
 export function admitOn(request: FastifyRequest, reply: FastifyReply, result: CheckResult): void {
   ;(request as { auth?: Admission | undefined }).auth = result.auth
   reply.headers(result.headers)
+}
+
+/**
+ * With `errorHandling: 'framework'`: sets a refusal's headers (`WWW-Authenticate`, `Retry-After`,
+ * the RateLimit fields) on the reply before the error is handed on, so that an error handler that
+ * only sets the status and a body still answers with them.
+ */
+export function keepHeaders(reply: FastifyReply, error: unknown): void {
+  if (isTollgateError(error) && !reply.sent) reply.headers(error.headers)
 }
 
 export function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): void {

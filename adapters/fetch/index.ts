@@ -162,13 +162,15 @@ export function tollgate(options: GateOptions): FetchTollgate {
   /**
    * The gate on a request it has not decided on: what it admitted, or the answer (a refusal, with
    * `headers` of an earlier admission kept; the metadata document). A promise only after I/O.
+   * `scope`: the scopes of the route's first scope guard, which a refusal's challenge names.
    */
   function decideOn(
     request: Request,
     body: unknown,
     headers?: Readonly<Record<string, string>>,
+    scope?: string,
   ): Admitted | Answered | Promise<Admitted | Answered> {
-    const view = requestOfFetch(request, body, SOCKETS.get(request))
+    const view = requestOfFetch(request, body, SOCKETS.get(request), scope)
     const metadata = gate.resourceMetadata(view)
     if (metadata !== undefined) return { response: responseOfFetch(metadata) }
     const decided = decide(view)
@@ -186,10 +188,20 @@ export function tollgate(options: GateOptions): FetchTollgate {
     return admitted
   }
 
+  // The scopes of this instance's scope guards: `handle()` with guards, and `withAuth()`, hand the
+  // first one's to the gate's decision, so that a refusal names them as a guard alone would.
+  const scopes = new WeakMap<FetchGuard, string>()
+  const scopeOf = (routeGuards: readonly FetchGuard[]): string | undefined => {
+    for (const guard of routeGuards) {
+      const scope = scopes.get(guard)
+      if (scope !== undefined) return scope
+    }
+    return undefined
+  }
   const guards = guardMiddleware((guard): FetchGuard => {
     const check = (request: Request, admitted: Admitted, own: CheckResult): Admitted | Answered => {
       try {
-        gate.authorize(guard, own.auth, requestOfFetch(request))
+        gate.authorize(guard, own.auth, requestOfFetch(request, undefined, undefined, guard.scope))
       } catch (error) {
         return { response: refusal(error, admitted.headers) }
       }
@@ -208,7 +220,7 @@ export function tollgate(options: GateOptions): FetchTollgate {
         }
         return check(request, both, decided)
       }
-      const decided = decideOn(request, undefined, admitted.headers)
+      const decided = decideOn(request, undefined, admitted.headers, guard.scope)
       return decided instanceof Promise ? decided.then(joined) : joined(decided)
     }
     const tollgateGuard: FetchGuard = (request, admitted) => {
@@ -217,19 +229,31 @@ export function tollgate(options: GateOptions): FetchTollgate {
       return refusalOf(outcome)
     }
     GUARD_STEPS.set(tollgateGuard, step)
+    if (guard.scope !== undefined) scopes.set(tollgateGuard, guard.scope)
     return tollgateGuard
   })
 
-  async function handle(request: Request, options?: HandleOptions): Promise<Admitted | Answered> {
+  function handle(request: Request, options?: HandleOptions): Promise<Admitted | Answered> {
+    const routeGuards = options?.guards
+    const scope = routeGuards === undefined ? undefined : scopeOf(routeGuards)
+    return handleWith(request, options, routeGuards, scope)
+  }
+
+  async function handleWith(
+    request: Request,
+    options: HandleOptions | undefined,
+    routeGuards: readonly FetchGuard[] | undefined,
+    scope: string | undefined,
+  ): Promise<Admitted | Answered> {
     let admitted = decisions.of(request) as Admitted | undefined
     if (options?.socket !== undefined) SOCKETS.set(request, options.socket)
     if (admitted === undefined) {
-      const pending = decideOn(request, options?.body)
+      const pending = decideOn(request, options?.body, undefined, scope)
       const decided = pending instanceof Promise ? await pending : pending
       if (decided.response !== undefined) return decided
       admitted = decided
     }
-    for (const guard of options?.guards ?? []) {
+    for (const guard of routeGuards ?? []) {
       const step = GUARD_STEPS.get(guard)
       if (step === undefined) {
         // The application's own guard.
@@ -255,8 +279,10 @@ export function tollgate(options: GateOptions): FetchTollgate {
       ...(options?.scopes === undefined ? [] : [guards.requireScopes(...options.scopes)]),
       ...(options?.guards ?? []),
     ]
+    // The route's scopes reach the gate's decision: a 401 names them, as a guard alone's does.
+    const scope = scopeOf(routeGuards)
     return async function tollgateRoute(request, ...rest) {
-      const result = await handle(request, { guards: routeGuards })
+      const result = await handleWith(request, undefined, routeGuards, scope)
       if (result.response !== undefined) return result.response
       return withHeaders(await handler(request, result.auth, ...rest), result.headers)
     }

@@ -5,7 +5,7 @@
  */
 import type { Context, Handler, MiddlewareHandler } from 'hono'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { type ErrorResponse, isTollgateError, renderError } from '../../src/errors.js'
 import { callbackRequestOfFetch, requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
@@ -60,7 +60,7 @@ function socketOf(c: Context): PeerSocket | undefined {
   return typeof socket === 'object' && socket !== null ? (socket as PeerSocket) : undefined
 }
 
-function requestOf(c: Context): RequestLike | Promise<RequestLike> {
+function requestOf(c: Context, scope?: string): RequestLike | Promise<RequestLike> {
   const type = c.req.header('content-type')
   const method = c.req.method
   if (
@@ -70,9 +70,9 @@ function requestOf(c: Context): RequestLike | Promise<RequestLike> {
     type.split(';', 1)[0]?.trim().toLowerCase() !== FORM
   ) {
     // No body to wait for: no promise (issue 24, the hit path).
-    return requestOfFetch(c.req.raw, undefined, socketOf(c))
+    return requestOfFetch(c.req.raw, undefined, socketOf(c), scope)
   }
-  return c.req.parseBody().then((body) => requestOfFetch(c.req.raw, body, socketOf(c)))
+  return c.req.parseBody().then((body) => requestOfFetch(c.req.raw, body, socketOf(c), scope))
 }
 
 function send(c: Context, { status, headers, body }: ErrorResponse): Response {
@@ -100,7 +100,14 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<Context>()
   const refuse = (error: unknown, c: Context): Response => {
-    if (gate.errorHandling === 'framework') throw error
+    if (gate.errorHandling === 'framework') {
+      // Set on `c` first: an `app.onError` that answers with `c.json(…)` keeps the challenge,
+      // Retry-After and the RateLimit fields.
+      if (isTollgateError(error)) {
+        for (const name in error.headers) c.header(name, error.headers[name] as string)
+      }
+      throw error
+    }
     return send(c, renderError(error))
   }
   const admit = (c: Context, result: CheckResult): undefined => {
@@ -113,8 +120,11 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
    * `undefined` once admitted (set on `c`, and in `decisions`). A promise only when the body or the
    * decision waits on I/O.
    */
-  function decideOn(c: Context): Response | undefined | Promise<Response | undefined> {
-    const pending = requestOf(c)
+  function decideOn(
+    c: Context,
+    scope?: string,
+  ): Response | undefined | Promise<Response | undefined> {
+    const pending = requestOf(c, scope)
     if (pending instanceof Promise) return pending.then((request) => decideWith(c, request))
     return decideWith(c, pending)
   }
@@ -150,14 +160,19 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
       async function tollgateGuard(c, next) {
         let result = decisions.of(c)
         if (result === undefined) {
-          // The gate has not decided on this request (a route guarded on its own): it decides first.
-          const decided = decideOn(c)
+          // The gate has not decided on this request (a route guarded on its own): it decides
+          // first, and its refusals name the guard's scopes.
+          const decided = decideOn(c, guard.scope)
           const answer = decided instanceof Promise ? await decided : decided
           if (answer !== undefined) return answer
           result = decisions.of(c) as CheckResult
         }
         try {
-          gate.authorize(guard, result.auth, requestOfFetch(c.req.raw))
+          gate.authorize(
+            guard,
+            result.auth,
+            requestOfFetch(c.req.raw, undefined, undefined, guard.scope),
+          )
         } catch (error) {
           return refuse(error, c)
         }

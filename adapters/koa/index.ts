@@ -5,7 +5,7 @@
  */
 import type { Context, Middleware } from 'koa'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
+import { type ErrorResponse, isTollgateError, renderError } from '../../src/errors.js'
 import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
@@ -32,12 +32,14 @@ export interface TollgateMiddleware
   readonly resourceMetadata: Middleware
 }
 
-function requestOf(ctx: Context): RequestLike {
+/** The request as the gate reads it; `requiredScope`: the scopes of the guard that runs the gate. */
+function requestOf(ctx: Context, requiredScope?: string): RequestLike {
   const { headers, method, originalUrl: url } = ctx
   const body = (ctx.request as { body?: unknown }).body
   const socket = ctx.req.socket
   const secure = (socket as { encrypted?: boolean }).encrypted === true
-  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body, secure, socket }
+  const rawHeaders = ctx.req.rawHeaders
+  return { headers, rawHeaders, method, url, body, secure, socket, requiredScope }
 }
 
 const RESOLVED = Promise.resolve()
@@ -77,7 +79,13 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const { gate, decide } = openGate(options)
   const decisions = new Decisions<Context>()
   const refuse = (error: unknown, ctx: Context): void => {
-    if (gate.errorHandling === 'framework') throw error
+    if (gate.errorHandling === 'framework') {
+      // Set before the throw: an application's catch that sets only the status and a body keeps
+      // the challenge, Retry-After and RateLimit fields (Koa's own onerror sets them from
+      // `err.headers` again).
+      if (isTollgateError(error)) setHeaders(ctx, error.headers)
+      throw error
+    }
     send(ctx, renderError(error))
   }
   // The middleware and guards are not async functions, yet always return a promise, as Koa
@@ -105,8 +113,13 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     return then(ctx, result, next)
   }
   // Not async: a decision that needed no I/O goes on without a microtask between.
-  function decideThen(ctx: Context, next: () => Promise<unknown>, then: Then): Promise<unknown> {
-    const request = requestOf(ctx)
+  function decideThen(
+    ctx: Context,
+    next: () => Promise<unknown>,
+    then: Then,
+    scope?: string,
+  ): Promise<unknown> {
+    const request = requestOf(ctx, scope)
     const metadata = gate.resourceMetadata(request)
     if (metadata !== undefined) {
       send(ctx, metadata)
@@ -131,7 +144,7 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
   const guards = guardMiddleware((guard): Middleware<TollgateState> => {
     const check: Then = (ctx, result, next) => {
       try {
-        gate.authorize(guard, result.auth, requestOf(ctx))
+        gate.authorize(guard, result.auth, requestOf(ctx, guard.scope))
       } catch (error) {
         return refused(error, ctx)
       }
@@ -140,7 +153,10 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
     return function tollgateGuard(ctx, next) {
       const result = decisions.of(ctx)
       // The gate has not decided on this request (a route guarded on its own): it decides first.
-      return result === undefined ? decideThen(ctx, next, check) : check(ctx, result, next)
+      // Its refusals name the guard's scopes.
+      return result === undefined
+        ? decideThen(ctx, next, check, guard.scope)
+        : check(ctx, result, next)
     }
   })
   const endpoints = callbackEndpoints(

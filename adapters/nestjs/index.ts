@@ -76,6 +76,9 @@ interface OpenedGate extends ReturnType<typeof openGate> {
   readonly decisions: Decisions<object>
 }
 
+/** The HTTP side of an execution context: the platform's request and response. */
+type HttpArgumentsHost = ReturnType<ExecutionContext['switchToHttp']>
+
 /** What the guard sets on the platform's request object, for handlers that read it directly. */
 interface AuthHolder {
   auth?: Admission | undefined
@@ -83,26 +86,32 @@ interface AuthHolder {
 
 /** How one HTTP platform is read and answered: the only place the two platforms differ. */
 interface Platform {
-  requestOf(request: unknown): RequestLike
+  /** The request as the gate reads it; `requiredScope`: the route's scopes, for challenges. */
+  requestOf(request: unknown, requiredScope?: string): RequestLike
   /** Sets `request.auth` and the admission's headers. */
   admit(request: unknown, response: unknown, result: CheckResult): void
   send(response: unknown, answer: ErrorResponse): void
+  /** Sets a refusal's headers on the response before it is thrown (`errorHandling: 'framework'`). */
+  keepHeaders(response: unknown, error: unknown): void
 }
 
 // The translations of tollgate/express and tollgate/fastify themselves, so that the answers are
 // byte for byte theirs.
 const EXPRESS: Platform = {
-  requestOf: (request) => express.requestOf(request as Request),
+  requestOf: (request, requiredScope) => express.requestOf(request as Request, requiredScope),
   admit: (request, response, result) =>
     express.admitOn(request as Request, response as Response, result),
   send: (response, answer) => express.send(response as Response, answer),
+  keepHeaders: (response, error) => express.keepHeaders(response as Response, error),
 }
 
 const FASTIFY: Platform = {
-  requestOf: (request) => fastify.requestOf(request as FastifyRequest),
+  requestOf: (request, requiredScope) =>
+    fastify.requestOf(request as FastifyRequest, requiredScope),
   admit: (request, response, result) =>
     fastify.admitOn(request as FastifyRequest, response as FastifyReply, result),
   send: (response, answer) => fastify.send(response as FastifyReply, answer),
+  keepHeaders: (response, error) => fastify.keepHeaders(response as FastifyReply, error),
 }
 
 /**
@@ -151,6 +160,23 @@ function routeGuardsOf(controller: object, handler: object): readonly Guard[] | 
   const onHandler = routeGuards.get(handler)
   if (onController === undefined) return onHandler
   return onHandler === undefined ? onController : [...onController, ...onHandler]
+}
+
+/** The scopes of a route's first scope guard: what its refusals name, as a guard alone's do. */
+function scopeOf(guards: readonly Guard[] | undefined): string | undefined {
+  if (guards === undefined) return undefined
+  for (const guard of guards) if (guard.scope !== undefined) return guard.scope
+  return undefined
+}
+
+/** Whether the admission meets a guard: checked before a refusal's view is built. */
+function meets(guard: Guard, auth: Admission | undefined): boolean {
+  try {
+    guard(auth)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** The class (class decorator) or the handler function (method decorator) decorated. */
@@ -286,36 +312,61 @@ export class TollgateGuard implements CanActivate {
     // decorators again, which pass as before, and no second decision.
     const result = this.#decisions.of(request)
     if (result !== undefined) {
-      return guards === undefined || this.#authorize(guards, result, platform.requestOf(request))
+      return guards === undefined || this.#authorize(guards, result, platform, http)
     }
-    const view = platform.requestOf(request)
+    // The route's scopes go into the decision: a refusal names them (RFC 6750 §3), as the other
+    // adapters' guards do when they run the gate.
+    const view = platform.requestOf(request, scopeOf(guards))
     const decided = this.#decide(view)
-    if (decided instanceof Refused) throw this.#refusal(decided.error)
+    if (decided instanceof Refused) throw this.#refusal(decided.error, platform, http)
     const admit = (admitted: CheckResult): boolean => {
       this.#decisions.remember(request, admitted)
       platform.admit(request, http.getResponse<unknown>(), admitted)
-      return guards === undefined || this.#authorize(guards, admitted, view)
+      return guards === undefined || this.#authorize(guards, admitted, platform, http, view)
     }
     if (!(decided instanceof Promise)) return admit(decided)
     return decided.then(admit, (error: unknown) => {
-      throw this.#refusal(error)
+      throw this.#refusal(error, platform, http)
     })
   }
 
-  /** Runs the route's `@Require…` decorators; throws the first refusal. */
-  #authorize(guards: readonly Guard[], result: CheckResult, view: RequestLike): true {
+  /**
+   * Runs the route's `@Require…` decorators; throws the first refusal, whose challenge names that
+   * guard's scopes. `view`: the request as the decision read it, reused when its scopes fit.
+   */
+  #authorize(
+    guards: readonly Guard[],
+    result: CheckResult,
+    platform: Platform,
+    http: HttpArgumentsHost,
+    view?: RequestLike,
+  ): true {
     for (const guard of guards) {
+      // Met: nothing to build. Refused: the gate runs it again on a view naming its scopes.
+      if (meets(guard, result.auth)) continue
+      const scoped =
+        view !== undefined && view.requiredScope === guard.scope
+          ? view
+          : platform.requestOf(http.getRequest<object>(), guard.scope)
       try {
-        this.#gate.authorize(guard, result.auth, view)
+        this.#gate.authorize(guard, result.auth, scoped)
       } catch (error) {
-        throw this.#refusal(error)
+        throw this.#refusal(error, platform, http)
       }
     }
     return true
   }
 
-  #refusal(error: unknown): unknown {
-    return this.#gate.errorHandling === 'framework' ? error : new TollgateRefusal(error)
+  /**
+   * What the guard throws: a {@link TollgateRefusal} for the module's filter, or with
+   * `errorHandling: 'framework'` the typed error itself, its headers (`WWW-Authenticate`,
+   * `Retry-After`, the RateLimit fields) set on the response first, so that an exception filter
+   * that sets only the status and a body still answers with them.
+   */
+  #refusal(error: unknown, platform: Platform, http: HttpArgumentsHost): unknown {
+    if (this.#gate.errorHandling !== 'framework') return new TollgateRefusal(error)
+    platform.keepHeaders(http.getResponse<unknown>(), error)
+    return error
   }
 }
 // No decorator syntax in the package (no compiler flag needed to build it): Nest's decorators

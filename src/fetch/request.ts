@@ -128,8 +128,14 @@ const FIELDS: ProxyHandler<FetchFields> = {
  * the gate, if any (it is used only to refuse a token sent in the body as well, RFC 6750 §2.2):
  * the request's own body stream is never read. A Fetch `Request` says nothing of its connection:
  * `socket` is what the host told the application of it (peer address, TLS client certificate).
+ * `requiredScope`: the scopes of the guard that runs the gate, named in its challenges.
  */
-export function requestOfFetch(request: Request, body?: unknown, socket?: PeerSocket): RequestLike {
+export function requestOfFetch(
+  request: Request,
+  body?: unknown,
+  socket?: PeerSocket,
+  requiredScope?: string,
+): RequestLike {
   const url = request.url
   const view = new FetchFields(request.headers, url)
   const headers = new Proxy(view, FIELDS) as unknown as HeadersLike
@@ -147,6 +153,7 @@ export function requestOfFetch(request: Request, body?: unknown, socket?: PeerSo
     secure: url.startsWith('https:'),
     body,
     socket,
+    requiredScope,
   }
 }
 

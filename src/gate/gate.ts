@@ -141,6 +141,7 @@ export function openGate(
   const challenge = createChallenger({
     realm,
     resourceMetadataUrl: metadata?.url,
+    scopesSupported: normalized.resourceMetadata?.scopesSupported,
     dpop: dpopOptions && { mode: dpopOptions.mode, algorithms: dpopOptions.algorithms },
   })
   const hooks = { emit, onKeysRetired: caches?.purgeRetired }

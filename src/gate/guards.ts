@@ -13,7 +13,15 @@ import { type StepUpGuardFactories, stepUpMiddleware } from './step-up.js'
  * Throws when the admission does not meet the requirement; returns nothing otherwise. The errors
  * carry no challenge: the gate that runs the guard (`gate.authorize`) adds its own.
  */
-export type Guard = (auth: Admission | undefined) => void
+export interface Guard {
+  (auth: Admission | undefined): void
+  /**
+   * The scopes the guard requires, space-separated (`requireScopes`, `requireAnyScope`): the
+   * adapters hand them to the gate with the request (`RequestLike.requiredScope`), so that a
+   * refusal's challenge names them, a 401 to an anonymous request included (RFC 6750 §3).
+   */
+  readonly scope?: string | undefined
+}
 
 // Scope tokens (RFC 6749 §3.3): %x21 / %x23-5B / %x5D-7E, so a quote cannot break the challenge.
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/
@@ -30,30 +38,36 @@ function names(values: readonly string[], what: string, factory: string): readon
   return Object.freeze([...values])
 }
 
-function guard(required: readonly string[], satisfied: (auth: Admission) => boolean): Guard {
+function guard(
+  required: readonly string[],
+  satisfied: (auth: Admission) => boolean,
+  scopes: boolean,
+): Guard {
   const scope = required.join(' ')
-  return (auth) => {
+  const check = (auth: Admission | undefined) => {
     if (auth === undefined) throw new TokenMissingError()
     if (!satisfied(auth)) throw new InsufficientScopeError({ requiredScope: scope })
   }
+  // Roles are no OAuth scopes: a client cannot ask for them, so a 401 does not name them.
+  return scopes ? Object.assign(check, { scope }) : check
 }
 
 /** Requires every one of `scopes` (exact match against `scope` or `scp`). */
 export function requireScopes(...scopes: string[]): Guard {
   const required = names(scopes, 'scopes', 'requireScopes')
-  return guard(required, (auth) => required.every((scope) => auth.scopes.includes(scope)))
+  return guard(required, (auth) => required.every((scope) => auth.scopes.includes(scope)), true)
 }
 
 /** Requires at least one of `scopes`. */
 export function requireAnyScope(...scopes: string[]): Guard {
   const required = names(scopes, 'scopes', 'requireAnyScope')
-  return guard(required, (auth) => required.some((scope) => auth.scopes.includes(scope)))
+  return guard(required, (auth) => required.some((scope) => auth.scopes.includes(scope)), true)
 }
 
 /** Requires every one of `roles` in Keycloak's `realm_access.roles`. */
 export function requireRealmRoles(...roles: string[]): Guard {
   const required = names(roles, 'roles', 'requireRealmRoles')
-  return guard(required, (auth) => required.every((role) => auth.roles.realm.includes(role)))
+  return guard(required, (auth) => required.every((role) => auth.roles.realm.includes(role)), false)
 }
 
 /** Requires every one of `roles` in Keycloak's `resource_access[clientId].roles`. */
@@ -62,12 +76,16 @@ export function requireClientRoles(clientId: string, ...roles: string[]): Guard 
     throw new TypeError('requireClientRoles(): the first argument must be the client id')
   }
   const required = names(roles, 'roles', 'requireClientRoles')
-  return guard(required, (auth) => {
-    const granted = Object.hasOwn(auth.roles.clients, clientId)
-      ? auth.roles.clients[clientId]
-      : undefined
-    return granted !== undefined && required.every((role) => granted.includes(role))
-  })
+  return guard(
+    required,
+    (auth) => {
+      const granted = Object.hasOwn(auth.roles.clients, clientId)
+        ? auth.roles.clients[clientId]
+        : undefined
+      return granted !== undefined && required.every((role) => granted.includes(role))
+    },
+    false,
+  )
 }
 
 /**

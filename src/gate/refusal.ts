@@ -48,7 +48,9 @@ export function createRefusal(challenge: Challenger, emit: Emit): Refusal {
    */
   function refusal(error: unknown, request: RequestLike | undefined, facts: RefusalFacts): unknown {
     if (!isTollgateError(error)) return error
-    challenge(error, facts.scheme)
+    // The route's scopes when a guard ran the gate (RFC 6750 §3 `scope`), else the challenger's
+    // default (the metadata's `scopes_supported`); read only here, on the way out.
+    challenge(error, facts.scheme, request?.requiredScope)
     emit?.({
       type: 'rejected',
       code: error.code,

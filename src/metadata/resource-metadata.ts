@@ -185,8 +185,9 @@ export function createResourceMetadata(
     authorization_servers: [...servers],
   }
   if (options.scopesSupported !== undefined) document.scopes_supported = options.scopesSupported
-  // RFC 6750 §2.1 only: tollgate never reads tokens from bodies or queries.
-  document.bearer_methods_supported = ['header']
+  // RFC 6750 §2.1 only: tollgate never reads tokens from bodies or queries. With DPoP required,
+  // no bearer token is accepted at all, which RFC 9728 §2 says with the empty array.
+  document.bearer_methods_supported = context.dpop?.required === true ? [] : ['header']
   if (context.dpop !== undefined) {
     document.dpop_signing_alg_values_supported = [...context.dpop.algorithms]
     document.dpop_bound_access_tokens_required = context.dpop.required

@@ -89,7 +89,10 @@ describe('tollgate/fetch', () => {
     )
     const anonymous = await route(new Request(URL_OF_ROUTE))
     expect(anonymous.status).toBe(401)
-    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api"')
+    // The route's scopes reach the decision: the 401 names them (RFC 6750 §3).
+    expect(anonymous.headers.get('www-authenticate')).toBe(
+      'Bearer realm="api", scope="billing:read"',
+    )
     const unscoped = await route(bearer(await issuer.mint({ scope: 'openid' })))
     expect(unscoped.status).toBe(403)
     expect(calls).toBe(0)

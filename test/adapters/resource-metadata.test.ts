@@ -78,30 +78,34 @@ describe.each(ALL_APPS)('%s adapter with resource metadata', (_name, createApp) 
     expect((await request(app).get(`${METADATA_PATH}x`)).status).toBe(401)
   })
 
-  it('points every 401 challenge to the document (RFC 9728 §5.1)', async () => {
+  it('points every 401 challenge to the document (RFC 9728 §5.1), naming scopes_supported', async () => {
+    // A route whose scopes the gate does not know names the metadata's scopes_supported (MCP
+    // 2025-11-25: the scope a client should ask for).
     const missing = await request(app).get(ROUTE)
     expect(missing.headers['www-authenticate']).toBe(
-      `Bearer realm="api", resource_metadata="${METADATA_URL}"`,
+      `Bearer realm="api", scope="billing:read", resource_metadata="${METADATA_URL}"`,
     )
     const expired = await issuer.mint({ exp: 1 })
     const refused = await request(app).get(ROUTE).set('Authorization', `Bearer ${expired}`)
     expect(refused.headers['www-authenticate']).toBe(
-      `Bearer realm="api", error="invalid_token", error_description="token expired", resource_metadata="${METADATA_URL}"`,
+      `Bearer realm="api", error="invalid_token", error_description="token expired", scope="billing:read", resource_metadata="${METADATA_URL}"`,
     )
   })
 
-  it('adds the DPoP members when DPoP is on', async () => {
+  it('adds the DPoP members when DPoP is on, and lists no bearer method when it is required', async () => {
     const dpopApp = createApp({
       ...options,
       dpop: { mode: 'required', publicBaseUrl: 'https://api.example.test', algorithms: ['ES256'] },
     })
     const res = await request(dpopApp).get(METADATA_PATH)
     expect(res.body).toMatchObject({
+      // RFC 9728 §2: the empty array says no bearer method is supported; the gate refuses them.
+      bearer_methods_supported: [],
       dpop_signing_alg_values_supported: ['ES256'],
       dpop_bound_access_tokens_required: true,
     })
     expect((await request(dpopApp).get(ROUTE)).headers['www-authenticate']).toBe(
-      `DPoP realm="api", algs="ES256", resource_metadata="${METADATA_URL}"`,
+      `DPoP realm="api", scope="billing:read", algs="ES256", resource_metadata="${METADATA_URL}"`,
     )
     dpopApp.close()
   })

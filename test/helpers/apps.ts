@@ -320,7 +320,12 @@ const honoApp: AppFactory = (options) => {
   return Object.assign(createServer(fetchListener(app.fetch)), { gate: auth.gate })
 }
 
-/** A plain Fetch handler: `handle()` in front of every route, `withAuth()` on the guarded ones. */
+/**
+ * A plain Fetch handler: `handle()` in front of every route, as the other apps' middleware, then
+ * `withAuth()` on the guarded ones, which takes the gate's decision and runs the guards (a refusal
+ * before the route is known names no route scope, as the other apps' middleware's; `withAuth()`
+ * alone, which hands the route's scopes to the decision, is in `GUARD_APPS`).
+ */
 const fetchApp: AppFactory = (options) => {
   const auth = fetchAdapter.tollgate(options)
   const json = (value: unknown, headers: Readonly<Record<string, string>> = {}) =>
@@ -345,13 +350,13 @@ const fetchApp: AppFactory = (options) => {
     const { pathname } = new URL(request.url)
     const callback = request.method === 'POST' ? callbacks[pathname] : undefined
     if (callback !== undefined) return callback(request)
-    const guardedRoute = request.method === 'GET' ? guarded[pathname] : undefined
-    if (guardedRoute !== undefined) return guardedRoute(request)
     // The application parses a form body before the gate, as the Express app's body parser does.
     const form = isForm(request.headers.get('content-type'))
     const body = form ? parseForm(await request.clone().text()) : undefined
     const result = await auth.handle(request, { body })
     if (result.response !== undefined) return result.response
+    const guardedRoute = request.method === 'GET' ? guarded[pathname] : undefined
+    if (guardedRoute !== undefined) return guardedRoute(request)
     if (pathname === '/throws') throw new Error('handler failure')
     if (pathname === DELEGATED_PATH) return json(await onBehalf(result.auth), result.headers)
     if (pathname !== ROUTE_PATH) return new Response('Not Found', { status: 404 })

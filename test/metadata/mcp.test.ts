@@ -150,7 +150,7 @@ describe('MCP authorization rules', () => {
     const answer = await call(await tokenFor('mcp:tools'), {}, '/mcp/payments')
     expect(answer.status).toBe(401)
     expect(answer.headers.get('www-authenticate')).toBe(
-      `Bearer realm="api", error="insufficient_user_authentication", error_description="a stronger authentication is required", acr_values="urn:example:mfa", resource_metadata="${metadataUrl}"`,
+      `Bearer realm="api", error="insufficient_user_authentication", error_description="a stronger authentication is required", acr_values="urn:example:mfa", scope="mcp:tools", resource_metadata="${metadataUrl}"`,
     )
   })
 })

@@ -64,6 +64,18 @@ describe('createResourceMetadata', () => {
     })
   })
 
+  it('lists no bearer method when DPoP is required: bearer tokens are refused (RFC 9728 §2)', () => {
+    const options = normalizeResourceMetadataOptions({ resource: 'https://api.example.test/mcp' })
+    const required = createResourceMetadata(options as never, {
+      authorizationServers: ['https://sso.example.test/realms/acme'],
+      dpop: { algorithms: ['ES256'], required: true },
+    })
+    expect(required.document).toMatchObject({
+      bearer_methods_supported: [],
+      dpop_bound_access_tokens_required: true,
+    })
+  })
+
   it('says certificate-bound tokens are accepted when mtls is on (RFC 9728 §2)', () => {
     const context = {
       authorizationServers: ['https://sso.example.test/realms/acme'],

@@ -43,7 +43,10 @@ describe.each(RUNTIMES)('the docs/runtimes.md sample on %s', (runtime) => {
     const invoices = `${server.origin}/invoices`
     const anonymous = await fetch(invoices)
     expect(anonymous.status, server.output()).toBe(401)
-    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api"')
+    // withAuth's scopes reach the decision: the 401 names them (RFC 6750 §3).
+    expect(anonymous.headers.get('www-authenticate')).toBe(
+      'Bearer realm="api", scope="billing:read"',
+    )
     const unscoped = await issuer.mint({ scope: 'openid' })
     const refused = await fetch(invoices, { headers: { Authorization: `Bearer ${unscoped}` } })
     expect(refused.status, server.output()).toBe(403)

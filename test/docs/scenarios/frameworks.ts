@@ -107,7 +107,7 @@ export const FRAMEWORKS: ScenarioTable = {
     'A product backend (Koa)': officeKoa,
     'Protected Resource Metadata (RFC 9728) and MCP servers': {
       promises:
-        'POST /mcp without a token 401 naming the metadata; the metadata 200 without a token; a token for the resource with mcp:tools 200; no scope 403; delete_records with mcp:tools 403 scope="mcp:admin", with both 200; a token for another resource 401',
+        'POST, GET and DELETE /mcp without a token 401 naming the metadata and scope="mcp:tools"; the metadata 200 without a token; the GET stream and DELETE 200/204 with a token; a token for the resource with mcp:tools 200; no scope 403; delete_records with mcp:tools 403 scope="mcp:admin", with both 200; a token for another resource 401',
       async run({ start, world: { kit } }) {
         const mcp = await start()
         const resource = 'https://mcp.example.com/mcp'
@@ -121,11 +121,17 @@ export const FRAMEWORKS: ScenarioTable = {
             },
             body: JSON.stringify(body),
           })
+        const challenge =
+          'Bearer realm="api", scope="mcp:tools", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"'
         const anonymous = await call()
         expect(anonymous.status).toBe(401)
-        expect(anonymous.headers.get('www-authenticate')).toBe(
-          'Bearer realm="api", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"',
-        )
+        expect(anonymous.headers.get('www-authenticate')).toBe(challenge)
+        // Streamable HTTP's other methods on the endpoint: the SSE stream and the session's end.
+        for (const method of ['GET', 'DELETE']) {
+          const refused = await mcp.fetch('/mcp', { method })
+          expect(refused.status, method).toBe(401)
+          expect(refused.headers.get('www-authenticate'), method).toBe(challenge)
+        }
         const metadata = await mcp.fetch('/.well-known/oauth-protected-resource/mcp')
         expect(metadata.headers.get('cache-control')).toBe('public, max-age=3600')
         expect(await answer(metadata)).toEqual({
@@ -142,6 +148,13 @@ export const FRAMEWORKS: ScenarioTable = {
           status: 200,
           body: { jsonrpc: '2.0', id: 7, result: {} },
         })
+        const authorization = { authorization: `Bearer ${token}` }
+        const stream = await mcp.fetch('/mcp', { headers: authorization })
+        expect(stream.status).toBe(200)
+        expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/)
+        expect((await mcp.fetch('/mcp', { method: 'DELETE', headers: authorization })).status).toBe(
+          204,
+        )
         const unscoped = await kit.mint({ aud: resource, scope: 'openid' }, { realm: 'sso' })
         expect((await call(unscoped)).status).toBe(403)
         const remove = {

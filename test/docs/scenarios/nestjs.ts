@@ -20,7 +20,10 @@ export const NESTJS: ScenarioTable = {
             body: { subject: 'alice', scopes: ['billing:read'] },
           })
           const anonymous = await app.fetch('/invoices')
-          expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api"')
+          // The guard knows the route's @RequireScopes: its 401 names them.
+          expect(anonymous.headers.get('www-authenticate')).toBe(
+            'Bearer realm="api", scope="billing:read"',
+          )
           expect(anonymous.status).toBe(401)
           const unscoped = await kit.mint({ scope: 'openid' })
           expect((await app.fetch('/invoices', bearer(unscoped))).status).toBe(403)
@@ -120,7 +123,7 @@ export const NESTJS: ScenarioTable = {
         const anonymous = await app.fetch('/mcp')
         expect(anonymous.status).toBe(401)
         expect(anonymous.headers.get('www-authenticate')).toBe(
-          `Bearer realm="api", resource_metadata="${METADATA}"`,
+          `Bearer realm="api", scope="mcp:tools", resource_metadata="${METADATA}"`,
         )
         const claims = { aud: 'https://api.example.com/mcp', sub: 'alice' }
         const token = await kit.mint({ ...claims, scope: 'mcp:tools' })

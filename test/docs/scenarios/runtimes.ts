@@ -42,7 +42,10 @@ const onRuntime = (runtime: RuntimeName & keyof typeof ENTRY, how: string): Scen
         const invoices = `${server.origin}/invoices`
         const anonymous = await fetch(invoices)
         expect(anonymous.status, server.output()).toBe(401)
-        expect(anonymous.headers.get('www-authenticate')).toBe('Bearer realm="api"')
+        // withAuth's scopes reach the decision: the 401 names them.
+        expect(anonymous.headers.get('www-authenticate')).toBe(
+          'Bearer realm="api", scope="billing:read"',
+        )
         const unscoped = await kit.mint({ scope: 'openid' })
         expect((await fetch(invoices, bearer(unscoped))).status).toBe(403)
         const scoped = await kit.mint({ sub: 'alice', scope: 'openid billing:read' })
