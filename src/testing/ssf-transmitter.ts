@@ -99,6 +99,15 @@ export interface TestTransmitter {
   readonly errors: ReadonlyMap<string, { readonly err: string; readonly description: string }>
   /** How many poll requests arrived. */
   readonly polls: number
+  /**
+   * The next `times` poll requests are answered with `status` (and no SETs), or with `answer`
+   * as the JSON body instead of the queued SETs (a transmitter gone wrong).
+   */
+  failPolls(fault: {
+    readonly times: number
+    readonly status?: number
+    readonly answer?: unknown
+  }): void
   close(): Promise<void>
 }
 
@@ -150,13 +159,22 @@ export async function createTestTransmitter(
   const acknowledged = new Set<string>()
   const errors = new Map<string, { err: string; description: string }>()
   let polls = 0
+  let fault: { times: number; status?: number; answer?: unknown } | undefined
+  /** Long polls waiting for a SET (RFC 8936 §2.4 `returnImmediately: false`). */
+  const waiting = new Set<() => void>()
+  const LONG_POLL_MS = 2000
   let issuer = ''
   const delivery = options.delivery ?? { method: 'poll' as const }
 
-  function poll(body: unknown, authorization: unknown): Reply {
+  async function poll(body: unknown, authorization: unknown): Promise<Reply> {
     polls += 1
     if (options.pollAuthorization !== undefined && authorization !== options.pollAuthorization) {
       return jsonReply(401, { error: 'invalid_client' })
+    }
+    if (fault !== undefined && fault.times > 0) {
+      fault.times -= 1
+      if (fault.answer !== undefined) return jsonReply(200, fault.answer)
+      return jsonReply(fault.status ?? 500, { error: 'server_error' })
     }
     if (typeof body !== 'object' || body === null)
       return jsonReply(400, { error: 'invalid_request' })
@@ -175,6 +193,17 @@ export async function createTestTransmitter(
       )) {
         if (queued.delete(jti)) errors.set(jti, error)
       }
+    }
+    if ((body as { returnImmediately?: unknown }).returnImmediately !== true && queued.size === 0) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          waiting.delete(done)
+          clearTimeout(timer)
+          resolve()
+        }
+        const timer = setTimeout(done, LONG_POLL_MS)
+        waiting.add(done)
+      })
     }
     const max = typeof request.maxEvents === 'number' ? request.maxEvents : queued.size
     const sets = Object.fromEntries([...queued].slice(0, max))
@@ -206,7 +235,7 @@ export async function createTestTransmitter(
           } catch {
             body = undefined
           }
-          sendReply(res, poll(body, req.headers.authorization))
+          return poll(body, req.headers.authorization).then((reply) => sendReply(res, reply))
         },
         () => sendReply(res, jsonReply(400, { error: 'invalid_request' })),
       )
@@ -255,6 +284,7 @@ export async function createTestTransmitter(
   async function deliver(set: TestSet) {
     if (delivery.method === 'poll') {
       queued.set(set.jti, set.token)
+      for (const wake of [...waiting]) wake()
       return { status: 0, body: '' }
     }
     const response = await fetch(delivery.endpoint, {
@@ -304,6 +334,12 @@ export async function createTestTransmitter(
     get polls() {
       return polls
     },
-    close: () => server.close(),
+    failPolls(given) {
+      fault = { ...given }
+    },
+    async close() {
+      for (const wake of [...waiting]) wake()
+      await server.close()
+    },
   }
 }
