@@ -343,3 +343,39 @@ export async function createTestTransmitter(
     },
   }
 }
+
+/** What of an oidc-provider session the development provider hands over when a user signs out. */
+export interface SignedOutSession {
+  readonly accountId?: string | undefined
+  /** oidc-provider's per-client authorizations, each with the `sid` that client's tokens carry. */
+  readonly authorizations?:
+    | Readonly<Record<string, { readonly sid?: string | undefined }>>
+    | undefined
+}
+
+/**
+ * What the development provider sends when a user signs out at its page: CAEP `session-revoked`
+ * for each session id the user's clients were given (`sid` of their tokens), or, when there is
+ * none, for the user. Resolves once every SET was delivered; never rejects (a receiver that is
+ * down must not break the sign-out page).
+ */
+export async function transmitSignOut(
+  transmitter: TestTransmitter,
+  issuer: string,
+  session: SignedOutSession,
+): Promise<void> {
+  const sub = session.accountId
+  if (sub === undefined) return
+  const sids = [
+    ...new Set(
+      Object.values(session.authorizations ?? {}).flatMap((entry) =>
+        typeof entry.sid === 'string' ? [entry.sid] : [],
+      ),
+    ),
+  ]
+  const sends =
+    sids.length === 0
+      ? [transmitter.sessionRevoked({ iss: issuer, sub })]
+      : sids.map((sid) => transmitter.sessionRevoked({ iss: issuer, sub, sid }))
+  await Promise.allSettled(sends)
+}
