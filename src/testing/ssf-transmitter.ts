@@ -99,6 +99,8 @@ export interface TestTransmitter {
   readonly errors: ReadonlyMap<string, { readonly err: string; readonly description: string }>
   /** How many poll requests arrived. */
   readonly polls: number
+  /** How many times its keys (`/jwks`) were fetched. */
+  readonly jwksFetches: number
   /**
    * The next `times` poll requests are answered with `status` (and no SETs), or with `answer`
    * as the JSON body instead of the queued SETs (a transmitter gone wrong).
@@ -159,6 +161,7 @@ export async function createTestTransmitter(
   const acknowledged = new Set<string>()
   const errors = new Map<string, { err: string; description: string }>()
   let polls = 0
+  let jwksFetches = 0
   let fault: { times: number; status?: number; answer?: unknown } | undefined
   /** Long polls waiting for a SET (RFC 8936 §2.4 `returnImmediately: false`). */
   const waiting = new Set<() => void>()
@@ -224,6 +227,7 @@ export async function createTestTransmitter(
       )
     }
     if (req.method === 'GET' && path === '/jwks') {
+      jwksFetches += 1
       return sendReply(res, jsonReply(200, { keys: keys.map((key) => key.jwk) }))
     }
     if (req.method === 'POST' && path === '/poll') {
@@ -333,6 +337,9 @@ export async function createTestTransmitter(
     errors,
     get polls() {
       return polls
+    },
+    get jwksFetches() {
+      return jwksFetches
     },
     failPolls(given) {
       fault = { ...given }

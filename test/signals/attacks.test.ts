@@ -286,3 +286,46 @@ import { createSignalReceiver } from '../../src/signals/receiver.js'
 function receivingWith(options: Record<string, unknown>) {
   return createSignalReceiver(options as never)
 }
+
+describe('what the receiver tells operators', () => {
+  it('events never carry a token or the Authorization header', async () => {
+    current = receiving(world)
+    const good = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('quiet'))
+    const bad = await world.transmitter.sign(
+      SSF_EVENTS.accountDisabled,
+      user('quiet'),
+      {},
+      { key: 'other' },
+    )
+    await answerTo(good.token)
+    await answerTo(bad.token)
+    await answerTo(good.token, { authorization: 'Bearer wrong-secret' })
+    const text = JSON.stringify(current.events)
+    expect(current.events.length).toBeGreaterThanOrEqual(4)
+    for (const secret of [good.token, bad.token, 'push-secret', 'wrong-secret']) {
+      expect(text).not.toContain(secret)
+    }
+    for (const part of good.token.split('.')) expect(text).not.toContain(part)
+  })
+})
+
+describe('a flood of unknown key ids', () => {
+  it('costs a handful of key fetches, not one per SET (the access-token key rules)', async () => {
+    current = receiving(world)
+    const before = world.transmitter.jwksFetches
+    for (let index = 0; index < 30; index += 1) {
+      const set = await world.transmitter.sign(
+        SSF_EVENTS.accountDisabled,
+        user('flood'),
+        {},
+        {
+          key: 'other',
+          header: { kid: `random-${index}` },
+        },
+      )
+      const answer = await current.receiver.push(pushRequest(set.token))
+      expect([400, 503]).toContain(answer.status)
+    }
+    expect(world.transmitter.jwksFetches - before).toBeLessThanOrEqual(5)
+  })
+})

@@ -254,3 +254,69 @@ describe('stream events', () => {
     expect(state.lastEventAt).toBeTypeOf('number')
   })
 })
+
+describe('the event’s time', () => {
+  it('is event_timestamp, else toe, else iat', async () => {
+    const { gate } = open()
+    const t = nowSeconds()
+    const cases: Array<[string, Record<string, unknown>, Record<string, unknown>]> = [
+      ['ts', { event_timestamp: t - 100 }, {}],
+      ['toe', {}, { toe: t - 100 }],
+      ['iat', {}, { iat: t - 100 }],
+    ]
+    for (const [name, payload, claims] of cases) {
+      const before = await mint({ sub: `time-${name}`, iat: t - 101 })
+      const after = await mint({ sub: `time-${name}`, iat: t - 99 })
+      const set = await world.transmitter.sign(
+        SSF_EVENTS.credentialChange,
+        user(`time-${name}`),
+        payload,
+        {
+          claims: { ...claims },
+        },
+      )
+      if (Object.keys(payload).length === 0) {
+        // No event_timestamp at all: the transmitter adds one by default; take it out.
+        const unsigned = await world.transmitter.sign(
+          SSF_EVENTS.credentialChange,
+          user(`time-${name}`),
+          {},
+          { claims: { ...claims, events: { [SSF_EVENTS.credentialChange]: {} } } },
+        )
+        expect(
+          (await (current as Receiving).receiver.push(pushRequest(unsigned.token))).status,
+        ).toBe(202)
+      } else {
+        expect((await (current as Receiving).receiver.push(pushRequest(set.token))).status).toBe(
+          202,
+        )
+      }
+      expect([name, await decided(gate, before)]).toEqual([name, 'revoked'])
+      expect([name, await decided(gate, after)]).toEqual([name, 'admitted'])
+    }
+  })
+
+  it('is never later than now plus clockToleranceSeconds (a transmitter clock running ahead)', async () => {
+    const { events } = open({ clockToleranceSeconds: 10 })
+    await push(current as Receiving, SSF_EVENTS.credentialChange, user('ahead'), {
+      event_timestamp: nowSeconds() + 3000,
+    })
+    const applied = events.find((event) => event.type === 'signal_applied')
+    const notBefore = applied?.type === 'signal_applied' ? applied.changes[0]?.notBefore : undefined
+    expect(notBefore).toBeLessThanOrEqual(nowSeconds() + 11)
+  })
+})
+
+describe('subjects: opaque as a session', () => {
+  it('subjects: { opaque: "sid" } matches the token’s sid', async () => {
+    const { gate } = open({ subjects: { opaque: 'sid' } })
+    const token = await mint({ sub: 'lee', sid: 'opaque-session' })
+    const other = await mint({ sub: 'lee', sid: 'kept' })
+    await push(current as Receiving, SSF_EVENTS.sessionRevoked, {
+      format: 'opaque',
+      id: 'opaque-session',
+    })
+    expect(await decided(gate, token)).toBe('revoked')
+    expect(await decided(gate, other)).toBe('admitted')
+  })
+})

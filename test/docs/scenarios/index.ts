@@ -11,6 +11,7 @@ import { PROVIDERS } from './providers.js'
 import { README } from './readme.js'
 import { RUNTIMES } from './runtimes.js'
 import { SIGN_IN } from './sign-in.js'
+import { SIGNALS } from './signals.js'
 import { STEP_UP } from './step-up.js'
 import { STORES } from './stores.js'
 import { TOKEN_EXCHANGE } from './token-exchange.js'
@@ -34,4 +35,5 @@ export const SCENARIOS: ScenarioTable = {
   ...NESTJS,
   ...MTLS,
   ...TOKEN_EXCHANGE,
+  ...SIGNALS,
 }
