@@ -210,7 +210,13 @@ const SURFACES: Readonly<Record<string, Surface>> = {
     ],
     // `Admission` and `Gate` are the core's, here too: Nest's parameter decorators and injection
     // tokens carry no type, so every controller spells them out (`@Auth() auth: Admission`).
-    types: ['Admission', 'Gate', 'TollgateCallbackPaths', 'TollgateModuleOptions'],
+    types: [
+      'Admission',
+      'Gate',
+      'TollgateCallbackPaths',
+      'TollgateModuleOptions',
+      'TollgateSignalsEndpoint',
+    ],
   },
   'tollgate/testing': {
     values: [
