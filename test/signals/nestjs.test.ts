@@ -14,7 +14,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Admission, Auth, keycloak, TollgateModule } from '../../adapters/nestjs/index.js'
 import { createSignalReceiver } from '../../src/signals/receiver.js'
 import { SSF_EVENTS } from '../../src/testing/ssf-transmitter.js'
-import { AUDIENCE, nowSeconds, PUSH_AUTHORIZATION, type SignalsWorld, startWorld } from './fixtures.js'
+import {
+  AUDIENCE,
+  nowSeconds,
+  PUSH_AUTHORIZATION,
+  type SignalsWorld,
+  startWorld,
+} from './fixtures.js'
 
 let world: SignalsWorld
 beforeAll(async () => {
@@ -27,10 +33,13 @@ afterAll(async () => {
 @Controller('me')
 class MeController {
   @Get()
-  me(@Auth() auth: Admission) {
+  me(auth: Admission) {
     return { subject: auth.subject }
   }
 }
+// `@Auth()` on the parameter, applied by hand: the linter parses parameter decorators only in
+// the files its configuration names.
+Auth()(MeController.prototype, 'me', 0)
 
 function appModule() {
   @Module({
@@ -71,7 +80,10 @@ describe.each(['express', 'fastify'] as const)('sharedSignals on the %s platform
       const server = app.getHttpServer() as Server
       const sub = `nest-${platform}`
       const token = await world.issuer.mint({ sub, iat: nowSeconds() - 30 })
-      await request(server).get('/me').set('Authorization', `Bearer ${token}`).expect(200, { subject: sub })
+      await request(server)
+        .get('/me')
+        .set('Authorization', `Bearer ${token}`)
+        .expect(200, { subject: sub })
       const set = await world.transmitter.sign(SSF_EVENTS.accountDisabled, {
         format: 'iss_sub',
         iss: world.tokenIssuer,
@@ -88,8 +100,13 @@ describe.each(['express', 'fastify'] as const)('sharedSignals on the %s platform
         .set('Content-Type', 'application/secevent+jwt')
         .send(set.token)
       expect(refused.status).toBe(400)
-      expect(refused.body).toEqual({ err: 'authentication_failed', description: expect.any(String) })
-      expect((await request(server).get('/me').set('Authorization', `Bearer ${token}`)).status).toBe(401)
+      expect(refused.body).toEqual({
+        err: 'authentication_failed',
+        description: expect.any(String),
+      })
+      expect(
+        (await request(server).get('/me').set('Authorization', `Bearer ${token}`)).status,
+      ).toBe(401)
     } finally {
       await app.close()
     }
@@ -98,12 +115,19 @@ describe.each(['express', 'fastify'] as const)('sharedSignals on the %s platform
 
 describe('moduleOptions.sharedSignals', () => {
   it('is validated at start-up with a message that names it', () => {
-    const gateOptions = { issuers: keycloak({ authUrl: world.issuer.url, realms: ['acme'] }), audience: 'gateway' }
+    const gateOptions = {
+      issuers: keycloak({ authUrl: world.issuer.url, realms: ['acme'] }),
+      audience: 'gateway',
+    }
     expect(() =>
-      TollgateModule.forRoot(gateOptions, { sharedSignals: { path: 'ssf', receiver: () => undefined as never } }),
+      TollgateModule.forRoot(gateOptions, {
+        sharedSignals: { path: 'ssf', receiver: () => undefined as never },
+      }),
     ).toThrow(`"moduleOptions.sharedSignals.path" must be a path starting with '/'`)
     expect(() =>
-      TollgateModule.forRoot(gateOptions, { sharedSignals: { path: '/ssf', receiver: 'no' as never } }),
+      TollgateModule.forRoot(gateOptions, {
+        sharedSignals: { path: '/ssf', receiver: 'no' as never },
+      }),
     ).toThrow('"moduleOptions.sharedSignals.receiver" must be a function')
   })
 })
