@@ -108,6 +108,13 @@ export type { SignalPoller, SignalPollerOptions } from './signals/poll.js'
 export { createSignalPoller } from './signals/poll.js'
 export type { SetOutcome, SignalReceiver, SignalStreamState } from './signals/receiver.js'
 export { createSignalReceiver } from './signals/receiver.js'
+export type {
+  SignalStreams,
+  SignalStreamsOptions,
+  StreamConfiguration,
+  StreamDelivery,
+} from './signals/stream.js'
+export { createSignalStreams, StreamManagementError } from './signals/stream.js'
 export type { SubjectClaims } from './signals/subject.js'
 export type { SetErrorCode } from './signals/vocabulary.js'
 export type { JWSAlgorithm } from './token/algorithms.js'

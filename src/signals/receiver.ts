@@ -23,7 +23,11 @@ import {
   storeKey,
 } from './store.js'
 import { MalformedSubject, targetsOf } from './subject.js'
-import { ConfigurationUnavailable, Transmitter } from './transmitter.js'
+import {
+  ConfigurationUnavailable,
+  Transmitter,
+  type TransmitterConfiguration,
+} from './transmitter.js'
 import {
   EVENT_ACTIONS,
   type SetErrorCode,
@@ -47,6 +51,8 @@ export interface SignalStreamState {
   readonly status: 'enabled' | 'paused' | 'disabled' | undefined
   /** When the last verification event arrived (ms since the epoch). */
   readonly verifiedAt: number | undefined
+  /** The `state` of the last verification event (SSF 1.0 §8.1.4), as the receiver asked it. */
+  readonly verificationState: string | undefined
   /** When the last SET was applied or acknowledged (ms since the epoch). */
   readonly lastEventAt: number | undefined
 }
@@ -64,6 +70,8 @@ export interface SignalReceiver {
   receive(token: string, delivery: SignalDelivery): Promise<SetOutcome>
   /** What the receiver last heard of its stream. */
   stream(): SignalStreamState
+  /** The transmitter's configuration document (SSF 1.0 §7.2), fetched once. */
+  configuration(): Promise<TransmitterConfiguration>
   /** Stops key fetches. Idempotent. */
   close(): void
 }
@@ -146,6 +154,7 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
       : new RedisSignalStore(normalized.redis, normalized.keyPrefix, normalized.timeoutMs)
   let status: SignalStreamState['status']
   let verifiedAt: number | undefined
+  let verificationState: string | undefined
   let lastEventAt: number | undefined
 
   function refused(
@@ -169,7 +178,11 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
   }
 
   function onStream(set: VerifiedSET): void {
-    if (set.event === VERIFICATION_EVENT) verifiedAt = Date.now()
+    if (set.event === VERIFICATION_EVENT) {
+      verifiedAt = Date.now()
+      const state = set.payload.state
+      verificationState = typeof state === 'string' ? state : undefined
+    }
     if (set.event === STREAM_UPDATED_EVENT) {
       const given = set.payload.status
       if (given === 'enabled' || given === 'paused' || given === 'disabled') status = given
@@ -318,7 +331,8 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
       return unavailable(outcome.retryAfterSeconds)
     },
     receive,
-    stream: () => ({ status, verifiedAt, lastEventAt }),
+    stream: () => ({ status, verifiedAt, verificationState, lastEventAt }),
+    configuration: () => transmitter.config(),
     close: () => transmitter.close(),
   }
 }

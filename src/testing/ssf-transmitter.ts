@@ -45,6 +45,8 @@ export interface TestTransmitterOptions {
   readonly delivery?: TestTransmitterDelivery
   /** The `Authorization` header value the poll endpoint requires. Default: none required. */
   readonly pollAuthorization?: string
+  /** The `Authorization` header value the stream management endpoints require. Default: none. */
+  readonly managementAuthorization?: string
 }
 
 /** What to sign, beyond the event and subject: an attacker's variations. */
@@ -167,7 +169,10 @@ export async function createTestTransmitter(
   const waiting = new Set<() => void>()
   const LONG_POLL_MS = 2000
   let issuer = ''
-  const delivery = options.delivery ?? { method: 'poll' as const }
+  let delivery: TestTransmitterDelivery = options.delivery ?? { method: 'poll' as const }
+  /** The one stream (SSF 1.0 §8.1.1), once a receiver created it. */
+  let stream: Record<string, unknown> | undefined
+  let streamStatus = 'enabled'
 
   async function poll(body: unknown, authorization: unknown): Promise<Reply> {
     polls += 1
@@ -213,6 +218,81 @@ export async function createTestTransmitter(
     return jsonReply(200, { sets, moreAvailable: queued.size > Object.keys(sets).length })
   }
 
+  /** SSF 1.0 §8.1: the stream's configuration, status and verification. */
+  async function manage(
+    method: string,
+    path: string,
+    text: string,
+    authorization: unknown,
+  ): Promise<Reply> {
+    if (
+      options.managementAuthorization !== undefined &&
+      authorization !== options.managementAuthorization
+    ) {
+      return jsonReply(401, { error: 'invalid_client' })
+    }
+    let body: Record<string, unknown> = {}
+    try {
+      body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>)
+    } catch {
+      return jsonReply(400, { error: 'invalid_request' })
+    }
+    if (path === '/streams' && method === 'POST') {
+      const requested = body['delivery'] as
+        | { method?: string; endpoint_url?: string; authorization_header?: string }
+        | undefined
+      if (requested?.method === 'urn:ietf:rfc:8935' && typeof requested.endpoint_url === 'string') {
+        delivery = {
+          method: 'push',
+          endpoint: requested.endpoint_url,
+          authorization: requested.authorization_header ?? '',
+        }
+      } else {
+        delivery = { method: 'poll' }
+      }
+      stream = {
+        stream_id: randomUUID(),
+        iss: issuer,
+        aud: options.audience,
+        delivery:
+          delivery.method === 'push'
+            ? { method: 'urn:ietf:rfc:8935', endpoint_url: delivery.endpoint }
+            : { method: 'urn:ietf:rfc:8936', endpoint_url: `${issuer}/poll` },
+        events_supported: Object.values(SSF_EVENTS),
+        events_requested: body['events_requested'] ?? [],
+        events_delivered: body['events_requested'] ?? [],
+      }
+      return jsonReply(201, stream)
+    }
+    if (stream === undefined) return jsonReply(404, { error: 'not_found' })
+    const streamId = stream['stream_id'] as string
+    if (path === '/streams' && method === 'GET') return jsonReply(200, stream)
+    if (path === '/streams' && method === 'PATCH') {
+      if (body['stream_id'] !== streamId) return jsonReply(404, { error: 'not_found' })
+      const { stream_id: _, ...changes } = body
+      stream = { ...stream, ...changes }
+      if (Array.isArray(changes['events_requested'])) {
+        stream['events_delivered'] = changes['events_requested']
+      }
+      return jsonReply(200, stream)
+    }
+    if (path === '/status' && method === 'GET') {
+      return jsonReply(200, { stream_id: streamId, status: streamStatus })
+    }
+    if (path === '/status' && method === 'POST') {
+      if (typeof body['status'] === 'string') streamStatus = body['status']
+      const subject = { format: 'opaque', id: streamId }
+      await deliver(await sign(SSF_EVENTS.streamUpdated, subject, { status: streamStatus }))
+      return jsonReply(200, { stream_id: streamId, status: streamStatus })
+    }
+    if (path === '/verify' && method === 'POST') {
+      const state = typeof body['state'] === 'string' ? { state: body['state'] } : {}
+      await deliver(await sign(SSF_EVENTS.verification, { format: 'opaque', id: streamId }, state))
+      return { status: 204, headers: {}, body: '' }
+    }
+    return jsonReply(405, { error: 'method_not_allowed' })
+  }
+
   const server = await listenOnLoopback((req, res) => {
     const path = (req.url ?? '').split('?', 1)[0]
     if (req.method === 'GET' && path === '/.well-known/ssf-configuration') {
@@ -223,12 +303,25 @@ export async function createTestTransmitter(
           issuer,
           jwks_uri: `${issuer}/jwks`,
           delivery_methods_supported: ['urn:ietf:rfc:8935', 'urn:ietf:rfc:8936'],
+          configuration_endpoint: `${issuer}/streams`,
+          status_endpoint: `${issuer}/status`,
+          verification_endpoint: `${issuer}/verify`,
         }),
       )
     }
     if (req.method === 'GET' && path === '/jwks') {
       jwksFetches += 1
       return sendReply(res, jsonReply(200, { keys: keys.map((key) => key.jwk) }))
+    }
+    if (path === '/streams' || path === '/status' || path === '/verify') {
+      bodyOf(req).then(
+        (text) =>
+          manage(req.method ?? 'GET', path, text, req.headers.authorization).then((reply) =>
+            sendReply(res, reply),
+          ),
+        () => sendReply(res, jsonReply(400, { error: 'invalid_request' })),
+      )
+      return
     }
     if (req.method === 'POST' && path === '/poll') {
       bodyOf(req).then(

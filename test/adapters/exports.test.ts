@@ -46,10 +46,12 @@ const SURFACES: Readonly<Record<string, Surface>> = {
   tollgate: {
     values: [
       ...PROVIDERS,
+      'StreamManagementError',
       'TollgateError',
       'createGate',
       'createSignalPoller',
       'createSignalReceiver',
+      'createSignalStreams',
       'errors',
       'isTollgateError',
       'renderError',
@@ -142,6 +144,10 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'SignalRedisClient',
       'SignalRefusalReason',
       'SignalStreamState',
+      'SignalStreams',
+      'SignalStreamsOptions',
+      'StreamConfiguration',
+      'StreamDelivery',
       'StoreFailurePolicy',
       'SubjectClaims',
       'TenantDecision',
