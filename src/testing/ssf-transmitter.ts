@@ -455,24 +455,29 @@ export interface SignedOutSession {
 
 /**
  * What the development provider sends when a user signs out at its page: CAEP `session-revoked`
- * for each session id the user's clients were given (`sid` of their tokens), or, when there is
- * none, for the user. Resolves once every SET was delivered; never rejects (a receiver that is
- * down must not break the sign-out page).
+ * for the user (every token of the user issued up to the sign-out is refused), or, with
+ * `bySession` (for providers whose access tokens carry `sid`), one for each session id the
+ * user's clients were given. Resolves once every SET was delivered; never rejects (a receiver
+ * that is down must not break the sign-out page).
  */
 export async function transmitSignOut(
   transmitter: TestTransmitter,
   issuer: string,
   session: SignedOutSession,
+  options: { readonly bySession?: boolean } = {},
 ): Promise<void> {
   const sub = session.accountId
   if (sub === undefined) return
-  const sids = [
-    ...new Set(
-      Object.values(session.authorizations ?? {}).flatMap((entry) =>
-        typeof entry.sid === 'string' ? [entry.sid] : [],
-      ),
-    ),
-  ]
+  const sids =
+    options.bySession !== true
+      ? []
+      : [
+          ...new Set(
+            Object.values(session.authorizations ?? {}).flatMap((entry) =>
+              typeof entry.sid === 'string' ? [entry.sid] : [],
+            ),
+          ),
+        ]
   const sends =
     sids.length === 0
       ? [transmitter.sessionRevoked({ iss: issuer, sub })]

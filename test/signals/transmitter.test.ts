@@ -70,23 +70,33 @@ describe('the test transmitter', () => {
     })
   })
 
-  it('a sign-out sends session-revoked for each session of the user’s clients', async () => {
+  it('a sign-out with bySession sends session-revoked for each session of the user’s clients', async () => {
     const a = await world.issuer.mint({ sub: 'out', sid: 'sa', iat: nowSeconds() - 30 })
     const b = await world.issuer.mint({ sub: 'out', sid: 'sb', iat: nowSeconds() - 30 })
     const other = await world.issuer.mint({ sub: 'out', sid: 'sc', iat: nowSeconds() - 30 })
-    await transmitSignOut(world.transmitter, world.tokenIssuer, {
-      accountId: 'out',
-      authorizations: { web: { sid: 'sa' }, mobile: { sid: 'sb' } },
-    })
+    await transmitSignOut(
+      world.transmitter,
+      world.tokenIssuer,
+      {
+        accountId: 'out',
+        authorizations: { web: { sid: 'sa' }, mobile: { sid: 'sb' } },
+      },
+      { bySession: true },
+    )
     expect(await decided(pushed.gate, a)).toBe('revoked')
     expect(await decided(pushed.gate, b)).toBe('revoked')
     expect(await decided(pushed.gate, other)).toBe('admitted')
   })
 
-  it('a sign-out without session ids ends the user’s tokens; account-disabled from an admin call too', async () => {
+  it('a sign-out ends the user’s tokens (their access tokens need not carry sid); account-disabled from an admin call too', async () => {
     const token = await world.issuer.mint({ sub: 'out2', iat: nowSeconds() - 30 })
-    await transmitSignOut(world.transmitter, world.tokenIssuer, { accountId: 'out2' })
+    const withSession = await world.issuer.mint({ sub: 'out2', sid: 'x', iat: nowSeconds() - 30 })
+    await transmitSignOut(world.transmitter, world.tokenIssuer, {
+      accountId: 'out2',
+      authorizations: { web: { sid: 'x' } },
+    })
     expect(await decided(pushed.gate, token)).toBe('revoked')
+    expect(await decided(pushed.gate, withSession)).toBe('revoked')
     const admin = await world.issuer.mint({ sub: 'out3', iat: nowSeconds() - 30 })
     const set = await world.transmitter.accountDisabled({ iss: world.tokenIssuer, sub: 'out3' })
     expect(set.jti).toBeTypeOf('string')
