@@ -329,3 +329,18 @@ describe('a flood of unknown key ids', () => {
     expect(world.transmitter.jwksFetches - before).toBeLessThanOrEqual(5)
   })
 })
+
+describe('the transmitter down', () => {
+  it('SETs signed with keys already held are still verified and applied', async () => {
+    const { createTestTransmitter } = await import('../../src/testing/ssf-transmitter.js')
+    const down = await createTestTransmitter({ audience: AUDIENCE })
+    current = receiving(world, { transmitter: { issuer: down.issuer } })
+    const first = await down.sign(SSF_EVENTS.credentialChange, user('held-1'))
+    expect((await current.receiver.push(pushRequest(first.token))).status).toBe(202)
+    await down.close()
+    const token = await world.issuer.mint({ sub: 'held-2', iat: nowSeconds() - 30 })
+    const second = await down.sign(SSF_EVENTS.credentialChange, user('held-2'))
+    expect((await current.receiver.push(pushRequest(second.token))).status).toBe(202)
+    expect(await decided(current.gate, token)).toBe('revoked')
+  })
+})
