@@ -96,6 +96,27 @@ export type {
 } from './revocation/options.js'
 export type { RevocationReceipt, RevocationTarget, RevokeOptions } from './revocation/revocation.js'
 export type { SharedStore } from './shared-store.js'
+export type { SignalEndpoint } from './signals/endpoint.js'
+export type {
+  SignalChange,
+  SignalDelivery,
+  SignalEvent,
+  SignalRefusalReason,
+} from './signals/events.js'
+export type { SignalReceiverOptions, SignalRedisClient } from './signals/options.js'
+export type { SignalPoller, SignalPollerOptions } from './signals/poll.js'
+export { createSignalPoller } from './signals/poll.js'
+export type { SetOutcome, SignalReceiver, SignalStreamState } from './signals/receiver.js'
+export { createSignalReceiver } from './signals/receiver.js'
+export type {
+  SignalStreams,
+  SignalStreamsOptions,
+  StreamConfiguration,
+  StreamDelivery,
+} from './signals/stream.js'
+export { createSignalStreams, StreamManagementError } from './signals/stream.js'
+export type { SubjectClaims } from './signals/subject.js'
+export type { SetErrorCode } from './signals/vocabulary.js'
 export type { JWSAlgorithm } from './token/algorithms.js'
 export type { ClaimMapping } from './token/claims.js'
 export type { IssuerOptions, KeycloakOptions } from './token/issuers.js'

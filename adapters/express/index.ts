@@ -10,6 +10,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import { type Handle, type SignalEndpoint, signalEndpoint } from '../../src/signals/endpoint.js'
 import type { Admission, CheckResult } from '../../src/types.js'
 import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
@@ -26,7 +27,8 @@ declare global {
 export interface TollgateMiddleware
   extends RequestHandler,
     GuardMiddlewareFactories<RequestHandler>,
-    CallbackEndpoints<RequestHandler> {
+    CallbackEndpoints<RequestHandler>,
+    SignalEndpoint<RequestHandler> {
   /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
   /**
@@ -123,17 +125,15 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
       check(req, res, result, next)
     }
   })
-  const endpoints = callbackEndpoints(
-    gate,
-    (handle): RequestHandler =>
-      function tollgateCallback(req, res, next) {
-        const { headers, method, body } = req
-        handle({ headers, method, body, stream: req }).then(
-          (answer) => res.status(answer.status).set(answer.headers).end(answer.body),
-          next,
-        )
-      },
-  )
+  const callback = (handle: Handle): RequestHandler =>
+    function tollgateCallback(req, res, next) {
+      const { headers, method, body } = req
+      handle({ headers, method, body, stream: req }).then(
+        (answer) => res.status(answer.status).set(answer.headers).end(answer.body),
+        next,
+      )
+    }
+  const endpoints = { ...callbackEndpoints(gate, callback), ...signalEndpoint(callback) }
   const resourceMetadata: RequestHandler = function tollgateResourceMetadata(req, res, next) {
     const metadata = gate.resourceMetadata(requestOf(req))
     if (metadata === undefined) return next()

@@ -18,6 +18,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import { type Handle, type SignalEndpoint, signalEndpoint } from '../../src/signals/endpoint.js'
 import type { Admission, CheckResult } from '../../src/types.js'
 import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
@@ -42,7 +43,8 @@ export type TollgateHook = (
 export interface TollgatePlugin
   extends FastifyPluginCallback,
     GuardMiddlewareFactories<TollgateHook>,
-    CallbackEndpoints<RouteShorthandOptionsWithHandler> {
+    CallbackEndpoints<RouteShorthandOptionsWithHandler>,
+    SignalEndpoint<RouteShorthandOptionsWithHandler> {
   /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
 }
@@ -183,20 +185,18 @@ export function tollgate(options: GateOptions): TollgatePlugin {
       check(request, reply, result, done)
     }
   })
-  const endpoints = callbackEndpoints(
-    gate,
-    (handle): RouteShorthandOptionsWithHandler => ({
-      config: { [CALLBACK_ROUTE]: true },
-      handler: async function tollgateCallback(request, reply) {
-        const { headers, method, body, raw } = request
-        const answer = await handle({ headers, method, body, stream: raw })
-        return reply
-          .code(answer.status)
-          .headers(answer.headers)
-          .send(answer.body === '' ? undefined : answer.body)
-      },
-    }),
-  )
+  const callback = (handle: Handle): RouteShorthandOptionsWithHandler => ({
+    config: { [CALLBACK_ROUTE]: true },
+    handler: async function tollgateCallback(request, reply) {
+      const { headers, method, body, raw } = request
+      const answer = await handle({ headers, method, body, stream: raw })
+      return reply
+        .code(answer.status)
+        .headers(answer.headers)
+        .send(answer.body === '' ? undefined : answer.body)
+    },
+  })
+  const endpoints = { ...callbackEndpoints(gate, callback), ...signalEndpoint(callback) }
   const wrapped = fastifyPlugin(plugin, { name: 'tollgate' })
   return Object.assign(wrapped, guards, endpoints, { gate })
 }

@@ -10,6 +10,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import { type Handle, type SignalEndpoint, signalEndpoint } from '../../src/signals/endpoint.js'
 import type { Admission, CheckResult, PeerSocket } from '../../src/types.js'
 
 /** The request may proceed: what the gate admitted, and the headers to add to the response. */
@@ -84,7 +85,8 @@ export type FetchHandler = (request: Request) => Promise<Response>
 /** The gate as a Fetch application uses it. */
 export interface FetchTollgate
   extends GuardMiddlewareFactories<FetchGuard>,
-    CallbackEndpoints<FetchHandler> {
+    CallbackEndpoints<FetchHandler>,
+    SignalEndpoint<FetchHandler> {
   /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
   /**
@@ -288,13 +290,11 @@ export function tollgate(options: GateOptions): FetchTollgate {
     }
   }
 
-  const endpoints = callbackEndpoints(
-    gate,
-    (handleCallback): FetchHandler =>
-      async function tollgateCallback(request) {
-        return responseOfFetch(await handleCallback(callbackRequestOfFetch(request)))
-      },
-  )
+  const callback = (handleCallback: Handle): FetchHandler =>
+    async function tollgateCallback(request) {
+      return responseOfFetch(await handleCallback(callbackRequestOfFetch(request)))
+    }
+  const endpoints = { ...callbackEndpoints(gate, callback), ...signalEndpoint(callback) }
 
   function resourceMetadata(request: Request): Response | undefined {
     const metadata = gate.resourceMetadata(requestOfFetch(request))

@@ -11,6 +11,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import { type Handle, type SignalEndpoint, signalEndpoint } from '../../src/signals/endpoint.js'
 import type { Admission, CheckResult, PeerSocket, RequestLike } from '../../src/types.js'
 
 declare module 'hono' {
@@ -32,7 +33,8 @@ export interface TollgateEnv {
 export interface TollgateMiddleware
   extends MiddlewareHandler,
     GuardMiddlewareFactories<MiddlewareHandler>,
-    CallbackEndpoints<Handler> {
+    CallbackEndpoints<Handler>,
+    SignalEndpoint<Handler> {
   /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
   /**
@@ -179,13 +181,11 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         await next()
       },
   )
-  const endpoints = callbackEndpoints(
-    gate,
-    (handle): Handler =>
-      async function tollgateCallback(c) {
-        return responseOfFetch(await handle(callbackRequestOfFetch(c.req.raw)))
-      },
-  )
+  const callback = (handle: Handle): Handler =>
+    async function tollgateCallback(c) {
+      return responseOfFetch(await handle(callbackRequestOfFetch(c.req.raw)))
+    }
+  const endpoints = { ...callbackEndpoints(gate, callback), ...signalEndpoint(callback) }
   const resourceMetadata: MiddlewareHandler = async function tollgateResourceMetadata(c, next) {
     const metadata = gate.resourceMetadata(requestOfFetch(c.req.raw))
     if (metadata === undefined) return next()

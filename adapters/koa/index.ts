@@ -10,6 +10,7 @@ import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import { Decisions, type GuardMiddlewareFactories, guardMiddleware } from '../../src/gate/guards.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
+import { type Handle, type SignalEndpoint, signalEndpoint } from '../../src/signals/endpoint.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
 
 /** What tollgate adds to `ctx.state`. */
@@ -22,7 +23,8 @@ export interface TollgateState {
 export interface TollgateMiddleware
   extends Middleware<TollgateState>,
     GuardMiddlewareFactories<Middleware<TollgateState>>,
-    CallbackEndpoints<Middleware<TollgateState>> {
+    CallbackEndpoints<Middleware<TollgateState>>,
+    SignalEndpoint<Middleware<TollgateState>> {
   /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
   /**
@@ -159,23 +161,21 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
         : check(ctx, result, next)
     }
   })
-  const endpoints = callbackEndpoints(
-    gate,
-    (handle): Middleware<TollgateState> =>
-      async function tollgateCallback(ctx) {
-        const body = (ctx.request as { body?: unknown }).body
-        const answer = await handle({
-          headers: ctx.headers,
-          method: ctx.method,
-          body,
-          stream: ctx.req,
-        })
-        ctx.set(answer.headers)
-        // An explicit null, then the status: Koa would type an empty string as text/plain.
-        ctx.body = answer.body === '' ? null : answer.body
-        ctx.status = answer.status
-      },
-  )
+  const callback = (handle: Handle): Middleware<TollgateState> =>
+    async function tollgateCallback(ctx) {
+      const body = (ctx.request as { body?: unknown }).body
+      const answer = await handle({
+        headers: ctx.headers,
+        method: ctx.method,
+        body,
+        stream: ctx.req,
+      })
+      ctx.set(answer.headers)
+      // An explicit null, then the status: Koa would type an empty string as text/plain.
+      ctx.body = answer.body === '' ? null : answer.body
+      ctx.status = answer.status
+    }
+  const endpoints = { ...callbackEndpoints(gate, callback), ...signalEndpoint(callback) }
   const resourceMetadata: Middleware = async function tollgateResourceMetadata(ctx, next) {
     const metadata = gate.resourceMetadata(requestOf(ctx))
     if (metadata === undefined) return next()

@@ -17,6 +17,8 @@ import type { ErrorResponse } from '../../src/errors.js'
 import type { Gate } from '../../src/gate/gate.js'
 import type { CallbackRequest, CallbackResponse } from '../../src/revocation/callbacks.js'
 import { callbackEndpoints } from '../../src/revocation/callbacks.js'
+import { signalEndpoint } from '../../src/signals/endpoint.js'
+import type { SignalReceiver } from '../../src/signals/receiver.js'
 import type { RequestLike } from '../../src/types.js'
 import { fail, record } from '../../src/validate.js'
 import { send } from '../express/translate.js'
@@ -36,6 +38,14 @@ export interface TollgateCallbackPaths {
 }
 
 type Handle = (request: CallbackRequest) => Promise<CallbackResponse>
+
+/** Where `TollgateModule` serves the Shared Signals push endpoint, and the receiver behind it. */
+export interface TollgateSignalsEndpoint {
+  /** The path given to the transmitter as the stream's `endpoint_url`, for example `'/ssf/events'`. */
+  readonly path: string
+  /** Builds the receiver from the module's gate. */
+  readonly receiver: (gate: Gate) => SignalReceiver
+}
 
 /** The answers the middleware gives, built once from the gate and the module's options. */
 export interface Endpoints {
@@ -68,7 +78,7 @@ function callbackPath(value: unknown, path: string): string {
  * @throws TypeError when a path is not one, when both name the same path, or when the gate has no
  * `revocation.callbacks`.
  */
-export function createEndpoints(gate: Gate, given: unknown): Endpoints {
+export function createEndpoints(gate: Gate, given: unknown, signals?: unknown): Endpoints {
   const callbacks = new Map<string, Handle>()
   if (given !== undefined) {
     const paths = record(given, 'moduleOptions.callbacks', CALLBACK_NAMES)
@@ -90,6 +100,22 @@ export function createEndpoints(gate: Gate, given: unknown): Endpoints {
       }
       callbacks.set(at, handlers[name]())
     }
+  }
+  if (signals !== undefined) {
+    const checked = record(signals, 'moduleOptions.sharedSignals', ['path', 'receiver'])
+    const at = callbackPath(checked['path'], 'moduleOptions.sharedSignals.path')
+    if (callbacks.has(at)) {
+      fail('moduleOptions.sharedSignals.path', 'names the path of a callback', at, { show: true })
+    }
+    if (typeof checked['receiver'] !== 'function') {
+      fail(
+        'moduleOptions.sharedSignals.receiver',
+        'must be a function (gate) => createSignalReceiver({ gate, … })',
+      )
+    }
+    // The adapters' one way of making the endpoint, as for the callbacks.
+    const receiver = (checked['receiver'] as (gate: Gate) => SignalReceiver)(gate)
+    callbacks.set(at, signalEndpoint((handle) => handle).sharedSignals(receiver))
   }
   return {
     resourceMetadata: (request) => gate.resourceMetadata(request),

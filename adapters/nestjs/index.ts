@@ -55,9 +55,10 @@ import {
   registerFastifyCallbacks,
   serveEndpoints,
   type TollgateCallbackPaths,
+  type TollgateSignalsEndpoint,
 } from './endpoints.js'
 
-export type { TollgateCallbackPaths } from './endpoints.js'
+export type { TollgateCallbackPaths, TollgateSignalsEndpoint } from './endpoints.js'
 
 /** The injection token of the {@link Gate} that `TollgateModule.forRoot()` built. */
 export const TOLLGATE_GATE = Symbol('tollgate.gate')
@@ -402,6 +403,12 @@ export interface TollgateModuleOptions {
    * `revocation.callbacks` in the gate's options. Default: none served.
    */
   readonly callbacks?: TollgateCallbackPaths
+  /**
+   * The Shared Signals push endpoint (RFC 8935), served for POST ahead of the guard at `path`:
+   * `receiver` builds the receiver from the module's gate (`(gate) => createSignalReceiver({ gate,
+   * … })`). Default: not served.
+   */
+  readonly sharedSignals?: TollgateSignalsEndpoint
 }
 
 /**
@@ -443,10 +450,15 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
    */
   static forRoot(options: GateOptions, moduleOptions: TollgateModuleOptions = {}): DynamicModule {
     const given = validateFor('TollgateModule.forRoot(options, moduleOptions):', () => {
-      const checked = record(moduleOptions, 'moduleOptions', ['globalGuard', 'callbacks'])
+      const checked = record(moduleOptions, 'moduleOptions', [
+        'globalGuard',
+        'callbacks',
+        'sharedSignals',
+      ])
       return {
         globalGuard: boolean(checked['globalGuard'], 'moduleOptions.globalGuard', true),
         callbacks: checked['callbacks'],
+        sharedSignals: checked['sharedSignals'],
       }
     })
     // Its refusals reach the application as the `cause` of a TollgateRefusal: reasons are read.
@@ -455,7 +467,7 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
       decisions: new Decisions(),
     }
     const endpoints = validateFor('TollgateModule.forRoot(options, moduleOptions):', () =>
-      createEndpoints(opened.gate, given.callbacks),
+      createEndpoints(opened.gate, given.callbacks, given.sharedSignals),
     )
     const providers: Provider[] = [
       { provide: OPENED_GATE, useValue: opened },

@@ -25,4 +25,12 @@ export type { TestAlgorithm } from './keys.js'
 export { TEST_ALGORITHMS } from './keys.js'
 export type { TestClient, TestIssuerOptions, TestPathIssuer } from './options.js'
 export type { FaultEndpoint } from './realm.js'
+export type {
+  TestSet,
+  TestSetOverrides,
+  TestTransmitter,
+  TestTransmitterDelivery,
+  TestTransmitterOptions,
+} from './ssf-transmitter.js'
+export { createTestTransmitter, SSF_EVENTS } from './ssf-transmitter.js'
 export type { TestStatusList, TestStatusListOptions } from './status-lists.js'

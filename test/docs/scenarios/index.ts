@@ -11,6 +11,7 @@ import { PROVIDERS } from './providers.js'
 import { README } from './readme.js'
 import { RUNTIMES } from './runtimes.js'
 import { SIGN_IN } from './sign-in.js'
+import { SIGNALS } from './signals.js'
 import { STATUS_LIST } from './status-list.js'
 import { STEP_UP } from './step-up.js'
 import { STORES } from './stores.js'
@@ -35,5 +36,6 @@ export const SCENARIOS: ScenarioTable = {
   ...NESTJS,
   ...MTLS,
   ...TOKEN_EXCHANGE,
+  ...SIGNALS,
   ...STATUS_LIST,
 }

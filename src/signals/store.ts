@@ -1,0 +1,137 @@
+/**
+ * What the receiver remembers: the `jti`s it applied (so that a retry, or the same SET pushed to
+ * another instance, is applied once: RFC 8417 §2.2 makes `jti` unique per issuer) and what
+ * `account-disabled` set (so that `account-enabled` lifts that and nothing else). In this
+ * process, or in Redis for the fleet. A Redis call that fails or answers late throws
+ * {@link StoreUnavailable}: the receiver then answers 503 and acknowledges nothing.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto'
+
+import type { SignalRedisClient } from './options.js'
+
+/** The store did not answer in time, or failed. */
+export class StoreUnavailable extends Error {
+  constructor(cause: unknown) {
+    super('signal store unavailable', { cause })
+    this.name = 'StoreUnavailable'
+  }
+}
+
+/** The receiver's memory. */
+export interface SignalStore {
+  /** `true` when this call recorded `key` (for `ttlMs`), `false` when it was recorded already. */
+  claim(key: string, ttlMs: number): Promise<boolean>
+  /** Forgets a claim whose SET could not be applied, so that the transmitter's retry is. */
+  release(key: string): Promise<void>
+  get(key: string): Promise<string | undefined>
+  set(key: string, value: string, ttlMs: number): Promise<void>
+}
+
+/** Entries kept in memory at most; past it, the oldest go first. */
+const MAX_MEMORY_ENTRIES = 100_000
+
+/** A store key: hashed, so that ids of any length and character fit and nothing is shown. */
+export function storeKey(kind: string, ...parts: string[]): string {
+  return `${kind}:${createHash('sha256').update(parts.join('\0')).digest('base64url')}`
+}
+
+/** This process only. */
+export class MemorySignalStore implements SignalStore {
+  private readonly entries = new Map<string, { value: string; expiresAt: number }>()
+
+  private readonly now: () => number
+
+  constructor(now: () => number = Date.now) {
+    this.now = now
+  }
+
+  private live(key: string): { value: string; expiresAt: number } | undefined {
+    const entry = this.entries.get(key)
+    if (entry !== undefined && entry.expiresAt <= this.now()) {
+      this.entries.delete(key)
+      return undefined
+    }
+    return entry
+  }
+
+  private put(key: string, value: string, ttlMs: number): void {
+    this.entries.delete(key)
+    if (this.entries.size >= MAX_MEMORY_ENTRIES) {
+      const oldest = this.entries.keys().next().value as string
+      this.entries.delete(oldest)
+    }
+    this.entries.set(key, { value, expiresAt: this.now() + ttlMs })
+  }
+
+  async claim(key: string, ttlMs: number): Promise<boolean> {
+    if (this.live(key) !== undefined) return false
+    this.put(key, '1', ttlMs)
+    return true
+  }
+
+  async release(key: string): Promise<void> {
+    this.entries.delete(key)
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    return this.live(key)?.value
+  }
+
+  async set(key: string, value: string, ttlMs: number): Promise<void> {
+    this.put(key, value, ttlMs)
+  }
+}
+
+const CLAIM = "return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX') and 1 or 0"
+const RELEASE = "return redis.call('DEL', KEYS[1])"
+const GET = "return redis.call('GET', KEYS[1])"
+const SET = "return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])"
+
+/** Redis, shared by every instance (the client the gate's revocation uses). */
+export class RedisSignalStore implements SignalStore {
+  private readonly client: SignalRedisClient
+  private readonly prefix: string
+  private readonly timeoutMs: number
+
+  constructor(client: SignalRedisClient, prefix: string, timeoutMs: number) {
+    this.client = client
+    this.prefix = prefix
+    this.timeoutMs = timeoutMs
+  }
+
+  private async run(script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('timeout')), this.timeoutMs)
+    })
+    try {
+      return await Promise.race([
+        this.client.eval(script, 1, `${this.prefix}:${key}`, ...args),
+        late,
+      ])
+    } catch (error) {
+      throw new StoreUnavailable(error)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  async claim(key: string, ttlMs: number): Promise<boolean> {
+    return (await this.run(CLAIM, key, Math.max(1, Math.ceil(ttlMs)))) === 1
+  }
+
+  async release(key: string): Promise<void> {
+    await this.run(RELEASE, key)
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    const value = await this.run(GET, key)
+    return typeof value === 'string' ? value : undefined
+  }
+
+  async set(key: string, value: string, ttlMs: number): Promise<void> {
+    await this.run(SET, key, value, Math.max(1, Math.ceil(ttlMs)))
+  }
+}
