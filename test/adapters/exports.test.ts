@@ -255,6 +255,8 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'TestIssuerOptions',
       'TestPathIssuer',
       'TestPrivateKey',
+      'TestStatusList',
+      'TestStatusListOptions',
       'TestSet',
       'TestSetOverrides',
       'TestTransmitter',
