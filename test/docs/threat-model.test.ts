@@ -27,6 +27,8 @@ const CAPABILITIES = [
   'Delegation and token exchange',
   'Step-up',
   'Revocation and back-channel logout',
+  'Token Status Lists',
+  'Shared Signals (SSF, CAEP, RISC)',
   'The limiter and its stores',
   'Sign-in',
   'The token source',
