@@ -291,3 +291,4 @@ export type {
   WithSignInOptions,
 } from './signin.js'
 export { signIn } from './signin.js'
+export { type FetchMcpAuthorized, type McpHandler, type McpWrapper, mcpGate } from './mcp.js'
