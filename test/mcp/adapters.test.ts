@@ -1,0 +1,287 @@
+/**
+ * `mcpGate` on Express and Fetch: per-tool scopes answered with the gate's own 403 and challenge,
+ * header/body disagreement answered as MCP answers it (400, JSON-RPC -32020), every method of the
+ * endpoint guarded, the body handed on, and windows per (tenant, tool).
+ */
+import { createServer, type Server } from 'node:http'
+
+import express from 'express'
+import request from 'supertest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { mcpGate as expressMcp, tollgate as expressTollgate } from '../../adapters/express/index.js'
+import { mcpGate as fetchMcp, tollgate as fetchTollgate } from '../../adapters/fetch/index.js'
+import type { GateEvent } from '../../src/events.js'
+import type { GateOptions } from '../../src/gate/options.js'
+import type { McpPolicyOptions } from '../../src/mcp/policy.js'
+import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
+import { keycloak } from '../../src/token/issuers.js'
+import { fetchListener } from '../helpers/fetch-server.js'
+
+let issuer: TestIssuer
+let base: GateOptions
+beforeAll(async () => {
+  issuer = await createTestIssuer({ realms: ['acme'], audience: 'mcp' })
+  base = {
+    issuers: keycloak({ authUrl: issuer.url, realms: ['acme'] }),
+    audience: 'mcp',
+    resourceMetadata: { resource: 'https://mcp.example.com/mcp' },
+  }
+})
+afterAll(async () => {
+  await issuer.close()
+})
+
+const POLICY: McpPolicyOptions = {
+  default: { scopes: ['mcp:use'] },
+  tools: {
+    search: { scopes: ['mcp:use', 'mcp:search'] },
+    render: { scopes: ['mcp:use'], rateLimit: [{ points: 2, durationSeconds: 60 }] },
+  },
+}
+const call = (name: string, id = 1) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: {} },
+})
+const modern = (name: string) => ({
+  'MCP-Protocol-Version': '2026-07-28',
+  'Mcp-Method': 'tools/call',
+  'Mcp-Name': name,
+})
+
+function expressApp(options: GateOptions, parse: boolean, events?: GateEvent[]): Server {
+  const auth = expressTollgate({ ...options, onEvent: events && ((event) => events.push(event)) })
+  const app = express()
+  const handlers: express.RequestHandler[] = parse ? [express.json()] : []
+  app.all('/mcp', ...handlers, expressMcp(auth, POLICY), (req, res) => {
+    res.json({ mcp: req.mcp, body: req.body ?? null, subject: req.auth?.subject })
+  })
+  return app.listen(0)
+}
+
+function fetchApp(options: GateOptions): Server {
+  const auth = fetchTollgate(options)
+  const mcp = fetchMcp(auth, POLICY)
+  return createServer(
+    fetchListener(
+      mcp(async (request, user, operation) => {
+        // The original request is still readable by the transport.
+        const text = request.method === 'POST' ? await request.text() : ''
+        return Response.json({
+          mcp: { method: operation.method, name: operation.name, operations: operation.operations },
+          body: operation.body ?? null,
+          text,
+          subject: user?.subject,
+        })
+      }),
+    ),
+  ).listen(0)
+}
+
+const APPS: ReadonlyArray<[string, (options: GateOptions, events?: GateEvent[]) => Server]> = [
+  ['express (express.json before)', (options, events) => expressApp(options, true, events)],
+  ['express (body read by the gate)', (options, events) => expressApp(options, false, events)],
+  ['fetch', (options) => fetchApp(options)],
+]
+
+describe.each(APPS)('mcpGate on %s', (_name, createApp) => {
+  let app: Server
+  beforeAll(() => {
+    app = createApp({ ...base, tenant: { claim: 'tenant' } })
+  })
+  afterAll(() => {
+    app.close()
+  })
+  const token = (scope: string, tenant = 'acme') => issuer.mint({ scope, tenant, sub: 'alice' })
+
+  it('admits a tool the token has the scopes of, telling the handler which operation', async () => {
+    const res = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use mcp:search')}`)
+      .set(modern('search'))
+      .send(call('search'))
+    expect(res.status).toBe(200)
+    expect(res.body.mcp).toMatchObject({ method: 'tools/call', name: 'search' })
+    expect(res.body.body).toEqual(call('search'))
+    expect(res.body.subject).toBe('alice')
+  })
+
+  it("answers 403 insufficient_scope naming exactly the tool's scopes", async () => {
+    const res = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use')}`)
+      .set(modern('search'))
+      .send(call('search'))
+    expect(res.status).toBe(403)
+    expect(res.body.error).toBe('insufficient_scope')
+    expect(res.headers['www-authenticate']).toMatch(
+      /^Bearer realm="[^"]*", error="insufficient_scope"/,
+    )
+    expect(res.headers['www-authenticate']).toContain('scope="mcp:use mcp:search"')
+    expect(res.headers['www-authenticate']).toContain('resource_metadata="')
+  })
+
+  it('answers 401 with the challenge before reading the body, without credentials', async () => {
+    const res = await request(app).post('/mcp').set(modern('other')).send(call('search'))
+    expect(res.status).toBe(401)
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm=/)
+  })
+
+  it('refuses headers that disagree with the body with 400 and a JSON-RPC -32020 error, echoing no token', async () => {
+    const bearer = await token('mcp:use mcp:search')
+    const res = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${bearer}`)
+      .set(modern('search'))
+      .send(call('render', 5))
+    expect(res.status).toBe(400)
+    expect(res.body).toEqual({
+      jsonrpc: '2.0',
+      id: 5,
+      error: { code: -32020, message: expect.stringMatching(/^Header mismatch/) },
+    })
+    expect(res.text).not.toContain(bearer)
+    expect(res.text).not.toMatch(/search|render/)
+  })
+
+  it('refuses a modern request without Mcp-Name (400, -32020)', async () => {
+    const res = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use mcp:search')}`)
+      .set({ 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call' })
+      .send(call('search'))
+    expect(res.status).toBe(400)
+    expect(res.body.error.code).toBe(-32020)
+  })
+
+  it('refuses a batch when one member is outside the scopes, admits it when all are within', async () => {
+    const batch = [call('render', 1), call('search', 2)]
+    const refused = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use', 'batch-a')}`)
+      .send(batch)
+    expect(refused.status).toBe(403)
+    expect(refused.headers['www-authenticate']).toContain('scope="mcp:use mcp:search"')
+    const admitted = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use mcp:search', 'batch-b')}`)
+      .send(batch)
+    expect(admitted.status).toBe(200)
+    expect(admitted.body.mcp.operations).toHaveLength(2)
+  })
+
+  it('guards the GET stream and DELETE by the default rule', async () => {
+    for (const method of ['get', 'delete'] as const) {
+      expect((await request(app)[method]('/mcp')).status).toBe(401)
+      const narrow = await request(app)
+        [method]('/mcp')
+        .set('Authorization', `Bearer ${await token('other')}`)
+      expect(narrow.status).toBe(403)
+      expect(narrow.headers['www-authenticate']).toContain('scope="mcp:use"')
+      const ok = await request(app)
+        [method]('/mcp')
+        .set('Authorization', `Bearer ${await token('mcp:use')}`)
+      expect(ok.status).toBe(200)
+    }
+  })
+
+  it('refuses a body that is not JSON with 400 and -32700', async () => {
+    const res = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use')}`)
+      .set('Content-Type', 'application/json')
+      .send('{"jsonrpc": "2.0", ')
+    expect(res.status).toBe(400)
+    // express.json answers a parse error itself before the gate reads the body.
+    if (res.body.jsonrpc !== undefined) expect(res.body.error.code).toBe(-32700)
+  })
+
+  it("counts a tool's own windows per (tenant, tool), naming its policy in RateLimit-Policy", async () => {
+    const send = async (tenant: string) =>
+      request(app)
+        .post('/mcp')
+        .set('Authorization', `Bearer ${await token('mcp:use', tenant)}`)
+        .send(call('render'))
+    const first = await send('limited')
+    expect(first.status).toBe(200)
+    expect(first.headers['ratelimit-policy']).toBe('"tool.render";q=2;w=60')
+    expect(first.headers['ratelimit']).toMatch(/^"tool.render";r=1;t=\d+$/)
+    expect((await send('limited')).status).toBe(200)
+    const third = await send('limited')
+    expect(third.status).toBe(429)
+    expect(third.headers['ratelimit-policy']).toBe('"tool.render";q=2;w=60')
+    expect(Number(third.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+    // Another tenant has its own window for the tool; other tools are not counted in it.
+    expect((await send('other-tenant')).status).toBe(200)
+    const search = await request(app)
+      .post('/mcp')
+      .set('Authorization', `Bearer ${await token('mcp:use mcp:search', 'limited')}`)
+      .send(call('search'))
+    expect(search.status).toBe(200)
+    expect(search.headers['ratelimit-policy']).toBeUndefined()
+  })
+})
+
+describe('mcpGate next to the tenant limit', () => {
+  it("joins the tool's RateLimit-Policy items to the tenant's", async () => {
+    const app = expressApp(
+      {
+        ...base,
+        tenant: { claim: 'tenant' },
+        rateLimit: { windows: [{ points: 100, durationSeconds: 1 }] },
+      },
+      true,
+    )
+    try {
+      const res = await request(app)
+        .post('/mcp')
+        .set('Authorization', `Bearer ${await issuer.mint({ scope: 'mcp:use', tenant: 'acme' })}`)
+        .send(call('render'))
+      expect(res.status).toBe(200)
+      expect(res.headers['ratelimit-policy']).toBe('"default";q=100;w=1, "tool.render";q=2;w=60')
+    } finally {
+      app.close()
+    }
+  })
+
+  it("reports a tool's 429 as a rejected event, as the gate's refusals", async () => {
+    const events: GateEvent[] = []
+    const app = expressApp({ ...base, tenant: { claim: 'tenant' } }, true, events)
+    try {
+      const bearer = await issuer.mint({ scope: 'mcp:use', tenant: 'acme' })
+      for (let sent = 0; sent < 3; sent++) {
+        await request(app)
+          .post('/mcp')
+          .set('Authorization', `Bearer ${bearer}`)
+          .send(call('render'))
+      }
+      expect(events.filter((event) => event.type === 'rejected')).toEqual([
+        expect.objectContaining({ code: 'ERR_RATE_LIMITED', status: 429 }),
+      ])
+    } finally {
+      app.close()
+    }
+  })
+
+  it('refuses a body larger than maxBodyBytes with 413 when the gate reads it', async () => {
+    const auth = expressTollgate(base)
+    const app = express()
+    app.all('/mcp', expressMcp(auth, { maxBodyBytes: 1024 }), (_req, res) => {
+      res.end()
+    })
+    const server = app.listen(0)
+    try {
+      const res = await request(server)
+        .post('/mcp')
+        .set('Authorization', `Bearer ${await issuer.mint({ scope: 'mcp:use' })}`)
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify({ ...call('a'), pad: 'x'.repeat(2000) }))
+      expect(res.status).toBe(413)
+      expect(res.body.error.code).toBe(-32600)
+    } finally {
+      server.close()
+    }
+  })
+})
