@@ -59,6 +59,12 @@ export function mcpGate(auth: TollgateMiddleware, options: McpPolicyOptions = {}
   }
 
   function limit(req: Request, res: Response, next: NextFunction, decision: McpDecision): void {
+    // No tool with windows of its own: nothing to count, no closure built.
+    if (!policy.limited) {
+      req.mcp = policy.authorized(decision)
+      next()
+      return
+    }
     const request = requestOf(req)
     const done = (headers: Record<string, string> | undefined): void => {
       if (res.headersSent) return

@@ -128,6 +128,8 @@ export interface McpPolicy {
   readonly rules: readonly BuiltRule[]
   /** Largest body an adapter reads itself. */
   readonly maxBodyBytes: number
+  /** Some tool has windows of its own: {@link McpPolicy.limit} may count the request. */
+  readonly limited: boolean
   /**
    * Reads and checks the request's operations and finds their rules.
    *
@@ -297,7 +299,14 @@ export function createMcpPolicy(options: McpPolicyOptions = {}): McpPolicy {
   }
 
   const rules = [fallback, ...tools.values(), ...prompts.values(), ...resources.map((r) => r.rule)]
-  return Object.freeze({ rules, maxBodyBytes, decide, limit, authorized })
+  return Object.freeze({
+    rules,
+    maxBodyBytes,
+    limited: limiter !== undefined,
+    decide,
+    limit,
+    authorized,
+  })
 }
 
 function limiterOf(

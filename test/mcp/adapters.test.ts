@@ -52,7 +52,9 @@ const modern = (name: string) => ({
 })
 
 function expressApp(options: GateOptions, parse: boolean, events?: GateEvent[]): Server {
-  const auth = expressTollgate({ ...options, onEvent: events && ((event) => events.push(event)) })
+  const auth = expressTollgate(
+    events === undefined ? options : { ...options, onEvent: (event) => void events.push(event) },
+  )
   const app = express()
   const handlers: express.RequestHandler[] = parse ? [express.json()] : []
   app.all('/mcp', ...handlers, expressMcp(auth, POLICY), (req, res) => {

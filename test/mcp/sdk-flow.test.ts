@@ -8,7 +8,7 @@
  * Streamable HTTP transport ("Server Validation"), one test per sentence, on the same server.
  */
 import { randomUUID } from 'node:crypto'
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import {
   type OAuthClientProvider,
@@ -84,7 +84,7 @@ function mcpApp(auth: ReturnType<typeof tollgate>): express.Express {
       transport = created
     }
     lastOperation = req.mcp
-    await transport.handleRequest(req, res, req.body)
+    await transport.handleRequest(req as IncomingMessage, res, req.body)
   })
   return app
 }

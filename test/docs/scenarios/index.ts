@@ -4,6 +4,7 @@ import { CLIENTS } from './clients.js'
 import { FRAMEWORKS } from './frameworks.js'
 import { GATEWAY } from './gateway.js'
 import { INTROSPECTION } from './introspection.js'
+import { MCP } from './mcp.js'
 import { MTLS } from './mtls.js'
 import { NESTJS } from './nestjs.js'
 import { OPERATING } from './operating.js'
@@ -34,4 +35,5 @@ export const SCENARIOS: ScenarioTable = {
   ...NESTJS,
   ...MTLS,
   ...TOKEN_EXCHANGE,
+  ...MCP,
 }
