@@ -80,7 +80,6 @@ export {
   type McpPolicy,
   type McpPolicyOptions,
   type McpRateLimitOptions,
-  McpRequestError,
   type McpResourceRule,
   type McpRule,
   type McpToolRule,

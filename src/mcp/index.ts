@@ -4,7 +4,6 @@
  *
  * @module
  */
-export { McpRequestError } from '../errors.js'
 export { renderMcpError } from './answer.js'
 export { decodeMcpName, type McpOperation } from './operation.js'
 export {
