@@ -17,6 +17,7 @@ import type { McpPolicyOptions } from '../../src/mcp/policy.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { fetchListener } from '../helpers/fetch-server.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 let issuer: TestIssuer
 let base: GateOptions
@@ -51,21 +52,26 @@ const modern = (name: string) => ({
   'Mcp-Name': name,
 })
 
-function expressApp(options: GateOptions, parse: boolean, events?: GateEvent[]): Server {
+function expressApp(
+  options: GateOptions,
+  parse: boolean,
+  events?: GateEvent[],
+  policy: McpPolicyOptions = POLICY,
+): Server {
   const auth = expressTollgate(
     events === undefined ? options : { ...options, onEvent: (event) => void events.push(event) },
   )
   const app = express()
   const handlers: express.RequestHandler[] = parse ? [express.json()] : []
-  app.all('/mcp', ...handlers, expressMcp(auth, POLICY), (req, res) => {
+  app.all('/mcp', ...handlers, expressMcp(auth, policy), (req, res) => {
     res.json({ mcp: req.mcp, body: req.body ?? null, subject: req.auth?.subject })
   })
   return app.listen(0)
 }
 
-function fetchApp(options: GateOptions): Server {
+function fetchApp(options: GateOptions, policy: McpPolicyOptions = POLICY): Server {
   const auth = fetchTollgate(options)
-  const mcp = fetchMcp(auth, POLICY)
+  const mcp = fetchMcp(auth, policy)
   return createServer(
     fetchListener(
       mcp(async (request, user, operation) => {
@@ -284,6 +290,46 @@ describe('mcpGate next to the tenant limit', () => {
       expect(res.body.error.code).toBe(-32600)
     } finally {
       server.close()
+    }
+  })
+})
+
+describe('windows per (tenant, tool) on a shared Redis', () => {
+  let redis: RedisServer
+  beforeAll(async () => {
+    redis = await startRedisServer()
+  })
+  afterAll(async () => {
+    await redis.stop()
+  })
+
+  it('hold one exact count for the fleet: an Express and a Fetch gateway admit 4 of 12 calls together', async () => {
+    const shared = async (): Promise<McpPolicyOptions> => ({
+      ...POLICY,
+      tools: { render: { rateLimit: [{ points: 4, durationSeconds: 60 }] } },
+      rateLimit: { store: { redis: await redis.client() } },
+    })
+    const options = { ...base, tenant: { claim: 'tenant' } }
+    const one = expressApp(options, true, undefined, await shared())
+    const two = fetchApp(options, await shared())
+    try {
+      const bearer = await issuer.mint({ scope: 'mcp:use', tenant: 'wayne' })
+      const statuses = await Promise.all(
+        Array.from({ length: 12 }, (_, index) =>
+          request(index % 2 === 0 ? one : two)
+            .post('/mcp')
+            .set('Authorization', `Bearer ${bearer}`)
+            .send(call('render'))
+            .then((res) => res.status),
+        ),
+      )
+      expect(statuses.filter((status) => status === 200)).toHaveLength(4)
+      expect(statuses.filter((status) => status === 429)).toHaveLength(8)
+      const client = await redis.client()
+      expect(await client.keys('tollgate:mcp:{*')).toEqual(['tollgate:mcp:{wayne}:tool.render:60'])
+    } finally {
+      one.close()
+      two.close()
     }
   })
 })
