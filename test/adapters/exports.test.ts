@@ -156,16 +156,23 @@ const SURFACES: Readonly<Record<string, Surface>> = {
     types: ['SignInMiddleware', 'TollgateMiddleware'],
   },
   'tollgate/koa': {
-    values: [...PROVIDERS, 'signIn', 'tollgate'],
-    types: ['SignInMiddleware', 'SignInState', 'TollgateMiddleware', 'TollgateState'],
+    values: [...PROVIDERS, 'mcpGate', 'signIn', 'tollgate'],
+    types: ['McpState', 'SignInMiddleware', 'SignInState', 'TollgateMiddleware', 'TollgateState'],
   },
   'tollgate/fastify': {
     values: [...PROVIDERS, 'signIn', 'tollgate'],
     types: ['SignInHook', 'SignInPlugin', 'TollgateHook', 'TollgatePlugin'],
   },
   'tollgate/hono': {
-    values: [...PROVIDERS, 'signIn', 'tollgate'],
-    types: ['SignInEnv', 'SignInMiddleware', 'TollgateEnv', 'TollgateMiddleware'],
+    values: [...PROVIDERS, 'mcpGate', 'signIn', 'tollgate'],
+    types: [
+      'HonoMcpAuthorized',
+      'McpEnv',
+      'SignInEnv',
+      'SignInMiddleware',
+      'TollgateEnv',
+      'TollgateMiddleware',
+    ],
   },
   'tollgate/fetch': {
     values: [...PROVIDERS, 'mcpGate', 'signIn', 'tollgate'],

@@ -6,11 +6,23 @@
 import { createServer, type Server } from 'node:http'
 
 import express from 'express'
+import { Hono } from 'hono'
+import Koa from 'koa'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { mcpGate as expressMcp, tollgate as expressTollgate } from '../../adapters/express/index.js'
 import { mcpGate as fetchMcp, tollgate as fetchTollgate } from '../../adapters/fetch/index.js'
+import {
+  mcpGate as honoMcp,
+  tollgate as honoTollgate,
+  type McpEnv,
+} from '../../adapters/hono/index.js'
+import {
+  mcpGate as koaMcp,
+  tollgate as koaTollgate,
+  type McpState,
+} from '../../adapters/koa/index.js'
 import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
 import type { McpPolicyOptions } from '../../src/mcp/policy.js'
@@ -88,10 +100,43 @@ function fetchApp(options: GateOptions, policy: McpPolicyOptions = POLICY): Serv
   ).listen(0)
 }
 
+function koaApp(options: GateOptions, policy: McpPolicyOptions = POLICY): Server {
+  const auth = koaTollgate(options)
+  const app = new Koa<McpState>()
+  app.use(koaMcp(auth, policy))
+  app.use((ctx) => {
+    ctx.body = {
+      mcp: ctx.state.mcp,
+      body: (ctx.request as { body?: unknown }).body ?? null,
+      subject: ctx.state.auth?.subject,
+    }
+  })
+  return app.listen(0)
+}
+
+function honoApp(options: GateOptions, policy: McpPolicyOptions = POLICY): Server {
+  const auth = honoTollgate(options)
+  const app = new Hono<McpEnv>()
+  app.all('/mcp', honoMcp(auth, policy), async (c) => {
+    const { method, name, operations, body } = c.get('mcp')
+    // The original request is still readable by the transport.
+    const text = c.req.method === 'POST' ? await c.req.text() : ''
+    return c.json({
+      mcp: { method, name, operations },
+      body: body ?? null,
+      text,
+      subject: c.get('auth')?.subject,
+    })
+  })
+  return createServer(fetchListener((request) => app.fetch(request))).listen(0)
+}
+
 const APPS: ReadonlyArray<[string, (options: GateOptions, events?: GateEvent[]) => Server]> = [
   ['express (express.json before)', (options, events) => expressApp(options, true, events)],
   ['express (body read by the gate)', (options, events) => expressApp(options, false, events)],
   ['fetch', (options) => fetchApp(options)],
+  ['koa (body read by the gate)', (options) => koaApp(options)],
+  ['hono', (options) => honoApp(options)],
 ]
 
 describe.each(APPS)('mcpGate on %s', (_name, createApp) => {
