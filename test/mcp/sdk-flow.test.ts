@@ -18,6 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import type {
   OAuthClientInformationMixed,
   OAuthClientMetadata,
@@ -25,13 +26,20 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import express from 'express'
+import { Hono } from 'hono'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { mcpGate, tollgate } from '../../adapters/express/index.js'
+import {
+  mcpGate as honoMcp,
+  tollgate as honoTollgate,
+  type McpEnv,
+} from '../../adapters/hono/index.js'
 import type { McpPolicyOptions } from '../../src/mcp/policy.js'
 import { createDevProvider, type DevProvider } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
+import { fetchListener } from '../helpers/fetch-server.js'
 
 const REDIRECT_URI = 'http://127.0.0.1:4999/callback'
 const CLIENT = { clientId: 'mcp-inspector', clientSecret: 'inspector-secret' }
@@ -44,6 +52,9 @@ let provider: DevProvider
 let server: Server
 let mcpUrl: string
 let metadataUrl: string
+/** The same MCP server on Hono, with the SDK's Web-standard transport, at its own URL. */
+let honoServer: Server
+let honoUrl: string
 /** The operation `mcpGate` authorized last, as the handler saw it on `req.mcp`. */
 let lastOperation: unknown
 
@@ -89,15 +100,53 @@ function mcpApp(auth: ReturnType<typeof tollgate>): express.Express {
   return app
 }
 
+/** One stateless SDK server per request on Hono: the Web-standard transport, the parsed body handed on. */
+function honoMcpApp(auth: ReturnType<typeof honoTollgate>): Hono<McpEnv> {
+  const app = new Hono<McpEnv>()
+  app.use(auth.resourceMetadata)
+  app.all('/mcp', honoMcp(auth, POLICY), async (c) => {
+    const admission = c.get('auth')
+    const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
+    const mcp = new McpServer({ name: 'tollgate-test', version: '1.0.0' })
+    mcp.registerTool('whoami', { description: 'who is calling' }, async (extra) => ({
+      content: [{ type: 'text', text: JSON.stringify({ scopes: extra.authInfo?.scopes }) }],
+    }))
+    mcp.registerTool('deploy', { description: 'deploys' }, async () => ({
+      content: [{ type: 'text', text: 'deployed' }],
+    }))
+    await mcp.connect(transport)
+    return transport.handleRequest(c.req.raw, {
+      parsedBody: c.get('mcp').body,
+      ...(admission === undefined
+        ? {}
+        : {
+            authInfo: {
+              token: admission.token,
+              clientId: admission.clientId ?? '',
+              scopes: [...admission.scopes],
+            },
+          }),
+    })
+  })
+  return app
+}
+
+async function listening(target: Server): Promise<string> {
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(target.address() as AddressInfo).port}/mcp`
+}
+
 beforeAll(async () => {
   server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  mcpUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
+  mcpUrl = await listening(server)
+  honoServer = createServer()
+  honoUrl = await listening(honoServer)
   provider = await createDevProvider({
     users: [{ sub: 'alice', name: 'Alice' }],
     autoLogin: 'alice',
     resources: {
       [mcpUrl]: { scopes: ['mcp:use', 'mcp:deploy'] },
+      [honoUrl]: { scopes: ['mcp:use', 'mcp:deploy'] },
       'urn:other:api': { scopes: ['other:read'] },
     },
     clients: [
@@ -117,10 +166,23 @@ beforeAll(async () => {
   })
   metadataUrl = auth.gate.resourceMetadataUrl as string
   server.on('request', mcpApp(auth))
+  const onHono = honoMcpApp(
+    honoTollgate({
+      issuers: keycloak({ authUrl: provider.url, realms: [provider.realm] }),
+      audience: honoUrl,
+      resourceMetadata: { resource: honoUrl },
+    }),
+  )
+  honoServer.on(
+    'request',
+    fetchListener((request) => onHono.fetch(request)),
+  )
 })
 afterAll(async () => {
-  server.closeAllConnections()
-  server.close()
+  for (const target of [server, honoServer]) {
+    target.closeAllConnections()
+    target.close()
+  }
   await provider.close()
 })
 
@@ -164,13 +226,13 @@ async function signIn(oauth: MemoryProvider): Promise<string> {
   return back.searchParams.get('code') as string
 }
 
-async function connected(oauth: MemoryProvider): Promise<Client> {
-  const first = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: oauth })
+async function connected(oauth: MemoryProvider, url = mcpUrl): Promise<Client> {
+  const first = new StreamableHTTPClientTransport(new URL(url), { authProvider: oauth })
   const client = new Client({ name: 'tollgate-test-client', version: '1.0.0' })
   await expect(client.connect(first)).rejects.toBeInstanceOf(UnauthorizedError)
   await first.finishAuth(await signIn(oauth))
   await first.close()
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: oauth })
+  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: oauth })
   await client.connect(transport)
   return client
 }
@@ -225,6 +287,28 @@ describe('the MCP authorization flow with the SDK client', () => {
       const transport = client.transport as StreamableHTTPClientTransport
       await transport.finishAuth(await signIn(oauth))
       expect(oauth.tokens()?.scope?.split(' ').sort()).toEqual(['mcp:deploy', 'mcp:use'])
+      expect(textOf(await client.callTool({ name: 'deploy', arguments: {} }))).toBe('deployed')
+    } finally {
+      await client.close()
+    }
+  })
+})
+
+describe('the same flow on Hono, with the SDK Web-standard transport', () => {
+  it('signs in, calls a tool, is refused one outside its scopes and steps up to the scope named', async () => {
+    const oauth = new MemoryProvider()
+    const client = await connected(oauth, honoUrl)
+    try {
+      expect((oauth.authorizationUrls[0] as URL).searchParams.get('resource')).toBe(honoUrl)
+      const seen = JSON.parse(textOf(await client.callTool({ name: 'whoami', arguments: {} })))
+      expect(seen.scopes).toEqual(['mcp:use'])
+      await expect(client.callTool({ name: 'deploy', arguments: {} })).rejects.toBeInstanceOf(
+        UnauthorizedError,
+      )
+      expect((oauth.authorizationUrls.at(-1) as URL).searchParams.get('scope')).toBe(
+        'mcp:use mcp:deploy',
+      )
+      await (client.transport as StreamableHTTPClientTransport).finishAuth(await signIn(oauth))
       expect(textOf(await client.callTool({ name: 'deploy', arguments: {} }))).toBe('deployed')
     } finally {
       await client.close()
