@@ -23,8 +23,10 @@ import {
   tollgate as koaTollgate,
   type McpState,
 } from '../../adapters/koa/index.js'
+import { isTollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
 import type { GateOptions } from '../../src/gate/options.js'
+import { renderMcpError } from '../../src/mcp/answer.js'
 import type { McpPolicyOptions } from '../../src/mcp/policy.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
@@ -375,6 +377,50 @@ describe('windows per (tenant, tool) on a shared Redis', () => {
     } finally {
       one.close()
       two.close()
+    }
+  })
+})
+
+describe("mcpGate with errorHandling: 'framework'", () => {
+  it('passes a header mismatch to next(err) as a typed error the application renders with renderMcpError', async () => {
+    const auth = expressTollgate({ ...base, errorHandling: 'framework' })
+    const app = express()
+    const seen: unknown[] = []
+    app.all('/mcp', express.json(), expressMcp(auth, POLICY), (_req, res) => {
+      res.end()
+    })
+    app.use(
+      (
+        error: unknown,
+        _req: express.Request,
+        res: express.Response,
+        _next: express.NextFunction,
+      ) => {
+        seen.push(error)
+        const { status, headers, body } = renderMcpError(error)
+        res.status(status).set(headers).send(body)
+      },
+    )
+    const server = app.listen(0)
+    try {
+      const res = await request(server)
+        .post('/mcp')
+        .set('Authorization', `Bearer ${await issuer.mint({ scope: 'mcp:use mcp:search' })}`)
+        .set(modern('search'))
+        .send(call('render', 3))
+      expect(res.status).toBe(400)
+      expect(res.body).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32020 } })
+      expect(seen).toEqual([
+        expect.objectContaining({
+          code: 'ERR_MCP_REQUEST',
+          reason: 'mcp_header_mismatch',
+          jsonRpcCode: -32020,
+          status: 400,
+        }),
+      ])
+      expect(isTollgateError(seen[0])).toBe(true)
+    } finally {
+      server.close()
     }
   })
 })
