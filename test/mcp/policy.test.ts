@@ -5,10 +5,11 @@
  */
 import { describe, expect, it } from 'vitest'
 
-import { McpRequestError } from '../../src/errors.js'
+import { McpRequestError, RateLimitedError } from '../../src/errors.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { decodeMcpName } from '../../src/mcp/operation.js'
 import { createMcpPolicy } from '../../src/mcp/policy.js'
+import type { Admission } from '../../src/types.js'
 
 const MODERN = '2026-07-28'
 const call = (name: string, id: number | string = 1) => ({
@@ -269,5 +270,31 @@ describe('Mcp-Method and Mcp-Name against the body (Server Validation)', () => {
       ),
     )
     expect(error.jsonRpcCode).toBe(-32020)
+  })
+})
+
+describe('windows per (tenant, tool) in the policy', () => {
+  const limited = createMcpPolicy({
+    tools: { render: { rateLimit: [{ points: 1, durationSeconds: 60 }] }, search: {} },
+  })
+  const admission = (claims: { tenant?: string; subject?: string }) =>
+    ({ tenant: claims.tenant, subject: claims.subject, clientId: 'app' }) as unknown as Admission
+  const count = (auth: Admission, name = 'render') =>
+    limited.limit(limited.decide('POST', call(name), {}), auth, { headers: {} })
+
+  it('counts per tenant, and per subject without tenant resolution', () => {
+    expect(count(admission({ tenant: 'acme' }))).toMatchObject({
+      'RateLimit-Policy': '"tool.render";q=1;w=60',
+    })
+    expect(() => count(admission({ tenant: 'acme' }))).toThrow(RateLimitedError)
+    expect(count(admission({ subject: 'alice' }))).toBeDefined()
+    expect(count(admission({ subject: 'bob' }))).toBeDefined()
+    expect(() => count(admission({ subject: 'alice' }))).toThrow(RateLimitedError)
+  })
+
+  it('counts nothing for a tool without windows, or an operation that is no tool call', () => {
+    expect(count(admission({ tenant: 'acme' }), 'search')).toBeUndefined()
+    const listed = limited.decide('POST', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, {})
+    expect(limited.limit(listed, admission({ tenant: 'acme' }), { headers: {} })).toBeUndefined()
   })
 })
