@@ -33,6 +33,7 @@ export type TollgateErrorCode =
   | 'ERR_STATUS_LIST_UNAVAILABLE'
   | 'ERR_INTROSPECTION_BUSY'
   | 'ERR_ACTOR_REFUSED'
+  | 'ERR_MCP_REQUEST'
 
 /** The `error` member of the JSON body: RFC 6750 §3.1 words, then RFC 6749 / RFC 6585 ones. */
 export type ErrorBodyCode =
@@ -167,6 +168,14 @@ export type RefusalReason =
   | 'status_list_unavailable'
   // A token needed an introspection call past the issuer's call budget (503, never a verdict)
   | 'introspection_budget'
+  // An MCP request (JSON-RPC body and its `Mcp-Method` / `Mcp-Name` headers) the gate cannot
+  // authorize: headers that disagree with the body, a required header missing or malformed, a
+  // body that is not a JSON-RPC message or is too large
+  | 'mcp_header_mismatch'
+  | 'mcp_header_missing'
+  | 'mcp_header_malformed'
+  | 'mcp_body_invalid'
+  | 'mcp_body_too_large'
 
 /** What every error constructor accepts. */
 export interface ErrorOptions {
@@ -610,6 +619,52 @@ export class DpopNonceError extends TollgateError<'ERR_DPOP_NONCE_REQUIRED'> {
   }
 }
 
+const MCP_MESSAGES = {
+  mcp_header_mismatch:
+    'Header mismatch: the Mcp-Method or Mcp-Name header does not match the request body',
+  mcp_header_missing: 'Header mismatch: a required Mcp-Method or Mcp-Name header is missing',
+  mcp_header_malformed: 'Header mismatch: the Mcp-Name header is not a valid value',
+  mcp_body_invalid: 'Invalid Request: the body is not a JSON-RPC message the gate can authorize',
+  mcp_body_too_large: 'Invalid Request: the body is too large',
+} as const satisfies Partial<Record<RefusalReason, string>>
+
+/** JSON-RPC error codes of {@link McpRequestError}: MCP's `HeaderMismatch`, JSON-RPC's parse error and invalid request. */
+export type McpErrorCode = -32020 | -32700 | -32600
+
+/**
+ * 400 (413 for a body too large): an MCP request the gate cannot authorize operation by
+ * operation. Its `Mcp-Method` / `Mcp-Name` headers disagree with the JSON-RPC body, or one that
+ * MCP 2026-07-28 requires is missing (`jsonRpcCode` -32020, `HeaderMismatch`), or the body is not
+ * a JSON-RPC message whose operation can be read (-32700 when it is not JSON, -32600 otherwise).
+ * The adapters answer it as MCP does, with a JSON-RPC error body (`renderMcpError`); the message
+ * is fixed text and never echoes a header, a name or a token. No challenge: the credentials are
+ * not in question.
+ */
+export class McpRequestError extends TollgateError<'ERR_MCP_REQUEST'> {
+  /** The JSON-RPC error code of the answer. */
+  readonly jsonRpcCode: McpErrorCode
+  /** The `id` of the JSON-RPC request refused, when the body was one (`null` otherwise). */
+  readonly id: string | number | null
+
+  constructor(
+    options: ErrorOptions & {
+      readonly reason: keyof typeof MCP_MESSAGES
+      readonly jsonRpcCode: McpErrorCode
+      readonly id?: string | number | null
+    },
+  ) {
+    super({
+      ...options,
+      code: 'ERR_MCP_REQUEST',
+      status: options.reason === 'mcp_body_too_large' ? 413 : 400,
+      error: 'invalid_request',
+      message: MCP_MESSAGES[options.reason],
+    })
+    this.jsonRpcCode = options.jsonRpcCode
+    this.id = options.id ?? null
+  }
+}
+
 /** Every concrete error class, as a union discriminated by `code`. */
 export type AnyTollgateError =
   | TokenMissingError
@@ -630,6 +685,7 @@ export type AnyTollgateError =
   | InvalidDpopProofError
   | DpopNonceError
   | InsufficientUserAuthenticationError
+  | McpRequestError
 
 const CODES = new Set<string>([
   'ERR_TOKEN_MISSING',
@@ -650,6 +706,7 @@ const CODES = new Set<string>([
   'ERR_DPOP_REPLAY_UNAVAILABLE',
   'ERR_INSUFFICIENT_USER_AUTHENTICATION',
   'ERR_ACTOR_REFUSED',
+  'ERR_MCP_REQUEST',
 ] satisfies TollgateErrorCode[])
 
 /**

@@ -72,6 +72,19 @@ export type {
   TenantOptions,
   TenantPolicy,
 } from './limits/tenant.js'
+export {
+  createMcpPolicy,
+  decodeMcpName,
+  type McpAuthorized,
+  type McpOperation,
+  type McpPolicy,
+  type McpPolicyOptions,
+  type McpRateLimitOptions,
+  type McpResourceRule,
+  type McpRule,
+  type McpToolRule,
+  renderMcpError,
+} from './mcp/index.js'
 export type { ResourceMetadataOptions } from './metadata/resource-metadata.js'
 export {
   type Auth0Options,

@@ -146,5 +146,6 @@ export function tollgate(options: GateOptions): TollgateMiddleware {
 // core (createGate, types, errors) is `tollgate`'s: test/adapters/exports.test.ts holds the list.
 export { auth0, cognito, entra, okta } from '../../src/providers/index.js'
 export { keycloak } from '../../src/token/issuers.js'
+export { mcpGate } from './mcp.js'
 export type { SignInMiddleware } from './signin.js'
 export { signIn } from './signin.js'

@@ -308,6 +308,7 @@ export function tollgate(options: GateOptions): FetchTollgate {
 // core (createGate, types, errors) is `tollgate`'s: test/adapters/exports.test.ts holds the list.
 export { auth0, cognito, entra, okta } from '../../src/providers/index.js'
 export { keycloak } from '../../src/token/issuers.js'
+export { type FetchMcpAuthorized, type McpHandler, type McpWrapper, mcpGate } from './mcp.js'
 export type {
   FetchSignIn,
   SignedIn,

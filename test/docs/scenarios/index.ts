@@ -4,6 +4,7 @@ import { CLIENTS } from './clients.js'
 import { FRAMEWORKS } from './frameworks.js'
 import { GATEWAY } from './gateway.js'
 import { INTROSPECTION } from './introspection.js'
+import { MCP } from './mcp.js'
 import { MTLS } from './mtls.js'
 import { NESTJS } from './nestjs.js'
 import { OPERATING } from './operating.js'
@@ -38,4 +39,5 @@ export const SCENARIOS: ScenarioTable = {
   ...TOKEN_EXCHANGE,
   ...SIGNALS,
   ...STATUS_LIST,
+  ...MCP,
 }

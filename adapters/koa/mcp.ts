@@ -1,0 +1,127 @@
+/**
+ * An MCP endpoint behind the Koa gate, operation by operation: `mcpGate(auth, policy)`.
+ *
+ * @module
+ */
+import type { Context, Middleware } from 'koa'
+
+import { renderMcpError } from '../../src/mcp/answer.js'
+import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
+import {
+  type BuiltRule,
+  createMcpPolicy,
+  type McpAuthorized,
+  type McpDecision,
+  type McpPolicyOptions,
+  merge,
+} from '../../src/mcp/policy.js'
+import type { RequestLike } from '../../src/types.js'
+import type { TollgateMiddleware, TollgateState } from './index.js'
+
+/** What `mcpGate` adds to `ctx.state`: the MCP operation the request was authorized for. */
+export interface McpState extends TollgateState {
+  mcp?: McpAuthorized
+}
+
+function requestOf(ctx: Context, body: unknown): RequestLike {
+  const socket = ctx.req.socket
+  const secure = (socket as { encrypted?: boolean }).encrypted === true
+  const { headers, method, originalUrl: url } = ctx
+  return { headers, rawHeaders: ctx.req.rawHeaders, method, url, body, secure, socket }
+}
+
+/**
+ * Middleware for every method of an MCP endpoint (`router.all('/mcp', …)`): runs the gate when it
+ * has not decided on the request, reads the JSON-RPC body (`ctx.request.body` when a body parser
+ * ran, else at most `maxBodyBytes` itself, then set on `ctx.request.body` for the transport),
+ * refuses headers that disagree with the body (400, JSON-RPC -32020), answers 403
+ * `insufficient_scope` naming exactly the scopes of the tool, resource or prompt called, counts
+ * the call in the tool's own windows, and sets `ctx.state.mcp`.
+ *
+ * @example
+ * ```ts
+ * router.all('/mcp', mcpGate(auth, { tools: { search: { scopes: ['mcp:search'] } } }), async (ctx) => {
+ *   ctx.respond = false
+ *   await transport.handleRequest(ctx.req, ctx.res, ctx.request.body)
+ * })
+ * ```
+ * @throws TypeError at creation when `options` are invalid.
+ */
+export function mcpGate(
+  auth: TollgateMiddleware,
+  options: McpPolicyOptions = {},
+): Middleware<McpState> {
+  const policy = createMcpPolicy(options)
+  const { gate } = auth
+  const guards = new Map<BuiltRule, Middleware<TollgateState> | undefined>(
+    policy.rules.map((rule) => [
+      rule,
+      rule.scopes.length === 0 ? undefined : auth.requireScopes(...rule.scopes),
+    ]),
+  )
+  const refuse = (ctx: Context, error: unknown): void => {
+    if (gate.errorHandling === 'framework') throw error
+    const { status, headers, body } = renderMcpError(error)
+    ctx.status = status
+    ctx.set(headers)
+    ctx.body = body
+  }
+  /** Runs a middleware of the gate; whether it let the request on. */
+  const passes = async (middleware: Middleware<TollgateState>, ctx: Context): Promise<boolean> => {
+    let passed = false
+    await middleware(ctx as Parameters<typeof middleware>[0], async () => {
+      passed = true
+    })
+    return passed
+  }
+
+  return async function tollgateMcp(ctx, next) {
+    // The gate first: a request without valid credentials learns nothing of the MCP checks.
+    if (!(await passes(auth, ctx))) return
+    const request = ctx.request as { body?: unknown }
+    let decision: McpDecision
+    try {
+      if (ctx.method === 'POST' && request.body === undefined) {
+        request.body = parseMcpBody(await readNodeBody(ctx.req, policy.maxBodyBytes))
+      }
+      decision = policy.decide(ctx.method, request.body, ctx.headers)
+    } catch (error) {
+      return refuse(ctx, error)
+    }
+    for (const rule of decision.rules) {
+      const guard = guards.get(rule)
+      if (guard !== undefined && !(await passes(guard, ctx))) return
+    }
+    if (policy.limited) {
+      const view = requestOf(ctx, request.body)
+      try {
+        const limited = policy.limit(decision, ctx.state.auth, view)
+        const headers = limited instanceof Promise ? await limited : limited
+        if (headers !== undefined) {
+          const joined: Record<string, string> = {}
+          for (const name in headers) {
+            const existing = ctx.response.get(name)
+            if (existing !== '') joined[name] = existing
+          }
+          merge(joined, headers)
+          ctx.set(joined)
+        }
+      } catch (error) {
+        // Through the gate's refusal point: reported as the gate's refusals are.
+        try {
+          gate.authorize(
+            () => {
+              throw error
+            },
+            ctx.state.auth,
+            view,
+          )
+        } catch (answered) {
+          return refuse(ctx, answered)
+        }
+      }
+    }
+    ctx.state.mcp = policy.authorized(decision)
+    await next()
+  }
+}
