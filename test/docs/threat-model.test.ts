@@ -29,6 +29,7 @@ const CAPABILITIES = [
   'Revocation and back-channel logout',
   'Token Status Lists',
   'Shared Signals (SSF, CAEP, RISC)',
+  'MCP endpoints (per-operation policy)',
   'The limiter and its stores',
   'Sign-in',
   'The token source',
