@@ -305,7 +305,7 @@ export class InvalidTokenError<
 > extends TollgateError<Code> {
   constructor(options: ErrorOptions & { readonly code?: Code } = {}) {
     const code = options.code ?? ('ERR_TOKEN_INVALID' as Code)
-    // Named, not spread: the refusal of a flood builds one per request (issue 24).
+    // Named, not spread: the refusal of a flood builds one per request, and a spread costs more.
     super({
       reason: options.reason ?? 'malformed',
       detail: options.detail,
@@ -745,7 +745,7 @@ const INTERNAL_ERROR_BODY = JSON.stringify({
 export function renderError(error: unknown): ErrorResponse {
   if (isTollgateError(error)) {
     // Copied field by field, not spread: on a refusal flood (unknown kids, forgeries) the spread
-    // of the error's headers was 6% of a refusal's CPU in process (issue 24).
+    // of the error's headers was 6% of a refusal's CPU in process.
     const headers: Record<string, string> = {}
     const own = error.headers
     for (const name in own) headers[name] = own[name] as string

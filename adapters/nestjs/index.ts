@@ -193,9 +193,9 @@ function guardDecorator(guard: Guard): MethodDecorator & ClassDecorator {
     const holder = decorated(target, descriptor)
     // Decorators run from the bottom up: prepending keeps the order in which they are read.
     routeGuards.set(holder, [guard, ...(routeGuards.get(holder) ?? [])])
-    // The decorator puts the guard on what it decorates (issue 31): without the global guard, a
-    // `@Require…` route would otherwise check nothing and stay open. With it, the request is
-    // still decided once.
+    // The decorator puts the guard on what it decorates, so that it protects its route on its own:
+    // without the global guard, a `@Require…` route would otherwise check nothing and stay open.
+    // With it, the request is still decided once.
     if (selfGuarded.has(holder)) return
     selfGuarded.add(holder)
     if (descriptor === undefined) UseGuards(TollgateGuard)(target as NewableFunction)

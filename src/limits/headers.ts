@@ -51,7 +51,7 @@ export function createPlanHeaders(
     states: readonly WindowState[],
     mostRestrictive: WindowState,
   ): Record<string, string> {
-    // The default, on every admitted request: one literal, no per-field growth (issue 24).
+    // The default, on every admitted request, so kept cheap: one literal, no per-field growth.
     if (!legacy) return { 'RateLimit-Policy': policy, RateLimit: items(states) }
     const headers: Record<string, string> = {}
     if (draft) {

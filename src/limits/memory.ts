@@ -1,17 +1,17 @@
 /**
  * A fixed window per tenant in process memory, synchronous: the memory store, and the fallback
  * while a shared store fails. A window opens at a tenant's first request and lasts
- * `durationSeconds`, and every request adds its cost. Issue 14's profile of a cached token
+ * `durationSeconds`, and every request adds its cost. A profile of a cached token
  * through the Koa adapter found the asynchronous limiter (a promise, a result object and a key
  * string per request and window) costing several times the verdict lookup, hence synchronous.
  *
  * The windows live in a {@link TenantTable} of at most `maxTenants` tenants, without a timer
- * (issue 30: rate-limiter-flexible's `RateLimiterMemory`, and this file after it, held one timer
- * per tenant window, 387 bytes a tenant at 1M, and no bound but time). A window that ended is
- * forgotten lazily. When the table holds `maxTenants` windows that have not ended, a tenant
- * without one is not counted: {@link MemoryWindow.consume} answers -1 and the limiter refuses the
- * request (503) rather than forget a window that has not ended, which would let its tenant start
- * over within it.
+ * (rate-limiter-flexible's `RateLimiterMemory`, and this file when it followed it, held one timer
+ * per tenant window: 387 bytes a tenant at a million tenants, and no bound but time). A window that
+ * ended is forgotten lazily. When the table holds `maxTenants` windows that have not ended, a
+ * tenant without one is not counted: {@link MemoryWindow.consume} answers -1 and the limiter
+ * refuses the request (503) rather than forget a window that has not ended, which would let its
+ * tenant start over within it.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
  * Per-tenant entries in process memory with an expiry and a bound, and no timer: the memory
- * store's windows and the limiter's memory of spent tenants (issue 30). A `Map` from tenant id to
+ * store's windows and the limiter's memory of spent tenants. A `Map` from tenant id to
  * a slot; each slot's expiry and count side by side in a typed array; and a queue of slots in the order their
  * entries were opened, which the table sweeps a few at a time as entries are opened. Every
  * operation is O(1) (amortized), whatever the number of tenants, and a tenant costs a `Map`

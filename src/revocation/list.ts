@@ -3,8 +3,8 @@
  * `jti`, `sid`, `sub` or client id, per issuer, each with a not-before time. Lookups cost one map
  * read per kind that has entries, none when the list is empty.
  *
- * An entry is small on purpose (issue 30: a million of them in every instance): a map per kind
- * and issuer, keyed by the value alone, holding a {@link Held} of two small integers (seconds)
+ * An entry is small on purpose (a list may hold a million of them, in every instance): a map per
+ * kind and issuer, keyed by the value alone, holding a {@link Held} of two small integers (seconds)
  * and a mark. About 140 bytes an entry with a UUID value, a third of a map of entry objects.
  *
  * @module

@@ -1,10 +1,11 @@
 /**
- * Requests while an instance loads the list for the first time (issue 30: at 300,000 entries the
- * load outlasted `storeTimeoutMs` and every request got 503). Once the subscriber is subscribed
- * and the load has begun, a request's token is decided from Redis directly: one short script reads
- * what Redis holds for its identities (at most five: `jti`, `sid`, `sub`, client id, the issuer's
- * not-before) and the list takes it, as a page of the load would. Changes made after that read
- * reach the list as messages, so an identity read once needs no second read while the load runs.
+ * Requests while an instance loads the list for the first time (when every request waited for it,
+ * at 300,000 entries the load outlasted `storeTimeoutMs` and every request got 503). Once the
+ * subscriber is subscribed and the load has begun, a request's token is decided from Redis
+ * directly: one short script reads what Redis holds for its identities (at most five: `jti`, `sid`,
+ * `sub`, client id, the issuer's not-before) and the list takes it, as a page of the load would.
+ * Changes made after that read reach the list as messages, so an identity read once needs no second
+ * read while the load runs.
  *
  * @module
  */

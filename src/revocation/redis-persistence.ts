@@ -1,7 +1,7 @@
 /**
  * Whether the Redis holding the revocation list keeps anything across a restart. Without AOF or
- * RDB save points a restart of Redis and of every instance forgets every revocation (issue 19):
- * said once, at start, before the list counts as held.
+ * RDB save points a restart of Redis and of every instance forgets every revocation, and
+ * tokens revoked before it pass again: said once, at start, before the list counts as held.
  *
  * @module
  */

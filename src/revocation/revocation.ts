@@ -192,7 +192,7 @@ export function createRevocation(
         })
       }
       // Before the list is held, this instance cannot know what was revoked unless Redis was
-      // asked for this token: a token revoked long ago would pass (issue 19).
+      // asked for this token: a token revoked long ago would pass on a freshly started instance.
       if (!holding.held && options.untilSynced === 'deny' && !confirmed.has(auth)) {
         return new ServiceUnavailableError({
           code: 'ERR_REVOCATION_UNAVAILABLE',

@@ -576,7 +576,7 @@ async function sendForm(
 // RFC 6750 §2.2: the form body method MUST NOT be used with GET (nor HEAD, whose body has no
 // defined semantics either), and Fastify's and the Fetch hosts' never hand such a body over. On
 // GET and HEAD the body is not a credential channel: the header alone decides, on every adapter.
-describe('all adapters, a form body access_token by method (HTTP-07)', () => {
+describe('all adapters, a form body access_token by method', () => {
   let servers: Server[]
   beforeAll(() => {
     servers = EVERY_APP.map(([, createApp]) => createApp(options))

@@ -1,5 +1,5 @@
 /**
- * Delegation through every adapter (issue 33), against the development provider and against the
+ * Delegation through every adapter, against the development provider and against the
  * suite's own oidc-provider with the same exchange grant registered: a handler's
  * `await auth.tokenFor('office')` exchanges the request's own gateway token for an office token
  * naming the user and the gateway as actor; the office admits it with `auth.actor`, still refuses

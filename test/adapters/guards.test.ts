@@ -1,6 +1,6 @@
 /**
  * A guard made by a gate (`auth.requireScopes(…)` and the like, NestJS's `@Require…`) protects a
- * route on its own (issue 31): it runs its gate when the gate has not decided on the request, and
+ * route on its own: it runs its gate when the gate has not decided on the request, and
  * takes the gate's own decision when it has, never another gate's. Same answers, events and
  * rate-limit points as the gate's middleware followed by the guard, on every adapter.
  */

@@ -1,9 +1,9 @@
 /**
- * Issues 30 and 35 through HTTP, on Express and the Fetch adapter: a request cost no window can
- * admit (403 before any store is asked), a limiter whose memory holds `maxTenants` windows (503
- * for a new tenant, the others still limited), a shared store answering past its window or
- * malformed (one request fails, not the store), and `ready()` fetching only what is not fresh,
- * once for issuers that share a `jwks_uri`.
+ * The limiter's and the key fetcher's bounds through HTTP, on Express and the Fetch adapter: a
+ * request cost no window can admit (403 before any store is asked), a limiter whose memory holds
+ * `maxTenants` windows (503 for a new tenant, the others still limited), a shared store answering
+ * past its window or malformed (one request fails, not the store), and `ready()` fetching only what
+ * is not fresh, once for issuers that share a `jwks_uri`.
  */
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -362,7 +362,7 @@ describe('a freshly started instance behind each adapter', () => {
   )
 })
 
-describe('a freshly started instance on a large list, behind each adapter (issue 30)', () => {
+describe('a freshly started instance on a large list, behind each adapter', () => {
   let redis: RedisServer
   let admin: Awaited<ReturnType<RedisServer['client']>>
   let prefixes = 0

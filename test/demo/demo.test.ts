@@ -54,7 +54,7 @@ describe('demo walkthrough', () => {
     expect(new Set(steps.map((step) => step.status))).toEqual(new Set([200, 400, 401, 403, 429]))
   })
 
-  it('reads the user’s office data on their behalf: the office sees alice and the gateway as actor (issue 33)', () => {
+  it('reads the user’s office data on their behalf: the office sees alice and the gateway as actor', () => {
     const onBehalf = steps.filter((step) => step.title.includes('on the user’s behalf'))
     expect(onBehalf.map((step) => step.status)).toEqual([200, 403])
     expect(onBehalf[0]?.detail).toContain('"user":"alice","actor":"gateway"')

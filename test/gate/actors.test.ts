@@ -1,5 +1,5 @@
 /**
- * The gate's delegation checks (issue 33): `auth.actor` read from a verified token's `act`, the
+ * The gate's delegation checks: `auth.actor` read from a verified token's `act`, the
  * `delegation` option's allowed actors and chain depth, `may_act`, and the attacks on the chain:
  * an `act` forged in a token of another issuer, an actor named by another issuer, a chain deeper
  * than allowed. And `auth.tokenFor()` where it cannot exchange: no exchanger, a DPoP-bound token.

@@ -52,7 +52,7 @@ export function describeAuth(auth: Admission | undefined) {
   }
 }
 
-/** The route whose handler calls `auth.tokenFor(DELEGATION_TARGET)` (issue 33). */
+/** The route whose handler calls `auth.tokenFor(DELEGATION_TARGET)`: delegation for the user. */
 export const DELEGATED_PATH = '/delegated'
 /** The product the delegated route asks a token for: Keycloak's audience of the office. */
 export const DELEGATION_TARGET = 'office'
@@ -391,11 +391,11 @@ export const APPS: ReadonlyArray<readonly [string, AppFactory]> = [
 ]
 
 /**
- * Routes guarded by the guards of gate A (issue 31), in every framework: alone (no middleware of
- * the gate on the way), behind gate A's own middleware, and behind gate B's middleware (and one
- * route with gate A's middleware twice, `gatedAgain`, and no guard). `two` has
- * two guards: `requireScopes('billing:read')`, then `requireAnyScope('billing:write',
- * 'billing:admin')`.
+ * Routes guarded by the guards of gate A, in every framework, for a guard that protects its route
+ * on its own: alone (no middleware of the gate on the way), behind gate A's own middleware, and
+ * behind gate B's middleware (and one route with gate A's middleware twice, `gatedAgain`, and no
+ * guard). `two` has two guards: `requireScopes('billing:read')`, then
+ * `requireAnyScope('billing:write', 'billing:admin')`.
  */
 export const GUARD_PATHS = {
   soloScoped: '/solo/scoped',

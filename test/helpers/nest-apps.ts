@@ -197,8 +197,8 @@ export const NEST_APPS: ReadonlyArray<readonly [string, AppFactory]> = [
   ['nestjs (fastify)', nestApp('fastify')],
 ]
 
-// The routes of `GUARD_PATHS` (apps.ts, issue 31): decorators alone, under @UseGuards(TollgateGuard),
-// and behind another gate (gate B, a middleware of the platform).
+// The routes of `GUARD_PATHS` (apps.ts; a guard protects its route on its own): decorators alone,
+// under @UseGuards(TollgateGuard), and behind another gate (gate B, a middleware of the platform).
 @Controller('solo')
 class SoloController {
   @Get('scoped')

@@ -5,7 +5,7 @@
  * `http://127.0.0.1:{port}/realms/{realm}`. Client Credentials on, resource indicators giving JWT
  * access tokens with a product audience (`urn:platform:office` → `aud: "office"`), refresh tokens
  * rotated on every use, and an authorization endpoint that signs a fixed user in without a page
- * (`authorize()`), so that sign-in tests (issue 11) can reuse it.
+ * (`authorize()`), so that the sign-in tests (Authorization Code + PKCE) can reuse it.
  *
  * The test controls it from outside only: it counts grants, can stop answering (`stop()`, the
  * port refuses connections) and come back on the same port (`start()`). Never a mock.
@@ -426,7 +426,7 @@ export async function startProvider(options: StartProviderOptions): Promise<Runn
         return fetch(url, direct)
       },
       // The development provider's store, not oidc-provider's quick-start adapter, which prints a
-      // notice at every start: a green run is quiet (issue 31).
+      // notice at every start: a green run is quiet.
       adapter: createDevStore().adapter,
       ttl: {
         AccessToken: accessTokenSeconds,

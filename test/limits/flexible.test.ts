@@ -207,7 +207,7 @@ function oddLimiter(window: FlexibleWindow, odd: unknown, calls: string[]) {
   }
 }
 
-describe('rateLimit.store: { flexible } answering what no window can (issue 35)', () => {
+describe('rateLimit.store: { flexible } answering what no window can', () => {
   it('caps an msBeforeNext past the window at the window: Retry-After 60, not 3600', async () => {
     const calls: string[] = []
     const limiter = limiterWith({

@@ -1,6 +1,6 @@
 /**
- * The memory limiter inside a gate holds no timer (issue 30): rate-limiter-flexible's memory
- * store, and tollgate's before issue 30, left one timer per tenant window running after
+ * The memory limiter inside a gate holds no timer: rate-limiter-flexible's memory store, and
+ * tollgate's own when it followed it, left one timer per tenant window running after
  * `gate.close()`, holding the windows for up to their duration.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'

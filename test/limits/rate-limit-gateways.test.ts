@@ -10,7 +10,10 @@ import { startGatewayProcess } from '../helpers/gateway-process.js'
 import type { RedisServer } from '../helpers/redis.js'
 import { startRedisServer } from '../helpers/redis.js'
 
-/** `LAG_BURSTS=20 npx vitest run test/limits/rate-limit-gateways.test.ts` for the figures of issue 15. */
+/**
+ * `LAG_BURSTS=20 npx vitest run test/limits/rate-limit-gateways.test.ts` for a longer run: more
+ * bursts of busy event loops, the same exact limit.
+ */
 const BURSTS = Number(process.env['LAG_BURSTS'] ?? 3)
 const LIMIT = 50
 const REQUESTS_PER_GATEWAY = 100

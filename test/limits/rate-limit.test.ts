@@ -276,7 +276,7 @@ describe('createTenantLimiter (memory store)', () => {
     )
   })
 
-  describe('a cost no window can admit (issue 35, finding 3)', () => {
+  describe('a cost no window can admit, such as one a client sends in a header', () => {
     // The smallest window by points is the longer one: the cap is the fewest points, not the
     // shortest duration.
     const windows = [
@@ -351,7 +351,7 @@ describe('createTenantLimiter (memory store)', () => {
     expect(await admittedCount(limiter, 3)).toBe(2)
   })
 
-  it('holds no timer for any tenant window: windows end by the clock alone (issue 30)', async () => {
+  it('holds no timer for any tenant window: windows end by the clock alone', async () => {
     vi.useFakeTimers({ now: NOW })
     const limiter = limiterWith({
       windows: [
@@ -362,7 +362,8 @@ describe('createTenantLimiter (memory store)', () => {
     for (let index = 0; index < 1000; index++) {
       await limiter.consume({ id: `tenant-${index}`, plan: undefined }, get, token)
     }
-    // rate-limiter-flexible's memory store, and this one before issue 30, held 2,000 here.
+    // rate-limiter-flexible's memory store, and this one when it kept a timer per window, held
+    // 2,000 here.
     expect(vi.getTimerCount()).toBe(0)
     vi.advanceTimersByTime(1000)
     expect((await attempt(limiter, { id: 'tenant-0', plan: undefined })).headers['RateLimit']).toBe(
@@ -375,7 +376,7 @@ describe('createTenantLimiter (memory store)', () => {
     expect(vi.getTimerCount()).toBe(0)
   })
 
-  describe('maxTenants (issue 30)', () => {
+  describe('maxTenants', () => {
     const tenant = (id: string): ResolvedTenant => ({ id, plan: undefined })
 
     it('answers 503 ERR_LIMITER_UNAVAILABLE to a new tenant while maxTenants windows have not ended, with Retry-After when the oldest ends', async () => {

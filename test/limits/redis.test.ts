@@ -226,7 +226,7 @@ describe('createTenantLimiter (Redis store)', () => {
     expect((await attempt(limiter, tenant('globex'))).status).toBe(200)
   })
 
-  it('never answers a Retry-After past the window, whatever TTL another client gave the key (issue 35)', async () => {
+  it('never answers a Retry-After past the window, whatever TTL another client gave the key', async () => {
     const keyPrefix = nextPrefix()
     await admin.set(`${keyPrefix}:{acme}:default:60`, 5, 'EX', 3600)
     const limiter = await limiterOnServer({

@@ -230,7 +230,7 @@ const MALFORMED: ReadonlyArray<[string, unknown, string]> = [
   ],
 ]
 
-describe('rateLimit.store: { shared } answering past its window (issue 35)', () => {
+describe('rateLimit.store: { shared } answering past its window', () => {
   /** A store that answers `msBeforeReset` for acme's counter, counting correctly otherwise. */
   function storeAnswering(msBeforeReset: number, count: number, clock: ManualClock) {
     const shared = mapStore(() => clock.now())
@@ -294,7 +294,7 @@ describe('rateLimit.store: { shared } answering past its window (issue 35)', () 
   })
 })
 
-describe('rateLimit.store: { shared } and the request cost (issue 35)', () => {
+describe('rateLimit.store: { shared } and the request cost', () => {
   it('refuses a cost above the smallest window with 403 before calling the store, and leaves every other tenant to the store', async () => {
     const shared = mapStore()
     const events: GateEvent[] = []
@@ -322,7 +322,7 @@ describe('rateLimit.store: { shared } and the request cost (issue 35)', () => {
   })
 })
 
-describe('rateLimit.store: { shared } with its memory of spent tenants full (issue 30)', () => {
+describe('rateLimit.store: { shared } with its memory of spent tenants full', () => {
   it('still admits every tenant exactly its points: tenants forgotten from memory are refused by the store', async () => {
     const shared = mapStore()
     const limiter = limiterWith({
@@ -350,7 +350,7 @@ describe('rateLimit.store: { shared } that fails', () => {
   const windows = [{ points: 2, durationSeconds: 60 }]
 
   it.each(MALFORMED)(
-    'fails only the request it answered with %s: the fallback decides it, the store stays in use for every other (issue 35)',
+    'fails only the request it answered with %s: the fallback decides it, the store stays in use for every other',
     async (_name, answer, message) => {
       const events: GateEvent[] = []
       const shared = mapStore()

@@ -1,5 +1,5 @@
 /**
- * The limiter's table of tenants in process memory (issue 30): entries that expire without a
+ * The limiter's table of tenants in process memory: entries that expire without a
  * timer, a bound that refuses or evicts, and memory that the traffic reclaims. Time is a number
  * the test passes in.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 30: a revocation list of production size, shared through a real `redis-server`. A fresh
+ * A revocation list of production size, shared through a real `redis-server`. A fresh
  * instance loads it in pages and decides requests meanwhile by looking their tokens up in Redis;
  * a running instance catches up from the log of changes, reading only those, and reloads in full
  * only when the log cannot answer. No timing assertions: the test holds the load's pages back

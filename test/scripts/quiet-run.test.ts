@@ -1,5 +1,5 @@
 /**
- * A green run is quiet (issue 31): with the repository's vitest configuration, a test that makes
+ * A green run is quiet: with the repository's vitest configuration, a test that makes
  * tollgate warn without asserting it fails, naming the warning; one that asserts it passes; none
  * of tollgate's warnings is printed; what is not tollgate's (another library's warning,
  * oidc-provider's lines) still is. Runs vitest on the fixtures of

@@ -1,5 +1,5 @@
 /**
- * A green run is quiet (issue 31): tollgate's own warnings never reach the run's output, and a
+ * A green run is quiet: tollgate's own warnings never reach the run's output, and a
  * test file that makes tollgate warn without asserting it fails.
  *
  * vitest.config.ts starts the workers with `--disable-warning=TollgateWarning` (and the codes of

@@ -34,7 +34,7 @@ describe('returnTo', () => {
     '/\t/evil.example',
     '/\n/evil.example',
     '/%E0%A4%A',
-    // Dot segments that resolve to `//evil` or `/\evil` (issue 11 review, S1).
+    // Dot segments that resolve to `//evil` or `/\evil`: an open redirect the sign-in review found.
     '/.//evil.example',
     '/%2e//evil.example',
     '/%2E//evil.example',
@@ -46,7 +46,8 @@ describe('returnTo', () => {
     '/./\tevil.example',
     '/./\\evil.example',
     '/.\n//evil.example',
-    // Dot segments that resolve to `//evil` only once decoded (issue 19, item 6).
+    // Dot segments that resolve to `//evil` only once decoded: once kept as sent, where the README
+    // promised `/`.
     '/a/..%2F%2Fevil.example',
     '/.%2F%2Fevil.example',
     '/%2e%2F%2Fevil.example',

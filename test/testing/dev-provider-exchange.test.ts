@@ -1,5 +1,5 @@
 /**
- * The development provider's token-exchange grant, spoken to over plain HTTP (issue 33): the
+ * The development provider's token-exchange grant, spoken to over plain HTTP: the
  * refusals RFC 8693 names, per client policy, for subject tokens that are expired, of another
  * issuer, for another audience, or whose `may_act` names another actor; and Entra's on-behalf-of
  * shape. The exchanger's side of the same grant: test/client/token-exchange.test.ts.

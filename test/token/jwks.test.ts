@@ -599,7 +599,7 @@ describe('configuration failures without an onEvent listener', () => {
   }
 })
 
-describe('gate.ready() fetches only what is not fresh (issue 30)', () => {
+describe('gate.ready() fetches only what is not fresh', () => {
   const START = Date.UTC(2032, 0, 1)
 
   it('fetches each key set on the first call, and nothing on a second call within maxAgeMs', async () => {
@@ -630,7 +630,7 @@ describe('gate.ready() fetches only what is not fresh (issue 30)', () => {
   })
 })
 
-describe('issuers sharing one jwksUri (issue 30)', () => {
+describe('issuers sharing one jwksUri', () => {
   /** Two issuers whose keys are both at acme's JWKS (realms behind one proxy, Entra's `common`). */
   const OTHER = 'https://proxy.example/realms/other'
   function sharedOptions(events: GateEvent[] = []) {

@@ -1,5 +1,5 @@
 /**
- * The `unknown_issuer` refusal at a gate with many issuers (issue 30): the `rejected` event says
+ * The `unknown_issuer` refusal at a gate with many issuers: the `rejected` event says
  * how many issuers are configured and names the few closest to the token's `iss`, not all of
  * them (1,000 issuers made 37 KB per refusal), through Express and the Fetch adapter too; the
  * client still sees nothing of it.

@@ -1,6 +1,7 @@
 /**
  * The verifier's refusals as operators see them: what the `rejected` event's `detail` carries
- * for a token whose issuer is not configured (issue 19, item 17), and that the client never sees it.
+ * for a token whose issuer is not configured (a Keycloak `authUrl` that already ended in `/realms/…`
+ * once made every request `unknown_issuer` with no detail), and that the client never sees it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 

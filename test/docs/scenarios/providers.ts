@@ -5,8 +5,8 @@
  * (test/providers/shapes.ts).
  *
  * The setups guard routes with a guard alone (`app.get(path, auth.requireScopes(…), handler)`,
- * no `app.use(auth)`): issue 31 §1 makes such a guard run its gate. Until then their admitted
- * requests fail here, as they fail for a user who copies them.
+ * no `app.use(auth)`): such a guard runs its gate. If it did not, their admitted requests would
+ * fail here (401, as if no token were sent), as they would for a user who copies them.
  */
 import { expect } from 'vitest'
 
