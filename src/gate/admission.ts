@@ -31,7 +31,7 @@ import type { TenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant, TenantResolver } from '../limits/tenant.js'
 import type { Revocation } from '../revocation/revocation.js'
 import { actorName } from '../token/actor.js'
-import { admissionWith, type Verdict, type Verifier } from '../token/verify.js'
+import { admissionOfTenant, type Verdict, type Verifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
 import type { DelegationStep } from './actors.js'
 import type { Guard } from './guards.js'
@@ -323,12 +323,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
 function withTenant(verdict: Verdict, tenant: ResolvedTenant): Admission {
   const last = verdict.withTenant
   if (last !== undefined && last.tenant === tenant.id && last.plan === tenant.plan) return last
-  const { admission } = verdict
-  const auth = admissionWith(
-    admission.token,
-    { ...admission, tenant: tenant.id, plan: tenant.plan },
-    admission.tokenFor,
-  )
+  const auth = admissionOfTenant(verdict.admission, tenant.id, tenant.plan)
   verdict.withTenant = auth
   return auth
 }
