@@ -199,7 +199,11 @@ for (const [cacheCase, cacheEntries, pool] of [
   ['hit', 10_000, 1000],
   ['miss', false, 2048],
 ] as const) {
-  const base = gateOptions(core as never, { authUrl: issuer.url, cacheEntries, limiter: 'memory' })
+  const base = {
+    ...gateOptions(core as never, { authUrl: issuer.url, cacheEntries, limiter: 'memory' }),
+    // A loaded machine must not time a key fetch out (a gate without keys answers 503).
+    jwks: { timeoutMs: 10_000 },
+  } as GateOptions
   const contenders: Contender[] = []
   for (const [name, change] of variants) {
     const options = change(base)
