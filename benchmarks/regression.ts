@@ -13,7 +13,7 @@
  *
  * Needs nothing beyond the root's dependencies and a built `dist/` (`npm run build`). The baseline
  * (`regression-baseline.json`) holds each case's ratio to node:crypto as measured on the
- * project's machines; `--write-baseline` takes the median of five measurements.
+ * project's machines; `--write-baseline` takes the slowest of five measurements.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
@@ -140,12 +140,15 @@ if (process.argv.includes('--write-baseline')) {
     runs.push(ratios)
     console.log(`run ${r + 1}: ${JSON.stringify(ratios)} (crypto ${us(best.crypto as number)})`)
   }
-  const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1] as number
+  // The slowest of the five: the limit is then 10% beyond the worst of five normal measurements,
+  // so that the check fails on a change, not on a noisy run (the hit's median moved by up to
+  // ±13% between five runs of one build on a quiet 2-core machine).
+  const slowest = (values: number[]) => Math.max(...values)
   const baseline = {
     note: 'gate.check CPU time / node:crypto verify CPU time, same process (benchmarks/regression.ts)',
     node: process.version,
-    hit: Number(median(runs.map((r) => r.hit)).toFixed(5)),
-    miss: Number(median(runs.map((r) => r.miss)).toFixed(4)),
+    hit: Number(slowest(runs.map((r) => r.hit)).toFixed(5)),
+    miss: Number(slowest(runs.map((r) => r.miss)).toFixed(4)),
   }
   writeFileSync(baselineFile, `${JSON.stringify(baseline, null, 2)}\n`)
   console.log(`wrote ${baselineFile}: ${JSON.stringify(baseline)}`)
