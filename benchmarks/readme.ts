@@ -1,5 +1,5 @@
 /**
- * Copies `results/latest.md` into README.md between the "latest results" markers, so the committed
+ * Copies `results/latest.md` into RESULTS.md between the "latest results" markers, so the committed
  * table is exactly what a run printed: `npm --prefix benchmarks run readme`.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -8,7 +8,7 @@ import { benchDir, resultsDir } from './config.ts'
 
 const BEGIN = '<!-- latest-results:begin -->'
 const END = '<!-- latest-results:end -->'
-const readmeFile = join(benchDir, 'README.md')
+const readmeFile = join(benchDir, 'RESULTS.md')
 const readme = readFileSync(readmeFile, 'utf8')
 const start = readme.indexOf(BEGIN)
 const end = readme.indexOf(END)

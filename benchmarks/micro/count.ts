@@ -7,7 +7,9 @@
  *   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/c.%p \
  *     node --import tsx micro/count.ts ../dist --case=unknown-kid
  *
- * Cases: `hit` (one cached token, memory limiter), `forged` (the pool's tokens with swapped
+ * Cases: `miss` (`gate.check` itself, not the middleware, with its cache off on one valid token
+ * repeated: every call verifies the signature, and what is beyond node:crypto's verify is
+ * tollgate's own), `hit` (one cached token, memory limiter), `forged` (the pool's tokens with swapped
  * signatures), `unknown-kid` (1,000 unknown kids, refetch backed off). `floor` as the build
  * runs the floor middleware (http/servers/floor.ts) with the same response the Koa floor server
  * sends. Prints `instructions/call` read from the dump.
@@ -47,7 +49,7 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('bas
 const unsigned = (kid: string, i: number) =>
   `${b64({ alg: 'RS256', typ: 'JWT', kid })}.${b64(accessClaims(issuer.issuer, { tenant: `t${i % 100}` }))}.${randomBytes(256).toString('base64url')}`
 let tokens: string[]
-if (kind === 'hit') tokens = [valid]
+if (kind === 'hit' || kind === 'miss') tokens = [valid]
 else if (kind === 'forged') tokens = Array.from({ length: 2000 }, (_, i) => unsigned(knownKid, i))
 else if (kind === 'unknown-kid')
   tokens = Array.from({ length: 1000 }, (_, i) => unsigned(`unknown-${i}`, i))
@@ -67,7 +69,22 @@ type Ctx = ReturnType<typeof contextFor>
 const next = () => Promise.resolve()
 
 let call: (ctx: Ctx) => unknown
-if (dist === 'floor') {
+if (kind === 'miss') {
+  // The floor's cache cannot be turned off (a repeated token would hit it): builds only.
+  if (dist === 'floor') throw new Error('the miss case compares builds, not the floor')
+  let check: (authorization: string | undefined) => unknown
+  {
+    const core = (await import(
+      pathToFileURL(join(resolve(dist), 'src/index.js')).href
+    )) as CoreModule
+    const gate = core.createGate(
+      gateOptions(core, { authUrl: issuer.url, cacheEntries: false, limiter: 'memory' }),
+    )
+    await gate.ready()
+    check = (authorization) => gate.check({ headers: { authorization: authorization as string } })
+  }
+  call = (ctx) => check(ctx.headers.authorization)
+} else if (dist === 'floor') {
   const check = await floorVerifier({
     authUrl: issuer.url,
     issuer: issuer.issuer,

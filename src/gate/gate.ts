@@ -1,8 +1,8 @@
 /**
- * `createGate(options)`: validates everything once, wires the steps, and returns the gate the
- * adapters call on every request (bearer extraction → verification (cache, JWS, keys, signature,
- * claims) → DPoP proof, when on → tenant → rate limit), plus the handles an operator needs (readiness, key refresh,
- * shutdown). This file only wires: the pipeline that decides a request is `admission.ts`, the one
+ * `createGate(options)`: validates everything once, builds each capability's step (those switched
+ * off stay `undefined`, and cost nothing per request), and returns the gate the adapters call on
+ * every request, plus the handles an operator needs (readiness, key refresh, shutdown). This file
+ * only wires: the order in which one request goes through the steps is `admission.ts`, the one
  * refusal point that adds this gate's challenge and reports the refusal is `refusal.ts`, and
  * `ready()`/`refresh()` are `readiness.ts`. The steps throw coded errors that know nothing of HTTP
  * settings.
@@ -145,7 +145,8 @@ export function openGate(
     dpop: dpopOptions && { mode: dpopOptions.mode, algorithms: dpopOptions.algorithms },
   })
   const hooks = { emit, onKeysRetired: caches?.purgeRetired }
-  // Issuers naming one jwksUri share its key set: one fetch for all of them (issue 30).
+  // Issuers naming one jwksUri share its key set: one fetch for all of them (a thousand realms
+  // behind one proxy must not make a thousand fetches).
   const keySets = new KeySets()
   const issuers = new Map(
     normalized.issuers.map((issuer) => [
@@ -214,7 +215,7 @@ export function openGate(
     emit,
     refusal,
     // Nobody reads the reason of a refusal an adapter answers itself with no listener: a backed-off
-    // unknown kid is then refused without reading its payload (issue 24).
+    // unknown kid is then refused without reading its payload (most of the cost of such a flood).
     reasonsRead:
       emit !== undefined ||
       normalized.errorHandling === 'framework' ||

@@ -63,7 +63,7 @@ export interface Verifier {
   /**
    * `verify`, synchronously when the issuer's keys need no fetch: the verdict, or a promise of it
    * when they do. The refusals a flood repeats (a forged signature, remembered or not, and a kid
-   * no key holds) are returned, not thrown (issue 24: a throw costs about 1 µs in a server);
+   * no key holds) are returned, not thrown (a throw caught in a server costs about 1 µs);
    * any other refusal known before the keys is thrown. `reasonRead: false` (default true) says
    * that nobody will read the refusal's `reason`: a kid no key holds is then refused without
    * reading the payload when no fetch was considered.
@@ -140,8 +140,8 @@ const MAX_SHOWN_ISSUERS = 5
  * issuer is the usual sign of a misconfiguration (a doubled `/realms/`, a frontend URL), and
  * without it operators see nothing to compare. Named `unverifiedIss`, bounded and stripped of
  * control characters, beside how many issuers are configured and up to
- * {@link MAX_SHOWN_ISSUERS} of them, those sharing the longest prefix with it (issue 30: listing
- * all of 1,000 issuers made 37 KB per refusal); in the `rejected` event only, never rendered.
+ * {@link MAX_SHOWN_ISSUERS} of them, those sharing the longest prefix with it (listing all of
+ * 1,000 issuers made 37 KB per refusal); in the `rejected` event only, never rendered.
  */
 function unknownIssuer(iss: unknown, expected: readonly string[]): InvalidTokenError {
   const shown =
@@ -283,8 +283,8 @@ export function createVerifier(context: VerifierContext): Verifier {
    * object as `malformed`. Unless nobody can read the reason (`reasonRead` false: an adapter
    * answering refusals itself, no event listener) and no fetch was considered: the read then
    * changes nothing anyone sees, and is the largest part of refusing a flood of unknown kids
-   * (issue 24). (The fifth pass tried settling the reason lazily, when first read: the per-refusal
-   * getters and closures cost more over HTTP than the read; benchmarks/README.md.)
+   * (settling the reason lazily, when first read, was tried: the per-refusal getters and closures
+   * cost more over HTTP than the read).
    */
   function unknownKid(
     prepared: ReturnType<typeof prepare>,
@@ -310,12 +310,12 @@ export function createVerifier(context: VerifierContext): Verifier {
       return invalid('signature')
     }
     const { payload, iss } = claimedIssuer(prepared)
-    const parsed: ParsedJWS = { ...split, payload }
     const own = issuerRules.get(iss) as { rules: ClaimRules; readers: ClaimReaders }
     const validity = checkClaims(split.header as TokenHeader, payload, own.rules, Date.now())
     const verdict = buildVerdict(
       token,
-      parsed,
+      split.header,
+      payload,
       iss,
       prepared.issuer.realm,
       own.readers,
@@ -404,36 +404,96 @@ function deepFreeze<T extends object>(value: T): T {
 }
 
 /**
- * An admission with `fields`, and `token` readable (`auth.token`) but not enumerable: the compact
- * JWS is a bearer secret, and `JSON.stringify(auth)`, `util.inspect(auth)` (what loggers print),
- * spreads and `Object.keys` only see enumerable properties. Frozen. A copy of an admission must
- * be made with this too: a spread would drop the token.
+ * An admission: `fields` as its own enumerable properties, and `token` and `tokenFor` readable
+ * (`auth.token`) but not its own: the compact JWS is a bearer secret, and `JSON.stringify(auth)`,
+ * `util.inspect(auth)` (what loggers print, `showHidden` included), spreads and `Object.keys`
+ * only see own properties. Kept in private fields behind getters rather than defined as
+ * non-enumerable properties: `Object.defineProperty` goes through V8's runtime and cost a miss
+ * about 5,000 instructions per admission (a miss with tenants builds two). The prototype has no
+ * `constructor` of its own, so an admission prints and compares as the plain object it was.
+ * Frozen. A copy of an admission must be made with {@link admissionWith}: a spread drops the
+ * token.
  */
+class SealedAdmission {
+  readonly #token: string
+  readonly #tokenFor: Admission['tokenFor']
+  readonly header: TokenHeader
+  readonly claims: TokenClaims
+  readonly issuer: string
+  readonly realm: string | undefined
+  readonly subject: string | undefined
+  readonly clientId: string | undefined
+  readonly scopes: readonly string[]
+  readonly roles: Admission['roles']
+  readonly tenant: string | undefined
+  readonly plan: string | undefined
+  readonly actor: Admission['actor']
+
+  constructor(
+    token: string,
+    fields: Omit<Admission, 'token' | 'tokenFor'>,
+    tokenFor: Admission['tokenFor'],
+    tenant: string | undefined,
+    plan: string | undefined,
+  ) {
+    this.header = fields.header
+    this.claims = fields.claims
+    this.issuer = fields.issuer
+    this.realm = fields.realm
+    this.subject = fields.subject
+    this.clientId = fields.clientId
+    this.scopes = fields.scopes
+    this.roles = fields.roles
+    this.tenant = tenant
+    this.plan = plan
+    this.actor = fields.actor
+    this.#token = token
+    this.#tokenFor = tokenFor
+    Object.freeze(this)
+  }
+
+  get token(): string {
+    return this.#token
+  }
+
+  get tokenFor(): Admission['tokenFor'] {
+    return this.#tokenFor
+  }
+}
+delete (SealedAdmission.prototype as { constructor?: unknown }).constructor
+
+/** A frozen admission with `fields`, its `token` and `tokenFor` readable but hidden (see above). */
 export function admissionWith(
   token: string,
   fields: Omit<Admission, 'token' | 'tokenFor'>,
   tokenFor: Admission['tokenFor'],
 ): Admission {
-  const admission = { ...fields } as Admission
-  Object.defineProperty(admission, 'token', { value: token, enumerable: false })
-  Object.defineProperty(admission, 'tokenFor', { value: tokenFor, enumerable: false })
-  return Object.freeze(admission)
+  return new SealedAdmission(token, fields, tokenFor, fields.tenant, fields.plan)
+}
+
+/** A copy of `admission` with its tenant and plan (a spread would drop the token). */
+export function admissionOfTenant(
+  admission: Admission,
+  tenant: string | undefined,
+  plan: string | undefined,
+): Admission {
+  return new SealedAdmission(admission.token, admission, admission.tokenFor, tenant, plan)
 }
 
 function buildVerdict(
   token: string,
-  parsed: ParsedJWS,
+  parsedHeader: Record<string, unknown>,
+  payload: Record<string, unknown>,
   issuer: string,
   realm: string | undefined,
   readers: ClaimReaders,
   tokenFor: VerifierContext['tokenFor'],
 ): Verdict {
   // Verdicts are shared by every request that presents the same token: nothing may mutate them.
-  const header = deepFreeze(parsed.header) as TokenHeader
-  const claims = deepFreeze(parsed.payload) as TokenClaims
-  const clientId = readers.clientId(claims)
+  const header = deepFreeze(parsedHeader) as TokenHeader
+  const claims = deepFreeze(payload) as TokenClaims
   const verified: VerifiedToken = Object.freeze({ header, claims, issuer, realm })
-  const admission = admissionWith(
+  const admission = new SealedAdmission(
     token,
     {
       header,
@@ -441,7 +501,7 @@ function buildVerdict(
       issuer,
       realm,
       subject: claims.sub,
-      clientId,
+      clientId: readers.clientId(claims),
       scopes: readers.scopes(claims),
       roles: readers.roles(claims),
       tenant: undefined,
@@ -450,6 +510,8 @@ function buildVerdict(
       actor: actorOf(claims) ?? undefined,
     },
     tokenFor(token, claims, issuer),
+    undefined,
+    undefined,
   )
   return { verified, admission, answer: undefined, withTenant: undefined }
 }
