@@ -8,9 +8,11 @@
  * 3. verification: the verified-token cache, else the JWS, keys, signature and claims
  *    (`token/verify.ts`); introspection joins here, as the verifier of the issuers whose tokens
  *    are introspected (RFC 7662, `introspection/verifier.ts`), its verdicts cached alike;
- * 4. revocation, delegation (RFC 8693 `act`), the client certificate (RFC 8705) and the DPoP proof
- *    (RFC 9449), then the tenant and its rate limit ({@link admitVerified} when nothing waits,
- *    {@link admitAfterWaiting} otherwise: the same steps in the same order);
+ * 4. revocation, the Token Status List (draft-ietf-oauth-status-list, `status/status-list.ts`: the
+ *    issuer's list, fetched and cached, says the token is still VALID), delegation (RFC 8693
+ *    `act`), the client certificate (RFC 8705) and the DPoP proof (RFC 9449), then the tenant and
+ *    its rate limit ({@link admitVerified} when nothing waits, {@link admitAfterWaiting}
+ *    otherwise: the same steps in the same order);
  * 5. guards: scopes, roles and step-up (RFC 9470 `acr`), run by the adapters per route through
  *    {@link AdmissionPipeline.authorize}.
  *
@@ -30,6 +32,7 @@ import type { Emit } from '../events.js'
 import type { TenantLimiter } from '../limits/rate-limit.js'
 import type { ResolvedTenant, TenantResolver } from '../limits/tenant.js'
 import type { Revocation } from '../revocation/revocation.js'
+import type { StatusListStep } from '../status/status-list.js'
 import { actorName } from '../token/actor.js'
 import { admissionOfTenant, type Verdict, type Verifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
@@ -44,6 +47,8 @@ export interface AdmissionSteps {
   readonly credentialsRequired: boolean
   readonly verifier: Verifier
   readonly revoked: Revocation | undefined
+  /** The `statusList` option's check; it waits only while a list is fetched the first time. */
+  readonly statusList: StatusListStep | undefined
   /** Certificate-bound tokens (`mtls`): no I/O, so it runs on the synchronous path too. */
   readonly certificate: CertificateStep | undefined
   /** The `delegation` option's checks of `act` and `may_act`. */
@@ -100,7 +105,16 @@ export interface AdmissionPipeline {
  * verdict.
  */
 export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
-  const { skip, credentialsRequired, verifier, revoked, delegation, certificate, dpop } = steps
+  const {
+    skip,
+    credentialsRequired,
+    verifier,
+    revoked,
+    statusList,
+    delegation,
+    certificate,
+    dpop,
+  } = steps
   const { resolveTenant, tenantPolicy, limiter, emit, refusal, reasonsRead } = steps
   // The limiter's synchronous `consumeNow`, when it keeps its counts in process memory.
   const consumeNow = limiter?.consumeNow
@@ -155,7 +169,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     // A revoked cached token goes on like any other: the revocation step refuses it.
     const cached = verifier.cached(token, Date.now())
     if (!answersNow) return admitAfterWaiting(request, token, scheme, cached, startedAt)
-    if (cached !== undefined) return admitVerified(request, cached, scheme, startedAt)
+    if (cached !== undefined) return admitVerified(request, token, cached, scheme, startedAt)
     let verdict: Verdict | InvalidTokenError | Promise<Verdict>
     try {
       verdict = verifier.verifyNow(token, reasonRead)
@@ -169,7 +183,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       return new Refused(refusal(verdict, request, { ...BEFORE_VERIFICATION, startedAt, scheme }))
     }
     // 4. Everything after verification, without waiting.
-    return admitVerified(request, verdict, scheme, startedAt)
+    return admitVerified(request, token, verdict, scheme, startedAt)
   }
 
   /**
@@ -179,14 +193,23 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
    */
   function admitVerified(
     request: RequestLike,
+    token: string,
     verdict: Verdict,
     scheme: CredentialScheme,
     startedAt: number,
-  ): CheckResult | Refused {
+  ): CheckResult | Refused | Promise<CheckResult> {
     let tenant: ResolvedTenant | undefined
     try {
       const revocationRefusal = revoked?.refusal(verdict.admission)
       if (revocationRefusal !== undefined) throw revocationRefusal
+      if (statusList !== undefined) {
+        const listed = statusList.judge(verdict.verified)
+        if (listed instanceof Promise) {
+          // The token's list is being fetched: the rest waits for it, its refusal included.
+          return admitAfterWaiting(request, token, scheme, verdict, startedAt, listed)
+        }
+        if (listed !== undefined) throw listed
+      }
       const actorRefusal = delegation?.refusal(verdict.admission)
       if (actorRefusal !== undefined) throw actorRefusal
       certificate?.confirm(request, verdict.verified)
@@ -222,6 +245,7 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
     scheme: CredentialScheme,
     pending: Verdict | Promise<Verdict> | undefined,
     startedAt: number,
+    listing?: Promise<void>,
   ): Promise<CheckResult> {
     let issuer: string | undefined
     let tenant: ResolvedTenant | undefined
@@ -234,6 +258,13 @@ export function createAdmission(steps: AdmissionSteps): AdmissionPipeline {
       if (revocationRefusal !== undefined) {
         issuer = verdict.admission.issuer
         throw revocationRefusal
+      }
+      if (statusList !== undefined) {
+        issuer = verdict.admission.issuer
+        // The fetch of its list when the synchronous path started it, else the list's answer.
+        const listed = listing ?? statusList.judge(verdict.verified)
+        if (listed instanceof Promise) await listed
+        else if (listed !== undefined) throw listed
       }
       const actorRefusal = delegation?.refusal(verdict.admission)
       if (actorRefusal !== undefined) {

@@ -19,6 +19,7 @@ import { planNameOf } from '../limits/options.js'
 import { createTenantLimiter } from '../limits/rate-limit.js'
 import { createTenantResolver } from '../limits/tenant.js'
 import { createResourceMetadata } from '../metadata/resource-metadata.js'
+import { createStatusListStep } from '../status/status-list.js'
 import { IssuerKeys, KeySets } from '../token/jwks.js'
 import { createVerdictCaches, createVerifier } from '../token/verify.js'
 import type { Admission, CheckResult, RequestLike } from '../types.js'
@@ -65,7 +66,7 @@ export interface Gate extends RevocationHandles {
    */
   refresh(issuer?: string): Promise<ReadyReport>
   /**
-   * Aborts key fetches and introspection calls under way and starts no new ones, and closes the
+   * Aborts key fetches, introspection calls and status list fetches under way and starts no new ones, and closes the
    * revocation subscriber, so nothing the gate holds keeps the process alive. Requests are still
    * decided with the keys, verdicts and revocations already held. Idempotent.
    */
@@ -199,14 +200,24 @@ export function openGate(
   const revocation = createGateRevocation(normalized, issuers, emit)
   const revoked = revocation.step
   const refusal = createRefusal(challenge, emit)
+  // Token Status Lists are verified with the keys of the issuer of the token that names them.
+  const statusList =
+    normalized.statusList &&
+    createStatusListStep(normalized.statusList, {
+      keysOf: (issuer) => issuers.get(issuer)?.keys,
+      algorithms: new Set(normalized.algorithms),
+      clockToleranceSeconds: normalized.claims.clockToleranceSeconds,
+      emit,
+    })
   const { decide, check, authorize } = createAdmission({
     skip,
     credentialsRequired,
     verifier,
     revoked,
+    statusList,
     certificate,
     // Without the option any well-formed chain is admitted; an `act` that is not one is refused
-    // all the same: `auth.actor` undefined must mean the user's own token.
+    // all the same, so that `auth.actor` undefined always means a token without an actor.
     delegation: createDelegationStep(normalized.delegation ?? ANY_ACTOR),
     dpop,
     resolveTenant,
@@ -231,6 +242,7 @@ export function openGate(
     async close(): Promise<void> {
       for (const { keys } of issuers.values()) keys.close()
       introspection?.close()
+      statusList?.close()
       revocation.close()
     },
     ...revocation.handles,
