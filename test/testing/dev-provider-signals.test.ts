@@ -88,9 +88,9 @@ const decided = (token: string) =>
   )
 
 /** Signs `user` in at the provider as a browser would; the provider's cookies. */
-async function signIn(user: string): Promise<Map<string, string>> {
+async function signIn(user: string, at = provider): Promise<Map<string, string>> {
   const verifier = randomBytes(32).toString('base64url')
-  const url = new URL(provider.authorizationEndpoint)
+  const url = new URL(at.authorizationEndpoint)
   url.search = new URLSearchParams({
     client_id: WEB.clientId,
     redirect_uri: REDIRECT,
@@ -101,13 +101,13 @@ async function signIn(user: string): Promise<Map<string, string>> {
     code_challenge_method: 'S256',
   }).toString()
   const cookies = new Map<string, string>()
-  const back = await followAuthorization(provider.issuer, url.href, user, cookies)
+  const back = await followAuthorization(at.issuer, url.href, user, cookies)
   expect(back.searchParams.get('code')).toBeTypeOf('string')
   return cookies
 }
 
 /** Opens the end-session page with the provider's cookies and presses "Sign out". */
-async function signOutAtPage(cookies: Map<string, string>): Promise<void> {
+async function signOutAtPage(cookies: Map<string, string>, at = provider): Promise<void> {
   const keep = (response: Response) => {
     for (const line of response.headers.getSetCookie()) {
       const [pair = ''] = line.split(';', 1)
@@ -115,13 +115,13 @@ async function signOutAtPage(cookies: Map<string, string>): Promise<void> {
     }
   }
   const header = () => [...cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-  const page = await fetch(provider.endSessionEndpoint, { headers: { cookie: header() } })
+  const page = await fetch(at.endSessionEndpoint, { headers: { cookie: header() } })
   keep(page)
   const html = await page.text()
   expect(page.status, html).toBe(200)
   const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
   const action = /action="([^"]+)"/.exec(html)?.[1] ?? ''
-  const confirmed = await fetch(new URL(action, provider.endSessionEndpoint), {
+  const confirmed = await fetch(new URL(action, at.endSessionEndpoint), {
     method: 'POST',
     redirect: 'manual',
     headers: { cookie: header(), 'content-type': 'application/x-www-form-urlencoded' },
@@ -156,6 +156,27 @@ describe('the development provider as a Shared Signals transmitter', () => {
     expect(await decided(bob)).toBe('admitted')
     await provider.disableAccount('bob')
     expect(await decided(bob)).toBe('revoked')
+    // Only the signal is sent: the user can still sign in at the provider.
+    await signIn('bob')
+  })
+
+  it('a sign-out whose receiver is down still signs the user out at the page', async () => {
+    const down = await createTestTransmitter({
+      audience: AUDIENCE,
+      delivery: { method: 'push', endpoint: 'http://127.0.0.1:1/ssf', authorization: 'Bearer x' },
+    })
+    const alone = await createDevProvider({
+      users: USERS,
+      resources: { [ORDERS]: { audience: 'orders', scopes: ['orders:read'] } },
+      clients: [{ ...WEB, redirectUris: [REDIRECT], scopes: ['orders:read'] }],
+      ssf: down,
+    })
+    try {
+      await signOutAtPage(await signIn('alice', alone), alone)
+    } finally {
+      await alone.close()
+      await down.close()
+    }
   })
 
   it('disableAccount() refuses an unknown user, and a provider without a transmitter', async () => {
