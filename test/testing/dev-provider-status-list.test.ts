@@ -3,6 +3,8 @@
  * of its list, the list is served signed with its keys, and revokeToken() makes tollgate's
  * status list check refuse the token once its copy of the list is refreshed.
  */
+import { createHash, randomBytes } from 'node:crypto'
+
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
@@ -13,7 +15,10 @@ import { createStatusListStep, type StatusListStep } from '../../src/status/stat
 import { createDevProvider, createTestIssuer, type DevProvider } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { IssuerKeys, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
-import { JOB, ORDERS, USERS, WEB } from './dev-provider-fixtures.js'
+import { BILLING, JOB, ORDERS, USERS, WEB } from './dev-provider-fixtures.js'
+
+const REDIRECT = 'http://127.0.0.1:4999/callback'
+const EXCHANGER = { clientId: 'orders-gateway', clientSecret: 'dev-only-exchange-secret' }
 
 const JWKS: NormalizedJWKSOptions = {
   timeoutMs: 1000,
@@ -32,10 +37,14 @@ let gate: Gate
 beforeAll(async () => {
   provider = await createDevProvider({
     users: USERS,
-    resources: { [ORDERS]: { audience: 'orders', scopes: ['orders:read'] } },
+    resources: {
+      [ORDERS]: { audience: 'orders', scopes: ['orders:read'] },
+      [BILLING]: { audience: 'billing', scopes: ['billing:read'] },
+    },
     clients: [
       { ...JOB, scopes: ['orders:read'], audiences: [ORDERS] },
-      { ...WEB, scopes: ['orders:read'] },
+      { ...WEB, scopes: ['orders:read'], audiences: [ORDERS], redirectUris: [REDIRECT] },
+      { ...EXCHANGER, exchange: { from: [ORDERS], to: [BILLING] } },
     ],
     statusList: true,
   })
@@ -71,14 +80,17 @@ async function judged(step: StatusListStep, token: never): Promise<unknown> {
 const tokenOf = (user: string) =>
   provider.accessTokenFor(user, { clientId: WEB.clientId, resource: ORDERS })
 
-async function clientCredentialsToken(): Promise<string> {
+async function tokenFromEndpoint(
+  client: { readonly clientId: string; readonly clientSecret: string },
+  params: Record<string, string>,
+): Promise<string> {
   const response = await fetch(provider.tokenEndpoint, {
     method: 'POST',
     headers: {
       'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from(`${JOB.clientId}:${JOB.clientSecret}`).toString('base64')}`,
+      authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}`,
     },
-    body: new URLSearchParams({ grant_type: 'client_credentials', resource: ORDERS }),
+    body: new URLSearchParams(params),
   })
   const body = (await response.json()) as { access_token?: string }
   expect(response.status, JSON.stringify(body)).toBe(200)
@@ -86,17 +98,50 @@ async function clientCredentialsToken(): Promise<string> {
 }
 
 describe('the development provider as a status list issuer', () => {
-  it('gives every access token a fresh index of its list, from the token endpoint and accessTokenFor()', async () => {
+  it('gives every access token a fresh index of its list: a sign-in, client credentials, token exchange and accessTokenFor()', async () => {
     const uri = `${provider.issuer}/statuslists/access-tokens`
     expect(provider.statusListUri).toBe(uri)
-    const tokens = [await clientCredentialsToken(), await tokenOf('alice'), await tokenOf('alice')]
+    const exchanged = await tokenFromEndpoint(EXCHANGER, {
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      subject_token: await tokenOf('alice'),
+      subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      resource: BILLING,
+    })
+    // A user's sign-in: authorization code with PKCE.
+    const verifier = randomBytes(32).toString('base64url')
+    const authorization = new URL(provider.authorizationEndpoint)
+    authorization.search = new URLSearchParams({
+      client_id: WEB.clientId,
+      redirect_uri: REDIRECT,
+      response_type: 'code',
+      scope: 'openid',
+      resource: ORDERS,
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    }).toString()
+    const back = await provider.authorize(authorization.href, { user: 'bob' })
+    const signedIn = await tokenFromEndpoint(WEB, {
+      grant_type: 'authorization_code',
+      code: back.searchParams.get('code') ?? '',
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+      resource: ORDERS,
+    })
+    expect(decodeJwt(signedIn).sub).toBe('bob')
+    const tokens = [
+      signedIn,
+      await tokenFromEndpoint(JOB, { grant_type: 'client_credentials', resource: ORDERS }),
+      await tokenOf('alice'),
+      await tokenOf('alice'),
+      exchanged,
+    ]
     const references = tokens.map(
       (token) =>
         (decodeJwt(token) as { status?: { status_list?: { idx: number; uri: string } } }).status
           ?.status_list,
     )
     for (const reference of references) expect(reference?.uri).toBe(uri)
-    expect(new Set(references.map((reference) => reference?.idx)).size).toBe(3)
+    expect(new Set(references.map((reference) => reference?.idx)).size).toBe(5)
   })
 
   it('serves the list as a Status List Token signed with its keys (typ, sub, iat, exp, ttl)', async () => {
