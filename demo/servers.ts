@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net'
 import express from 'express'
 import Koa from 'koa'
 
-import { keycloak } from 'tollgate'
+import { createSignalReceiver, keycloak } from 'tollgate'
 import {
   createAuthorizedFetch,
   createTokenExchange,
@@ -26,9 +26,11 @@ import { createMemorySessionStore, type SignInContext } from 'tollgate/signin'
 import {
   createDevProvider,
   createTestIssuer,
+  createTestTransmitter,
   type DevProvider,
   type DevUser,
   type TestIssuer,
+  type TestTransmitter,
 } from 'tollgate/testing'
 
 /**
@@ -123,6 +125,8 @@ export interface DemoPorts {
 
 export interface Demo {
   readonly issuer: TestIssuer
+  /** The sign-in provider's Shared Signals transmitter, pushing to the gateway. */
+  readonly transmitter: TestTransmitter
   /** The provider users sign in at (`createDevProvider()`: Keycloak-shaped, a sign-in page). */
   readonly signInProvider: DevProvider
   readonly gatewayUrl: string
@@ -170,35 +174,64 @@ function listen(server: Server, port: number): Promise<string> {
   })
 }
 
+/**
+ * Where the gateway receives the sign-in provider's Shared Signals (its audience, and the
+ * `Authorization` header its transmitter sends: a demo secret, not a real one).
+ */
+export const SIGNALS = {
+  path: '/ssf/events',
+  audience: 'urn:platform:gateway',
+  authorization: 'Bearer demo-only-signals-secret',
+}
+
+interface GatewaySignals {
+  /** The sign-in provider's transmitter. */
+  readonly transmitter: TestTransmitter
+  /** Receives the receiver, to close it with the demo. */
+  readonly onReceiver: (receiver: { close(): void }) => void
+}
+
 function gatewayApp(
   authUrls: readonly string[],
   officeUrl: () => string,
   officeTokens: TokenSource,
   exchange: TokenExchange,
-): Server {
+  signals: GatewaySignals,
+): express.Express {
   // A backend call: the gateway asks the office product with its own token, for audience office.
   const officeFetch = createAuthorizedFetch(officeTokens)
   const app = express()
   app.disable('x-powered-by')
-  app.use(
-    gatewayAuth.tollgate({
-      issuers: authUrls.flatMap((authUrl) => keycloak({ authUrl, realms: [REALM] })),
-      audience: 'gateway',
-      realm: 'gateway',
-      tenant: { claim: 'tenant' },
-      // Low on purpose, so the walkthrough shows one tenant limited while another is admitted.
-      rateLimit: {
-        plans: {
-          free: [{ points: 5, durationSeconds: 60 }],
-          pro: [{ points: 100, durationSeconds: 60 }],
-        },
-        defaultPlan: 'free',
-        tenantPlans: { globex: 'pro' },
+  const auth = gatewayAuth.tollgate({
+    issuers: authUrls.flatMap((authUrl) => keycloak({ authUrl, realms: [REALM] })),
+    audience: 'gateway',
+    realm: 'gateway',
+    tenant: { claim: 'tenant' },
+    // Low on purpose, so the walkthrough shows one tenant limited while another is admitted.
+    rateLimit: {
+      plans: {
+        free: [{ points: 5, durationSeconds: 60 }],
+        pro: [{ points: 100, durationSeconds: 60 }],
       },
-      // auth.tokenFor(): the user's own token exchanged for an office token on their behalf.
-      delegation: { exchange },
-    }),
-  )
+      defaultPlan: 'free',
+      tenantPlans: { globex: 'pro' },
+    },
+    // auth.tokenFor(): the user's own token exchanged for an office token on their behalf.
+    delegation: { exchange },
+    // Fleet revocation, here in memory: what the provider's signals revoke.
+    revocation: {},
+  })
+  // The sign-in provider's Shared Signals: a user who signs out at its page, or whom an
+  // administrator disables, is refused here from the moment the SET arrives.
+  const receiver = createSignalReceiver({
+    gate: auth.gate,
+    transmitter: { issuer: signals.transmitter.issuer },
+    audience: SIGNALS.audience,
+    authorization: SIGNALS.authorization,
+  })
+  signals.onReceiver(receiver)
+  app.post(SIGNALS.path, auth.sharedSignals(receiver))
+  app.use(auth)
   // The user's office data, read on the user's behalf: their gateway token exchanged for an
   // office token naming them and the gateway as actor.
   app.get('/api/v1/office/my-namespaces', async (req, res) => {
@@ -238,7 +271,7 @@ function gatewayApp(
       subscriptions: [{ id: 'sub_1', product: 'office', seats: 25, status: 'active' }],
     })
   })
-  return createServer(app)
+  return app
 }
 
 const escapeHtml = (text: string) =>
@@ -396,7 +429,13 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   let gatewayUrl = ''
   let signInProvider: DevProvider | undefined
   let exchange: TokenExchange | undefined
-  let gateway: Server | undefined
+  let transmitter: TestTransmitter | undefined
+  let receiver: { close(): void } | undefined
+  // The gateway listens early too (its URL is where the provider's transmitter pushes).
+  let gatewayHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.writeHead(503).end()
+  }
+  const gateway = createServer((req, res) => gatewayHandler(req, res))
   // The office listens first (its URL is the sign-in client's redirect URI); it answers once built.
   let officeHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
     res.writeHead(503).end()
@@ -410,15 +449,29 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   const close = async () => {
     officeTokens.close()
     exchange?.close()
+    receiver?.close()
     await Promise.all([
       closeServer(gateway),
       closeServer(office),
       issuer.close(),
       signInProvider?.close(),
+      transmitter?.close(),
     ])
   }
   try {
     officeUrl = await onPort('office', ports.office ?? 0, () => listen(office, ports.office ?? 0))
+    gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
+      listen(gateway, ports.gateway ?? 0),
+    )
+    transmitter = await createTestTransmitter({
+      audience: SIGNALS.audience,
+      delivery: {
+        method: 'push',
+        endpoint: `${gatewayUrl}${SIGNALS.path}`,
+        authorization: SIGNALS.authorization,
+      },
+    })
+    const ssf = transmitter
     signInProvider = await onPort('signIn', ports.signIn ?? 0, () =>
       quietly(() =>
         createDevProvider({
@@ -434,6 +487,8 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
             },
           ],
           port: ports.signIn ?? 0,
+          // Sign-outs at its page and disabled accounts go out as Shared Signals.
+          ssf,
         }),
       ),
     )
@@ -443,10 +498,12 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
       // In production: fromEnv('GATEWAY_EXCHANGE_SECRET').
       ...GATEWAY_EXCHANGE_CLIENT,
     })
-    gateway = gatewayApp(authUrls, () => officeUrl, officeTokens, exchange)
-    gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
-      listen(gateway as Server, ports.gateway ?? 0),
-    )
+    gatewayHandler = gatewayApp(authUrls, () => officeUrl, officeTokens, exchange, {
+      transmitter,
+      onReceiver: (created) => {
+        receiver = created
+      },
+    })
     officeHandler = officeApp({ authUrls, officeUrl, gatewayUrl, signInProvider })
   } catch (error) {
     await close()
@@ -454,6 +511,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   }
   return {
     issuer,
+    transmitter: transmitter as TestTransmitter,
     signInProvider,
     gatewayUrl,
     officeUrl,

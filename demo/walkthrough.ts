@@ -2,10 +2,12 @@
  * The scripted walkthrough: every answer the platform gives, each with the request that earns it.
  * `runWalkthrough()` is also the demo's smoke test.
  */
+import { createHash, randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
 
 import { keycloak } from 'tollgate'
 import { createTokenExchange, createTokenSource, type TokenSourceEvent } from 'tollgate/client'
+import type { DevProvider } from 'tollgate/testing'
 
 import {
   type Demo,
@@ -43,6 +45,77 @@ function describeResponse(response: Response, body: string): string {
   ]
     .filter(Boolean)
     .join('\n      ')
+}
+
+/** A browser's cookies for one site, as `Set-Cookie` left them. */
+class CookieJar {
+  private readonly cookies = new Map<string, string>()
+  keep(response: Response): void {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';', 1)
+      const equals = pair.indexOf('=')
+      this.cookies.set(pair.slice(0, equals), pair.slice(equals + 1))
+    }
+  }
+  get header(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+  }
+}
+
+/**
+ * What a person does in a browser: signs `user` in at the sign-in provider (for the office web
+ * front), then opens its end-session page and presses "Sign out".
+ */
+async function signInAndOutAtProvider(
+  provider: DevProvider,
+  officeUrl: string,
+  user: string,
+): Promise<void> {
+  const jar = new CookieJar()
+  const verifier = randomBytes(32).toString('base64url')
+  const authorization = new URL(provider.authorizationEndpoint)
+  authorization.search = new URLSearchParams({
+    client_id: OFFICE_WEB_CLIENT.clientId,
+    redirect_uri: `${officeUrl}/auth/callback`,
+    response_type: 'code',
+    scope: 'openid',
+    state: randomBytes(8).toString('base64url'),
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+    // The provider's page signs this user in without the click.
+    login_hint: user,
+  }).toString()
+  let next = authorization.href
+  // Follow the provider's own redirects until it sends the browser back to the office.
+  for (let hop = 0; hop < 10 && next.startsWith(provider.url); hop++) {
+    const response = await fetch(next, { redirect: 'manual', headers: { cookie: jar.header } })
+    jar.keep(response)
+    await response.body?.cancel()
+    next = new URL(response.headers.get('location') ?? '', next).href
+  }
+  const page = await fetch(provider.endSessionEndpoint, { headers: { cookie: jar.header } })
+  jar.keep(page)
+  const html = await page.text()
+  const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
+  const action = /action="([^"]+)"/.exec(html)?.[1] ?? ''
+  const confirmed = await fetch(new URL(action, provider.endSessionEndpoint), {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: jar.header, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ xsrf, logout: 'yes' }),
+  })
+  await confirmed.body?.cancel()
+}
+
+/** Calls `url` with `token` until it is refused, for at most `withinMs`; the last answer. */
+async function refusedWithin(url: string, token: string, withinMs: number): Promise<Response> {
+  const started = Date.now()
+  for (;;) {
+    const response = await call(url, token)
+    if (response.status === 401 || Date.now() - started >= withinMs) return response
+    await response.body?.cancel()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
 }
 
 /** Runs every step against a running demo and returns what each answered. */
@@ -195,6 +268,25 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
       403,
       () => call(myNamespaces, globex),
     ],
+  )
+  // Shared Signals: Bob signs out at the provider's page; the provider's transmitter pushes CAEP
+  // session-revoked to the gateway, which refuses Bob's tokens from then on (Alice's still pass).
+  const bobGateway = await signInProvider.accessTokenFor('bob', {
+    clientId: OFFICE_WEB_CLIENT.clientId,
+    resource: 'urn:platform:gateway',
+    scope: 'billing:read',
+  })
+  steps.push(
+    ['gateway, Bob’s token, before he signs out', 200, () => call(billing, bobGateway)],
+    [
+      'gateway, Bob signed out at the provider’s page: his token refused within a second',
+      401,
+      async () => {
+        await signInAndOutAtProvider(signInProvider, officeUrl, 'bob')
+        return refusedWithin(billing, bobGateway, 1000)
+      },
+    ],
+    ['gateway, Alice’s token, still admitted', 200, () => call(billing, aliceGateway)],
   )
   const results: Step[] = []
   for (const [title, expected, send, explain] of steps) {

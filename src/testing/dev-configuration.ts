@@ -7,6 +7,7 @@
 import { JWT_BEARER_GRANT, TOKEN_EXCHANGE_GRANT } from './dev-exchange.js'
 import type { NormalizedDevClient, NormalizedDevProviderOptions } from './dev-options.js'
 import { signOutPage } from './dev-pages.js'
+import type { DevStatusList } from './dev-status.js'
 import type { createDevStore } from './dev-store.js'
 import type { TestKey } from './keys.js'
 import type { ProviderClient, ProviderModule, ProviderToken } from './oidc-provider-api.js'
@@ -110,13 +111,17 @@ function interactionPolicy(oidc: ProviderModule, options: NormalizedDevProviderO
   return policy
 }
 
-/** The oidc-provider configuration; `keys` are the signing keys, the current one first. */
+/**
+ * The oidc-provider configuration; `keys` are the signing keys, the current one first;
+ * `statusList`, when the provider issues one, gives each access token its index.
+ */
 export function configuration(
   options: NormalizedDevProviderOptions,
   oidc: ProviderModule,
   keys: readonly TestKey[],
   store: ReturnType<typeof createDevStore>,
   cookieKeys: readonly string[],
+  statusList?: DevStatusList,
 ): Record<string, unknown> {
   const { resources, clients, users } = options
   const allScopes = new Set([...resources.values()].flatMap((resource) => resource.scopes))
@@ -145,10 +150,12 @@ export function configuration(
       }
     },
     extraTokenClaims: async (ctx: SignInEntities | undefined, token: ProviderToken) => {
+      // A fresh index of the status list for each token, when the provider issues one.
+      const status = statusList?.claim()
       if (token.accountId !== undefined) {
-        return { ...users.get(token.accountId)?.tokenClaims, ...signInClaims(ctx) }
+        return { ...users.get(token.accountId)?.tokenClaims, ...signInClaims(ctx), ...status }
       }
-      return { ...clients.get(token.clientId ?? '')?.tokenClaims }
+      return { ...clients.get(token.clientId ?? '')?.tokenClaims, ...status }
     },
     ...(options.acrValues.length === 0 ? {} : { acrValues: [...options.acrValues] }),
     // Keycloak issues a refresh token with every code exchange; rotated on every use, and a

@@ -16,6 +16,7 @@ import { randomUUID } from 'node:crypto'
 import { createLocalJWKSet, type JWTPayload, type JWTVerifyResult, jwtVerify } from 'jose'
 
 import type { NormalizedDevProviderOptions, NormalizedDevResource } from './dev-options.js'
+import type { DevStatusList } from './dev-status.js'
 import { signCompactJWS, type TestKey } from './keys.js'
 import type { GrantContext, ProviderInstance } from './oidc-provider-api.js'
 
@@ -69,6 +70,7 @@ export function registerExchangeGrants(
   issuer: string,
   settings: NormalizedDevProviderOptions,
   keys: () => readonly TestKey[],
+  statusList?: DevStatusList,
 ): void {
   async function verified(token: string, what: string): Promise<JWTVerifyResult> {
     const jwks = createLocalJWKSet({ keys: keys().map((key) => ({ ...key.publicJwk })) })
@@ -191,6 +193,7 @@ export function registerExchangeGrants(
       client_id: clientId,
       aud: resource.audience,
       act: previous === undefined ? { sub: actor } : { sub: actor, act: previous },
+      ...statusList?.claim(),
     })
     ctx.body = {
       access_token: accessToken,

@@ -5,6 +5,7 @@
  * @module
  */
 import { boolean, fail, integer, isRecord, oneOf, record, validateFor } from '../validate.js'
+import type { TestTransmitter } from './ssf-transmitter.js'
 
 /** A person who can sign in at the development provider. */
 export interface DevUser {
@@ -143,6 +144,21 @@ export interface DevProviderOptions {
    * `auth_time`. Default: none, and no `acr` in tokens (`auth_time` and `max_age` work either way).
    */
   readonly acrValues?: readonly string[] | undefined
+  /**
+   * A Shared Signals transmitter (`createTestTransmitter()`) the provider sends through, as a
+   * provider with SSF does: CAEP `session-revoked` for the user when a user signs out at its
+   * end-session page, RISC `account-disabled` from `disableAccount(sub)`. Subjects are
+   * `iss_sub` identifiers with the provider's `issuer`. Default: none, and nothing is sent.
+   */
+  readonly ssf?: TestTransmitter | undefined
+  /**
+   * Issue access tokens with a Token Status List reference (draft-ietf-oauth-status-list):
+   * every JWT access token carries `status: { status_list: { idx, uri } }` with a fresh `idx`,
+   * the list is served at `{issuer}/statuslists/access-tokens` (a Status List Token signed with
+   * the provider's current key, `ttl` 60 seconds), and `revokeToken(accessToken)` sets the
+   * token's status to INVALID. Default `false`.
+   */
+  readonly statusList?: boolean | undefined
 }
 
 export interface NormalizedDevClient {
@@ -177,6 +193,8 @@ export interface NormalizedDevProviderOptions {
   readonly refreshTokenTtlSeconds: number
   readonly allowInProduction: boolean
   readonly acrValues: readonly string[]
+  readonly ssf: TestTransmitter | undefined
+  readonly statusList: boolean
 }
 
 const OPTIONS = [
@@ -190,6 +208,8 @@ const OPTIONS = [
   'refreshTokenTtlSeconds',
   'allowInProduction',
   'acrValues',
+  'ssf',
+  'statusList',
 ]
 const USER_OPTIONS = ['sub', 'name', 'email', 'claims', 'tokenClaims']
 const CLIENT_OPTIONS = [
@@ -482,6 +502,21 @@ export function normalizeDevProviderOptions(options: unknown): NormalizedDevProv
       }),
       allowInProduction: boolean(root['allowInProduction'], 'allowInProduction', false),
       acrValues: list(root['acrValues'], 'acrValues', acrValue) ?? [],
+      ssf: transmitterOption(root['ssf']),
+      statusList: boolean(root['statusList'], 'statusList', false),
     })
   })
+}
+
+/** `ssf`: a test transmitter, recognised by the calls the provider makes on it. */
+function transmitterOption(value: unknown): TestTransmitter | undefined {
+  if (value === undefined) return undefined
+  if (
+    !isRecord(value) ||
+    typeof value['sessionRevoked'] !== 'function' ||
+    typeof value['accountDisabled'] !== 'function'
+  ) {
+    fail('ssf', 'must be a transmitter of createTestTransmitter() from tollgate/testing')
+  }
+  return value as unknown as TestTransmitter
 }

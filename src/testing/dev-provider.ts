@@ -15,10 +15,12 @@ import { loopbackHosts, refuseInProduction } from './dev-guard.js'
 import { answerInteraction } from './dev-interaction.js'
 import { sendLogoutToken } from './dev-logout.js'
 import { type DevProviderOptions, normalizeDevProviderOptions } from './dev-options.js'
+import { createDevStatusList, DEV_STATUS_LIST } from './dev-status.js'
 import { createDevStore } from './dev-store.js'
-import { listenOnLoopback } from './http.js'
+import { listenOnLoopback, sendReply } from './http.js'
 import { generateTestKey, type TestKey } from './keys.js'
 import { loadOidcProvider, type ProviderInstance } from './oidc-provider-api.js'
+import { type SignedOutSession, transmitSignOut } from './ssf-transmitter.js'
 
 /** A running development provider; see {@link createDevProvider}. */
 export interface DevProvider {
@@ -82,6 +84,29 @@ export interface DevProvider {
    *   one.
    */
   accessTokenFor(user: string, options: DevAccessTokenOptions): Promise<string>
+  /**
+   * Disables a user's account as an administrator would: sends RISC `account-disabled` (RISC 1.0
+   * §2.2) for the user (an `iss_sub` subject with this provider's `issuer`) through the `ssf`
+   * transmitter, and resolves once it was delivered (pushed, or queued for polling). The user can
+   * still sign in here: only the signal is sent.
+   *
+   * @throws TypeError without the `ssf` option, or for a user who is not configured.
+   */
+  disableAccount(sub: string): Promise<void>
+  /**
+   * With `statusList: true`: where the provider's status list is served,
+   * `{issuer}/statuslists/access-tokens`; `undefined` without it.
+   */
+  readonly statusListUri: string | undefined
+  /**
+   * With `statusList: true`: sets the status of `accessToken` (one this provider signed, expired
+   * or not) to INVALID in its status list, served so from the next fetch of the list on. A gate
+   * with `statusList` refuses the token once its cached copy of the list is refreshed.
+   *
+   * @throws TypeError for a token this provider did not sign, or one that names no index of its
+   *   list (the provider was started without `statusList: true`, or the token is opaque).
+   */
+  revokeToken(accessToken: string): Promise<void>
   /** Stops for good, dropping open connections. */
   close(): Promise<void>
 }
@@ -174,10 +199,23 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
   const server = await listenOnLoopback((req, res) => route(req, res), settings.port)
   const issuer = `${server.url}/realms/${settings.realm}`
   hosts = loopbackHosts(Number(new URL(server.url).port))
+  const statusList = settings.statusList ? createDevStatusList(issuer) : undefined
 
   const build = () => {
-    const next = new oidc.default(issuer, configuration(settings, oidc, keys, store, cookieKeys))
-    registerExchangeGrants(next, issuer, settings, () => keys)
+    const next = new oidc.default(
+      issuer,
+      configuration(settings, oidc, keys, store, cookieKeys, statusList),
+    )
+    registerExchangeGrants(next, issuer, settings, () => keys, statusList)
+    const transmitter = settings.ssf
+    if (transmitter !== undefined) {
+      // A sign-out at the end-session page: the session still holds the account and the
+      // clients' authorizations after oidc-provider destroyed it. transmitSignOut never rejects.
+      next.on('end_session.success', (ctx) => {
+        const session = (ctx as { oidc?: { session?: SignedOutSession } }).oidc?.session
+        if (session !== undefined) void transmitSignOut(transmitter, issuer, session)
+      })
+    }
     provider = next
     handler = next.callback()
   }
@@ -212,6 +250,20 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       return
     }
     const rest = (req.url ?? '').slice(`/realms/${settings.realm}`.length) || '/'
+    if (statusList !== undefined && rest.split('?', 1)[0] === `/statuslists/${DEV_STATUS_LIST}`) {
+      if (req.method !== 'GET') {
+        res.writeHead(405, { allow: 'GET' }).end()
+        return
+      }
+      statusList.reply(keys[0] as TestKey).then(
+        (reply) => sendReply(res, reply),
+        () => {
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+          res.end('{"error":"server_error"}')
+        },
+      )
+      return
+    }
     if (rest.startsWith('/interaction/')) {
       answerInteraction(provider, settings, req, res).catch(() => {
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
@@ -279,6 +331,26 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
         logout,
       )
     },
+    statusListUri: statusList?.uri,
+    async revokeToken(accessToken) {
+      if (statusList === undefined) {
+        throw new TypeError(
+          'revokeToken(): the provider issues no status list: start it with createDevProvider({ statusList: true })',
+        )
+      }
+      await statusList.revoke(accessToken, keys)
+    },
+    async disableAccount(sub) {
+      if (settings.ssf === undefined) {
+        throw new TypeError(
+          'disableAccount(): the provider has no transmitter: start it with createDevProvider({ ssf: await createTestTransmitter(…) })',
+        )
+      }
+      if (!settings.users.has(sub)) {
+        throw new TypeError(`disableAccount(): "${sub}" is not a configured user`)
+      }
+      await settings.ssf.accountDisabled({ iss: issuer, sub })
+    },
     async accessTokenFor(user, tokenOptions) {
       const person = settings.users.get(user)
       const client = settings.clients.get(tokenOptions?.clientId)
@@ -333,6 +405,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
         auth_time: authTime,
         ...(acr === undefined ? {} : { acr }),
         ...(thumbprint === undefined ? {} : { cnf: { 'x5t#S256': thumbprint } }),
+        ...statusList?.claim(),
       })
     },
     close: () => server.close(),

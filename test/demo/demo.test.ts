@@ -54,6 +54,16 @@ describe('demo walkthrough', () => {
     expect(new Set(steps.map((step) => step.status))).toEqual(new Set([200, 400, 401, 403, 429]))
   })
 
+  it('refuses a user who signed out at the provider’s page within a second (Shared Signals pushed to the gateway), and no one else', () => {
+    const signals = steps.filter((step) => /Bob|Alice’s token, still/.test(step.title))
+    expect(signals.map((step) => [step.title, step.status])).toEqual([
+      ['gateway, Bob’s token, before he signs out', 200],
+      ['gateway, Bob signed out at the provider’s page: his token refused within a second', 401],
+      ['gateway, Alice’s token, still admitted', 200],
+    ])
+    expect(signals[1]?.detail).toContain('error="invalid_token"')
+  })
+
   it('reads the user’s office data on their behalf: the office sees alice and the gateway as actor', () => {
     const onBehalf = steps.filter((step) => step.title.includes('on the user’s behalf'))
     expect(onBehalf.map((step) => step.status)).toEqual([200, 403])
