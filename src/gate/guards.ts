@@ -96,7 +96,7 @@ export function requireClientRoles(clientId: string, ...roles: string[]): Guard 
  *   own, as `app.get(path, auth.requireScopes(…), handler)` reads), and the gate decides once per
  *   request however many of its guards and middleware the request passes: one rate-limit point;
  * - a guard never takes another gate's admission for its own gate's (`req.auth` may be another
- *   gate's, for another audience): it reads this record, not the request (issue 31);
+ *   gate's, for another audience): it reads this record, not the request;
  * - an anonymous request a gate let through (`credentialsRequired: false`, `skip`) is not decided
  *   again: its guards answer it as the gate's middleware followed by them would.
  *
@@ -107,7 +107,7 @@ export class Decisions<Key extends object> {
   // A property of the request object under a symbol of this gate's own, not a WeakMap: with a
   // WeakMap entry per request (V8 keeps them in an ephemeron table that the garbage collector
   // clears), the Express middleware on a cached token took 3.1 µs per request in process on
-  // Node 24 against 1.5–1.9 µs with the property, its cost before (issue 31). Another gate's
+  // Node 24 against 1.5–1.9 µs with the property, its cost before. Another gate's
   // symbol is another property: no gate reads another's decision. JSON and `Object.keys` do not
   // list symbol properties.
   readonly #slot = Symbol('tollgate.decision')
