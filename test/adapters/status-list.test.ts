@@ -64,7 +64,9 @@ describe.each(EVERY_APP)('%s: Token Status List', (name, createApp) => {
     expect(refused.status).toBe(401)
     expect(refused.headers['www-authenticate']).toContain('error="invalid_token"')
     expect(refused.body).toEqual({ error: 'invalid_token', error_description: 'invalid token' })
-    expect(events).toContainEqual(expect.objectContaining({ type: 'rejected', reason: 'status_invalid' }))
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'rejected', reason: 'status_invalid' }),
+    )
   })
 
   it('refuses a SUSPENDED token and an index outside the list', async () => {
@@ -78,7 +80,9 @@ describe.each(EVERY_APP)('%s: Token Status List', (name, createApp) => {
 
   it('answers 503 with Retry-After when the list cannot be had, never 401 or 200', async () => {
     const missing = `${issuer.issuer('acme')}/statuslists/${listName}-none`
-    const answer = await get(await issuer.mint({ status: { status_list: { idx: 0, uri: missing } } }))
+    const answer = await get(
+      await issuer.mint({ status: { status_list: { idx: 0, uri: missing } } }),
+    )
     expect(answer.status).toBe(503)
     expect(answer.headers['retry-after']).toBeDefined()
     expect(answer.body.error).toBe('temporarily_unavailable')
