@@ -4,7 +4,7 @@
  * @module
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
-
+import type { Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
 import {
@@ -15,7 +15,6 @@ import {
   type McpPolicyOptions,
   merge,
 } from '../../src/mcp/policy.js'
-import type { TollgateMiddleware } from './index.js'
 import { requestOf, send } from './translate.js'
 
 declare global {
@@ -43,7 +42,16 @@ declare global {
  * ```
  * @throws TypeError at creation when `options` are invalid.
  */
-export function mcpGate(auth: TollgateMiddleware, options: McpPolicyOptions = {}): RequestHandler {
+/**
+ * What `mcpGate` uses of the middleware `tollgate(options)` returns (declared here, not imported
+ * from the entry point, which exports `mcpGate`: no import runs back to it).
+ */
+export interface McpGateMiddleware extends RequestHandler {
+  readonly gate: Gate
+  requireScopes(...scopes: string[]): RequestHandler
+}
+
+export function mcpGate(auth: McpGateMiddleware, options: McpPolicyOptions = {}): RequestHandler {
   const policy = createMcpPolicy(options)
   const { gate } = auth
   // Each rule's scopes checked by the gate's own guard: its 403 and challenge, its decision.

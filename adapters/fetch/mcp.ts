@@ -5,6 +5,7 @@
  */
 
 import { requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
+import type { Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readFetchBody } from '../../src/mcp/body.js'
 import {
@@ -16,7 +17,6 @@ import {
   merge,
 } from '../../src/mcp/policy.js'
 import type { Admission } from '../../src/types.js'
-import type { FetchGuard, FetchTollgate } from './index.js'
 
 /** What the handler learns of the MCP request: the operation authorized, and the parsed body. */
 export interface FetchMcpAuthorized extends McpAuthorized {
@@ -74,10 +74,35 @@ function withHeaders(response: Response, headers: Readonly<Record<string, string
  * ```
  * @throws TypeError at creation when `options` are invalid.
  */
-export function mcpGate(auth: FetchTollgate, options: McpPolicyOptions = {}): McpWrapper {
+/** An admitted request, as `auth.handle()` answers it (the entry point's `Admitted`). */
+interface McpAdmitted {
+  readonly auth: Admission | undefined
+  readonly headers: Readonly<Record<string, string>>
+  readonly response?: undefined
+}
+
+/** A route guard, as `auth.requireScopes(…)` makes it (the entry point's `FetchGuard`). */
+type McpGuard = (
+  request: Request,
+  admitted: McpAdmitted,
+) => Response | undefined | Promise<Response | undefined>
+
+/**
+ * What `mcpGate` uses of what `tollgate(options)` returns (declared here, not imported from the
+ * entry point, which exports `mcpGate`: no import runs back to it).
+ */
+export interface McpFetchTollgate {
+  readonly gate: Gate
+  requireScopes(...scopes: string[]): McpGuard
+  handle(
+    request: Request,
+  ): Promise<McpAdmitted | { readonly response: Response; readonly auth?: undefined }>
+}
+
+export function mcpGate(auth: McpFetchTollgate, options: McpPolicyOptions = {}): McpWrapper {
   const policy = createMcpPolicy(options)
   const { gate } = auth
-  const guards = new Map<BuiltRule, FetchGuard | undefined>(
+  const guards = new Map<BuiltRule, McpGuard | undefined>(
     policy.rules.map((rule) => [
       rule,
       rule.scopes.length === 0 ? undefined : auth.requireScopes(...rule.scopes),

@@ -6,6 +6,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 
 import { requestOfFetch } from '../../src/fetch/request.js'
+import type { Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readFetchBody } from '../../src/mcp/body.js'
 import {
@@ -17,7 +18,6 @@ import {
   merge,
 } from '../../src/mcp/policy.js'
 import type { Admission } from '../../src/types.js'
-import type { TollgateMiddleware } from './index.js'
 
 /** What the handler learns of the MCP request: the operation authorized, and the parsed body. */
 export interface HonoMcpAuthorized extends McpAuthorized {
@@ -45,8 +45,17 @@ export interface McpEnv {
  * ```
  * @throws TypeError at creation when `options` are invalid.
  */
+/**
+ * What `mcpGate` uses of the middleware `tollgate(options)` returns (declared here, not imported
+ * from the entry point, which exports `mcpGate`: no import runs back to it).
+ */
+export interface McpGateMiddleware extends MiddlewareHandler {
+  readonly gate: Gate
+  requireScopes(...scopes: string[]): MiddlewareHandler
+}
+
 export function mcpGate(
-  auth: TollgateMiddleware,
+  auth: McpGateMiddleware,
   options: McpPolicyOptions = {},
 ): MiddlewareHandler {
   const policy = createMcpPolicy(options)

@@ -4,7 +4,7 @@
  * @module
  */
 import type { Context, Middleware } from 'koa'
-
+import type { Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
 import {
@@ -15,12 +15,25 @@ import {
   type McpPolicyOptions,
   merge,
 } from '../../src/mcp/policy.js'
-import type { RequestLike } from '../../src/types.js'
-import type { TollgateMiddleware, TollgateState } from './index.js'
+import type { Admission, RequestLike } from '../../src/types.js'
+
+/** The gate's part of `ctx.state` (as `TollgateState` of the entry point). */
+interface GateState {
+  auth?: Admission
+}
 
 /** What `mcpGate` adds to `ctx.state`: the MCP operation the request was authorized for. */
-export interface McpState extends TollgateState {
+export interface McpState extends GateState {
   mcp?: McpAuthorized
+}
+
+/**
+ * What `mcpGate` uses of the middleware `tollgate(options)` returns (declared here, not imported
+ * from the entry point, which exports `mcpGate`: no import runs back to it).
+ */
+export interface McpGateMiddleware extends Middleware<GateState> {
+  readonly gate: Gate
+  requireScopes(...scopes: string[]): Middleware<GateState>
 }
 
 function requestOf(ctx: Context, body: unknown): RequestLike {
@@ -48,12 +61,12 @@ function requestOf(ctx: Context, body: unknown): RequestLike {
  * @throws TypeError at creation when `options` are invalid.
  */
 export function mcpGate(
-  auth: TollgateMiddleware,
+  auth: McpGateMiddleware,
   options: McpPolicyOptions = {},
 ): Middleware<McpState> {
   const policy = createMcpPolicy(options)
   const { gate } = auth
-  const guards = new Map<BuiltRule, Middleware<TollgateState> | undefined>(
+  const guards = new Map<BuiltRule, Middleware<GateState> | undefined>(
     policy.rules.map((rule) => [
       rule,
       rule.scopes.length === 0 ? undefined : auth.requireScopes(...rule.scopes),
@@ -67,7 +80,7 @@ export function mcpGate(
     ctx.body = body
   }
   /** Runs a middleware of the gate; whether it let the request on. */
-  const passes = async (middleware: Middleware<TollgateState>, ctx: Context): Promise<boolean> => {
+  const passes = async (middleware: Middleware<GateState>, ctx: Context): Promise<boolean> => {
     let passed = false
     await middleware(ctx as Parameters<typeof middleware>[0], async () => {
       passed = true
