@@ -11,6 +11,7 @@
  */
 import { type ErrorOptions, InvalidTokenError, ServiceUnavailableError } from '../errors.js'
 import type { Emit, GateEvent } from '../events.js'
+import { isLoopback } from '../token/issuers.js'
 import type { IssuerKeys } from '../token/jwks.js'
 import type { VerifiedToken } from '../token/verify.js'
 import { STATUS_INVALID, STATUS_SUSPENDED, type StatusBitList } from './bits.js'
@@ -91,7 +92,7 @@ function uriAllowed(uri: string, issuer: string, prefixes: readonly string[]): b
     return false
   }
   if (url.username !== '' || url.password !== '' || url.hash !== '') return false
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname))) {
     return false
   }
   // The URL as parsed: `https://idp.example@evil/` or dot segments cannot pass for an allowed one.
@@ -104,10 +105,6 @@ function uriAllowed(uri: string, issuer: string, prefixes: readonly string[]): b
   }
   if (url.origin === issuerOrigin) return true
   return prefixes.some((prefix) => href.startsWith(prefix))
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(hostname)
 }
 
 function verdictOf(list: StatusBitList, idx: number): InvalidTokenError | undefined {

@@ -11,20 +11,12 @@ import type { GateEvent } from '../../src/events.js'
 import { normalizeStatusListOptions } from '../../src/status/options.js'
 import { createStatusListStep, type StatusListStep } from '../../src/status/status-list.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
-import { IssuerKeys, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
+import { IssuerKeys } from '../../src/token/jwks.js'
 import type { VerifiedToken } from '../../src/token/verify.js'
+import { TEST_JWKS_OPTIONS } from '../helpers/jwks-options.js'
 import { type StatusListServer, startStatusListServer } from '../helpers/status-list-server.js'
 
-const JWKS: NormalizedJWKSOptions = {
-  timeoutMs: 1000,
-  cooldownMs: 30_000,
-  minCooldownMs: 500,
-  maxAgeMs: 600_000,
-  staleIfErrorMs: 3_600_000,
-  maxBodyBytes: 262_144,
-  allowInsecureHttp: false,
-  fetch: (...args) => globalThis.fetch(...args),
-}
+const JWKS = TEST_JWKS_OPTIONS
 
 let issuer: TestIssuer
 let lists: StatusListServer

@@ -14,22 +14,14 @@ import { normalizeStatusListOptions } from '../../src/status/options.js'
 import { createStatusListStep, type StatusListStep } from '../../src/status/status-list.js'
 import { createDevProvider, createTestIssuer, type DevProvider } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
-import { IssuerKeys, type NormalizedJWKSOptions } from '../../src/token/jwks.js'
+import { IssuerKeys } from '../../src/token/jwks.js'
+import { TEST_JWKS_OPTIONS } from '../helpers/jwks-options.js'
 import { BILLING, JOB, ORDERS, USERS, WEB } from './dev-provider-fixtures.js'
 
 const REDIRECT = 'http://127.0.0.1:4999/callback'
 const EXCHANGER = { clientId: 'orders-gateway', clientSecret: 'dev-only-exchange-secret' }
 
-const JWKS: NormalizedJWKSOptions = {
-  timeoutMs: 1000,
-  cooldownMs: 30_000,
-  minCooldownMs: 500,
-  maxAgeMs: 600_000,
-  staleIfErrorMs: 3_600_000,
-  maxBodyBytes: 262_144,
-  allowInsecureHttp: false,
-  fetch: (...args) => globalThis.fetch(...args),
-}
+const JWKS = TEST_JWKS_OPTIONS
 
 let provider: DevProvider
 let gate: Gate

@@ -13,17 +13,9 @@ import {
   type NormalizedJWKSOptions,
 } from '../../src/token/jwks.js'
 import { resetWarningsForTests } from '../../src/warnings.js'
+import { TEST_JWKS_OPTIONS } from '../helpers/jwks-options.js'
 
-const OPTIONS: NormalizedJWKSOptions = {
-  timeoutMs: 1000,
-  cooldownMs: 30_000,
-  minCooldownMs: 500,
-  maxAgeMs: 600_000,
-  staleIfErrorMs: 3_600_000,
-  maxBodyBytes: 262_144,
-  allowInsecureHttp: false,
-  fetch: (...args) => globalThis.fetch(...args),
-}
+const OPTIONS = TEST_JWKS_OPTIONS
 
 let issuer: TestIssuer
 
