@@ -257,16 +257,25 @@ export type GateEvent =
       readonly type: 'rate_limited'
       readonly tenant: string
       readonly policy: string
+      /** The MCP tool refused by its own windows (`mcpGate`); absent for the tenant's limit. */
+      readonly tool?: string
     }
   | {
       readonly type: 'limiter_store_error'
       readonly error: unknown
+      /** The MCP tool whose windows' store failed (`mcpGate`); absent for the tenant's limit. */
+      readonly tool?: string
     }
   | {
       /** `engaged: true` when the store failed and the failure policy took over; `false` when it is back. */
       readonly type: 'limiter_fallback'
       readonly engaged: boolean
       readonly policy: 'memory' | 'allow' | 'deny'
+      /**
+       * The MCP tool whose call found its windows' store failed, or back (`mcpGate`); absent for
+       * the tenant's limit.
+       */
+      readonly tool?: string
     }
   | RevocationEvent
 

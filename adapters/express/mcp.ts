@@ -4,7 +4,7 @@
  * @module
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express'
-import type { Gate } from '../../src/gate/gate.js'
+import { emitOf, type Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
 import {
@@ -52,8 +52,9 @@ export interface McpGateMiddleware extends RequestHandler {
 }
 
 export function mcpGate(auth: McpGateMiddleware, options: McpPolicyOptions = {}): RequestHandler {
-  const policy = createMcpPolicy(options)
   const { gate } = auth
+  // The tool windows report through the gate's listener, as its own limiter does.
+  const policy = createMcpPolicy(options, { onEvent: emitOf(gate) })
   // Each rule's scopes checked by the gate's own guard: its 403 and challenge, its decision.
   const guards = new Map<BuiltRule, RequestHandler | undefined>(
     policy.rules.map((rule) => [

@@ -20,6 +20,7 @@ import type { GateOptions } from '../../src/gate/options.js'
 import { type CallbackEndpoints, callbackEndpoints } from '../../src/revocation/callbacks.js'
 import { type Handle, type SignalEndpoint, signalEndpoint } from '../../src/signals/endpoint.js'
 import type { Admission, CheckResult } from '../../src/types.js'
+import { RUN_GATE } from './mcp.js'
 import { admitOn, keepHeaders, requestOf, send } from './translate.js'
 
 declare module 'fastify' {
@@ -47,6 +48,8 @@ export interface TollgatePlugin
     SignalEndpoint<RouteShorthandOptionsWithHandler> {
   /** The gate: `ready()`, `refresh()`, `close()`, `revoke()`, `unrevoke()` for operations. */
   readonly gate: Gate
+  /** For `mcpGate`: a hook that runs the gate when it has not decided on the request, and no more. */
+  readonly [RUN_GATE]: TollgateHook
 }
 
 const FORM = 'application/x-www-form-urlencoded'
@@ -159,6 +162,16 @@ export function tollgate(options: GateOptions): TollgatePlugin {
     decideOn(request, reply, done, proceed)
   }
 
+  // The gate only, on a route guarded on its own (`mcpGate`, which then reads the body).
+  function tollgateRunGate(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    done: HookHandlerDoneFunction,
+  ): void {
+    if (decisions.of(request) !== undefined) return void done()
+    decideOn(request, reply, done, proceed)
+  }
+
   function plugin(instance: FastifyInstance, _options: unknown, done: (error?: Error) => void) {
     // One decorator per app, whatever the number of gates registered in its contexts.
     if (!instance.hasRequestDecorator('auth')) instance.decorateRequest('auth', undefined)
@@ -198,12 +211,13 @@ export function tollgate(options: GateOptions): TollgatePlugin {
   })
   const endpoints = { ...callbackEndpoints(gate, callback), ...signalEndpoint(callback) }
   const wrapped = fastifyPlugin(plugin, { name: 'tollgate' })
-  return Object.assign(wrapped, guards, endpoints, { gate })
+  return Object.assign(wrapped, guards, endpoints, { gate, [RUN_GATE]: tollgateRunGate })
 }
 
 // The helpers that build `issuers`, imported beside `tollgate()` in the guides. The rest of the
 // core (createGate, types, errors) is `tollgate`'s: test/adapters/exports.test.ts holds the list.
 export { auth0, cognito, entra, okta } from '../../src/providers/index.js'
 export { keycloak } from '../../src/token/issuers.js'
+export { mcpGate } from './mcp.js'
 export type { SignInHook, SignInPlugin } from './signin.js'
 export { signIn } from './signin.js'

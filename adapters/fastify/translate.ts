@@ -34,6 +34,20 @@ export function keepHeaders(reply: FastifyReply, error: unknown): void {
   if (isTollgateError(error) && !reply.sent) reply.headers(error.headers)
 }
 
+/**
+ * A transport (an MCP server's) writes to Node's response after `reply.hijack()` (the SDK's
+ * `handleRequest(request.raw, reply.raw, …)`), which sends none of the reply's headers: the
+ * fields set so far (the gate's and the tool's rate-limit fields) are set on it as well. Node
+ * joins them to what the transport or Fastify writes, the latter winning for the same name.
+ */
+export function handOver(reply: FastifyReply): void {
+  const headers = reply.getHeaders()
+  for (const name in headers) {
+    const value = headers[name]
+    if (value !== undefined) reply.raw.setHeader(name, value)
+  }
+}
+
 export function send(reply: FastifyReply, { status, headers, body }: ErrorResponse): void {
   reply.code(status).headers(headers).send(body)
 }

@@ -5,7 +5,7 @@
  */
 
 import { requestOfFetch, responseOfFetch } from '../../src/fetch/request.js'
-import type { Gate } from '../../src/gate/gate.js'
+import { emitOf, type Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readFetchBody } from '../../src/mcp/body.js'
 import {
@@ -100,8 +100,9 @@ export interface McpFetchTollgate {
 }
 
 export function mcpGate(auth: McpFetchTollgate, options: McpPolicyOptions = {}): McpWrapper {
-  const policy = createMcpPolicy(options)
   const { gate } = auth
+  // The tool windows report through the gate's listener, as its own limiter does.
+  const policy = createMcpPolicy(options, { onEvent: emitOf(gate) })
   const guards = new Map<BuiltRule, McpGuard | undefined>(
     policy.rules.map((rule) => [
       rule,

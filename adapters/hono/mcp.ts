@@ -6,7 +6,7 @@
 import type { Context, MiddlewareHandler } from 'hono'
 
 import { requestOfFetch } from '../../src/fetch/request.js'
-import type { Gate } from '../../src/gate/gate.js'
+import { emitOf, type Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readFetchBody } from '../../src/mcp/body.js'
 import {
@@ -58,8 +58,9 @@ export function mcpGate(
   auth: McpGateMiddleware,
   options: McpPolicyOptions = {},
 ): MiddlewareHandler {
-  const policy = createMcpPolicy(options)
   const { gate } = auth
+  // The tool windows report through the gate's listener, as its own limiter does.
+  const policy = createMcpPolicy(options, { onEvent: emitOf(gate) })
   const guards = new Map<BuiltRule, MiddlewareHandler | undefined>(
     policy.rules.map((rule) => [
       rule,

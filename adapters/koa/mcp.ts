@@ -4,7 +4,7 @@
  * @module
  */
 import type { Context, Middleware } from 'koa'
-import type { Gate } from '../../src/gate/gate.js'
+import { emitOf, type Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
 import {
@@ -64,8 +64,9 @@ export function mcpGate(
   auth: McpGateMiddleware,
   options: McpPolicyOptions = {},
 ): Middleware<McpState> {
-  const policy = createMcpPolicy(options)
   const { gate } = auth
+  // The tool windows report through the gate's listener, as its own limiter does.
+  const policy = createMcpPolicy(options, { onEvent: emitOf(gate) })
   const guards = new Map<BuiltRule, Middleware<GateState> | undefined>(
     policy.rules.map((rule) => [
       rule,

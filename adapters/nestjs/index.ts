@@ -1,8 +1,8 @@
 /**
  * NestJS adapter (NestJS 12, Express or Fastify platform): `TollgateModule.forRoot(options)`, a
- * guard, and decorators (`@RequireScopes(...)`, `@Public()`, `@Auth()`), with no Passport
- * strategy in between; the module also serves the RFC 9728 metadata document and the provider
- * callbacks of `revocation.callbacks`.
+ * guard, and decorators (`@RequireScopes(...)`, `@Public()`, `@Auth()`, `@McpGate()`, `@Mcp()`),
+ * with no Passport strategy in between; the module also serves the RFC 9728 metadata document and
+ * the provider callbacks of `revocation.callbacks`.
  *
  * @module
  */
@@ -29,8 +29,8 @@ import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core'
 import type { Request, Response } from 'express'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
-import { type ErrorResponse, renderError } from '../../src/errors.js'
-import { type Gate, openGate, Refused } from '../../src/gate/gate.js'
+import type { ErrorResponse } from '../../src/errors.js'
+import { emitOf, type Gate, openGate, Refused } from '../../src/gate/gate.js'
 import {
   Decisions,
   type Guard,
@@ -45,8 +45,10 @@ import {
   requireAcr,
   requireRecentSignIn,
 } from '../../src/gate/step-up.js'
+import { renderMcpError } from '../../src/mcp/answer.js'
+import { createMcpPolicy, type McpAuthorized, type McpPolicyOptions } from '../../src/mcp/policy.js'
 import type { Admission, CheckResult, RequestLike } from '../../src/types.js'
-import { boolean, record, validateFor } from '../../src/validate.js'
+import { boolean, fail, isRecord, record, validateFor } from '../../src/validate.js'
 import * as express from '../express/translate.js'
 import * as fastify from '../fastify/translate.js'
 import {
@@ -57,6 +59,7 @@ import {
   type TollgateCallbackPaths,
   type TollgateSignalsEndpoint,
 } from './endpoints.js'
+import { type McpPlatform, McpStep } from './mcp.js'
 
 export type { TollgateCallbackPaths, TollgateSignalsEndpoint } from './endpoints.js'
 
@@ -75,6 +78,8 @@ interface OpenedGate extends ReturnType<typeof openGate> {
    * one per module that uses it); this record is the gate's.
    */
   readonly decisions: Decisions<object>
+  /** The checks of `@McpGate()` routes, with the module's policy (`moduleOptions.mcp`). */
+  readonly mcp: McpStep
 }
 
 /** The HTTP side of an execution context: the platform's request and response. */
@@ -83,10 +88,11 @@ type HttpArgumentsHost = ReturnType<ExecutionContext['switchToHttp']>
 /** What the guard sets on the platform's request object, for handlers that read it directly. */
 interface AuthHolder {
   auth?: Admission | undefined
+  mcp?: McpAuthorized | undefined
 }
 
 /** How one HTTP platform is read and answered: the only place the two platforms differ. */
-interface Platform {
+interface Platform extends McpPlatform {
   /** The request as the gate reads it; `requiredScope`: the route's scopes, for challenges. */
   requestOf(request: unknown, requiredScope?: string): RequestLike
   /** Sets `request.auth` and the admission's headers. */
@@ -104,6 +110,13 @@ const EXPRESS: Platform = {
     express.admitOn(request as Request, response as Response, result),
   send: (response, answer) => express.send(response as Response, answer),
   keepHeaders: (response, error) => express.keepHeaders(response as Response, error),
+  streamOf: (request) => request as Request,
+  headerOf: (response, name) => textOf((response as Response).getHeader(name)),
+  setHeaders: (response, headers) => {
+    for (const name in headers) (response as Response).setHeader(name, headers[name] as string)
+  },
+  // Express's response is Node's.
+  handOver: () => {},
 }
 
 const FASTIFY: Platform = {
@@ -113,6 +126,14 @@ const FASTIFY: Platform = {
     fastify.admitOn(request as FastifyRequest, response as FastifyReply, result),
   send: (response, answer) => fastify.send(response as FastifyReply, answer),
   keepHeaders: (response, error) => fastify.keepHeaders(response as FastifyReply, error),
+  streamOf: (request) => (request as FastifyRequest).raw,
+  headerOf: (response, name) => textOf((response as FastifyReply).getHeader(name)),
+  setHeaders: (response, headers) => void (response as FastifyReply).headers(headers),
+  handOver: (response) => fastify.handOver(response as FastifyReply),
+}
+
+function textOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined
 }
 
 /**
@@ -142,11 +163,14 @@ function servingPlatform(platform: Platform | undefined): Platform {
  * (headers included, which an `HttpException` alone cannot carry to the client).
  */
 export class TollgateRefusal extends HttpException {
-  /** Status, headers and body, as `renderError()` made them. */
+  /**
+   * Status, headers and body, as `renderError()` made them; an MCP request refused as such (an
+   * `McpRequestError`, `@McpGate()` routes), as `renderMcpError()` makes it: a JSON-RPC error.
+   */
   readonly answer: ErrorResponse
   constructor(error: unknown) {
-    const answer = renderError(error)
-    super(JSON.parse(answer.body) as Record<string, string>, answer.status, { cause: error })
+    const answer = renderMcpError(error)
+    super(JSON.parse(answer.body) as Record<string, unknown>, answer.status, { cause: error })
     this.answer = answer
   }
 }
@@ -185,23 +209,72 @@ function decorated(target: object, descriptor: PropertyDescriptor | undefined): 
   return (descriptor?.value as object | undefined) ?? target
 }
 
-// The classes and handlers a `@Require…` decorator put the guard on, once each.
+// The classes and handlers a `@Require…` or `@McpGate()` decorator put the guard on, once each.
 const selfGuarded = new WeakSet<object>()
+
+/**
+ * Puts the guard on what a decorator decorates, so that it protects its route on its own: without
+ * the global guard, a `@Require…` route would otherwise check nothing and stay open. With it, the
+ * request is still decided once.
+ */
+function guardItself(target: object, key?: string | symbol, descriptor?: PropertyDescriptor) {
+  const holder = decorated(target, descriptor)
+  if (selfGuarded.has(holder)) return
+  selfGuarded.add(holder)
+  if (descriptor === undefined) UseGuards(TollgateGuard)(target as NewableFunction)
+  else UseGuards(TollgateGuard)(target, key as string | symbol, descriptor)
+}
 
 function guardDecorator(guard: Guard): MethodDecorator & ClassDecorator {
   return (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
     const holder = decorated(target, descriptor)
     // Decorators run from the bottom up: prepending keeps the order in which they are read.
     routeGuards.set(holder, [guard, ...(routeGuards.get(holder) ?? [])])
-    // The decorator puts the guard on what it decorates, so that it protects its route on its own:
-    // without the global guard, a `@Require…` route would otherwise check nothing and stay open.
-    // With it, the request is still decided once.
-    if (selfGuarded.has(holder)) return
-    selfGuarded.add(holder)
-    if (descriptor === undefined) UseGuards(TollgateGuard)(target as NewableFunction)
-    else UseGuards(TollgateGuard)(target, key as string | symbol, descriptor)
+    guardItself(target, key, descriptor)
   }
 }
+
+// The classes and handlers marked `@McpGate()`.
+const mcpRoutes = new WeakSet<object>()
+
+/**
+ * Route decorator (handler or controller) for an MCP endpoint: once the gate admitted the request
+ * and the route's `@Require…` decorators passed, the guard reads the JSON-RPC body (as the
+ * platform's parser left it; read from the stream, at most `maxBodyBytes`, and set on the request
+ * when no parser read it), refuses a request whose `Mcp-Method` / `Mcp-Name` headers disagree
+ * with the body (400, JSON-RPC error -32020), answers 403 `insufficient_scope` naming exactly the
+ * scopes of the tool, resource or prompt called, and counts the call in the tool's own windows, by
+ * the module's policy (`moduleOptions.mcp`). `@Mcp()` then gives the operation authorized. Like
+ * the `@Require…` decorators it puts {@link TollgateGuard} on its route, so the route is guarded
+ * without the global guard too; checked and counted once per request.
+ *
+ * @example
+ * ```ts
+ * @Controller('mcp')
+ * @McpGate()
+ * export class McpController {
+ *   @All()
+ *   async handle(@Req() req: Request, @Res() res: Response) {
+ *     await transport.handleRequest(req, res, req.body)
+ *   }
+ * }
+ * ```
+ */
+export function McpGate(): MethodDecorator & ClassDecorator {
+  return (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    mcpRoutes.add(decorated(target, descriptor))
+    guardItself(target, key, descriptor)
+  }
+}
+
+/**
+ * Parameter decorator: the MCP operation the guard authorized on an `@McpGate()` route
+ * (`{ method, name, operations }`); `undefined` elsewhere.
+ */
+export const Mcp: () => ParameterDecorator = createParamDecorator(
+  (_data: unknown, context: ExecutionContext) =>
+    context.switchToHttp().getRequest<AuthHolder>().mcp,
+)
 
 /**
  * Route decorator (handler or controller): 403 `insufficient_scope` unless the token has every
@@ -290,11 +363,13 @@ export class TollgateGuard implements CanActivate {
   readonly #gate: Gate
   readonly #decide: OpenedGate['decide']
   readonly #decisions: OpenedGate['decisions']
+  readonly #mcp: McpStep
   readonly #platform: Platform | undefined
   constructor(opened: OpenedGate, host: HttpAdapterHost) {
     this.#gate = opened.gate
     this.#decide = opened.decide
     this.#decisions = opened.decisions
+    this.#mcp = opened.mcp
     this.#platform = platformOf(host)
   }
 
@@ -309,21 +384,24 @@ export class TollgateGuard implements CanActivate {
     const http = context.switchToHttp()
     const request = http.getRequest<object>()
     const guards = routeGuardsOf(controller, handler)
+    const mcp = mcpRoutes.has(handler) || mcpRoutes.has(controller)
     // Decided by an earlier run on this request (the global guard, then the route's): the route's
-    // decorators again, which pass as before, and no second decision.
+    // decorators again, which pass as before, and no second decision (nor MCP count).
     const result = this.#decisions.of(request)
     if (result !== undefined) {
-      return guards === undefined || this.#authorize(guards, result, platform, http)
+      if (guards !== undefined) this.#authorize(guards, result, platform, http)
+      return !mcp || this.#mcpChecks(request, result, platform, http)
     }
     // The route's scopes go into the decision: a refusal names them (RFC 6750 §3), as the other
     // adapters' guards do when they run the gate.
     const view = platform.requestOf(request, scopeOf(guards))
     const decided = this.#decide(view)
     if (decided instanceof Refused) throw this.#refusal(decided.error, platform, http)
-    const admit = (admitted: CheckResult): boolean => {
+    const admit = (admitted: CheckResult): boolean | Promise<boolean> => {
       this.#decisions.remember(request, admitted)
       platform.admit(request, http.getResponse<unknown>(), admitted)
-      return guards === undefined || this.#authorize(guards, admitted, platform, http, view)
+      if (guards !== undefined) this.#authorize(guards, admitted, platform, http, view)
+      return !mcp || this.#mcpChecks(request, admitted, platform, http)
     }
     if (!(decided instanceof Promise)) return admit(decided)
     return decided.then(admit, (error: unknown) => {
@@ -356,6 +434,18 @@ export class TollgateGuard implements CanActivate {
       }
     }
     return true
+  }
+
+  /** The checks of an `@McpGate()` route, after the route's decorators: once per request. */
+  #mcpChecks(
+    request: object,
+    result: CheckResult,
+    platform: Platform,
+    http: HttpArgumentsHost,
+  ): true | Promise<true> {
+    return this.#mcp.run(request, http.getResponse<unknown>(), result.auth, platform, (error) =>
+      this.#refusal(error, platform, http),
+    )
   }
 
   /**
@@ -409,6 +499,13 @@ export interface TollgateModuleOptions {
    * … })`). Default: not served.
    */
   readonly sharedSignals?: TollgateSignalsEndpoint
+  /**
+   * The policy of the routes marked `@McpGate()` (as `mcpGate`'s of the other adapters): scopes
+   * per tool, resource and prompt, a `default` for every other operation, windows per (tenant,
+   * tool), `maxBodyBytes`. Default: no scope beyond the gate's admission, the headers checked
+   * against the body.
+   */
+  readonly mcp?: McpPolicyOptions
 }
 
 /**
@@ -454,17 +551,26 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
         'globalGuard',
         'callbacks',
         'sharedSignals',
+        'mcp',
       ])
+      const mcp = checked['mcp']
+      if (mcp !== undefined && !isRecord(mcp)) {
+        fail('moduleOptions.mcp', 'must be an object (the policy of mcpGate)', mcp)
+      }
       return {
         globalGuard: boolean(checked['globalGuard'], 'moduleOptions.globalGuard', true),
         callbacks: checked['callbacks'],
         sharedSignals: checked['sharedSignals'],
+        mcp: mcp as McpPolicyOptions | undefined,
       }
     })
     // Its refusals reach the application as the `cause` of a TollgateRefusal: reasons are read.
+    const { gate, decide } = openGate(options, { refusalsReachApplication: true })
     const opened: OpenedGate = {
-      ...openGate(options, { refusalsReachApplication: true }),
+      gate,
+      decide,
       decisions: new Decisions(),
+      mcp: new McpStep(gate, mcpPolicy(gate, given.mcp)),
     }
     const endpoints = validateFor('TollgateModule.forRoot(options, moduleOptions):', () =>
       createEndpoints(opened.gate, given.callbacks, given.sharedSignals),
@@ -508,16 +614,35 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
     })
   }
 }
+/**
+ * The module's MCP policy, its tool windows reporting through the gate's listener.
+ *
+ * @throws TypeError naming `moduleOptions.mcp.…` when the policy is invalid.
+ */
+function mcpPolicy(gate: Gate, options: McpPolicyOptions | undefined) {
+  try {
+    return createMcpPolicy(options ?? {}, { onEvent: emitOf(gate) })
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error
+    const message = error.message.replace(/^mcp policy: /, 'moduleOptions.mcp.')
+    throw new TypeError(`TollgateModule.forRoot(options, moduleOptions): ${message}`, {
+      cause: error,
+    })
+  }
+}
+
 Inject(ENDPOINTS)(TollgateModule, undefined, 0)
 Inject(HttpAdapterHost)(TollgateModule, undefined, 1)
 Inject(TOLLGATE_GATE)(TollgateModule, undefined, 2)
 Module({})(TollgateModule)
 
-// What Nest makes a user spell out for this entry's own decorator and token, which carry no type
-// (`@Auth() auth: Admission`, `@Inject(TOLLGATE_GATE) gate: Gate`), and the helpers that build
+// What Nest makes a user spell out for this entry's own decorators and token, which carry no type
+// (`@Auth() auth: Admission`, `@Mcp() mcp: McpAuthorized`, `@Inject(TOLLGATE_GATE) gate: Gate`),
+// and the helpers that build
 // `issuers`. The rest of the core (types, errors) is `tollgate`'s: test/adapters/exports.test.ts
 // holds the list.
 export type { Gate } from '../../src/gate/gate.js'
+export type { McpAuthorized } from '../../src/mcp/policy.js'
 export { auth0, cognito, entra, okta } from '../../src/providers/index.js'
 export { keycloak } from '../../src/token/issuers.js'
 export type { Admission } from '../../src/types.js'

@@ -13,7 +13,7 @@ import { createCertificateStep } from '../binding/certificate.js'
 import { createChallenger } from '../challenge.js'
 import { createDpopStep } from '../dpop/dpop.js'
 import { type ErrorResponse, TokenMissingError } from '../errors.js'
-import { createEmit } from '../events.js'
+import { createEmit, type Emit } from '../events.js'
 import { createIntrospectionStep } from '../introspection/verifier.js'
 import { planNameOf } from '../limits/options.js'
 import { createTenantLimiter } from '../limits/rate-limit.js'
@@ -88,6 +88,18 @@ export interface Gate extends RevocationHandles {
 }
 
 const NO_METADATA = () => undefined
+
+// Each gate's listener (wrapped: a throwing listener fails no request), for what an adapter builds
+// beside the gate from it (`mcpGate`'s tool windows): they report through it as its own steps do.
+const listeners = new WeakMap<Gate, NonNullable<Emit>>()
+
+/**
+ * The listener of a gate this package built (`options.onEvent`, wrapped), for the adapters (not
+ * exported by the package); `undefined` when nobody listens.
+ */
+export function emitOf(gate: Gate): Emit {
+  return listeners.get(gate)
+}
 
 /**
  * Creates a gate.
@@ -252,5 +264,6 @@ export function openGate(
     resourceMetadata: metadata === undefined ? NO_METADATA : metadata.respond,
     resourceMetadataUrl: metadata?.url,
   })
+  if (emit !== undefined) listeners.set(gate, emit)
   return { gate, decide }
 }

@@ -8,7 +8,7 @@
  * @module
  */
 import { CostExceedsLimitError, RateLimitedError, ServiceUnavailableError } from '../errors.js'
-import type { Emit } from '../events.js'
+import type { GateEvent } from '../events.js'
 import type { RequestLike } from '../types.js'
 import { summarize } from '../validate.js'
 import { warnOnce } from '../warnings.js'
@@ -90,6 +90,7 @@ interface Window extends HeaderWindow {
 }
 
 interface Plan {
+  readonly name: string
   readonly windows: readonly Window[]
   readonly headers: PlanHeaders
   /** The points of its smallest window: no request may cost more. */
@@ -107,6 +108,12 @@ type Outcome =
   | { readonly admitted: false; readonly state: State }
   /** Process memory holds `maxTenants` windows that have not ended; the oldest ends in `retryAfterMs`. */
   | { readonly admitted: false; readonly state: undefined; readonly retryAfterMs: number }
+
+/**
+ * How the limiter reports: the gate's listener, or one that also reads the plan the event is
+ * about (`mcpGate`'s tool windows name their tool by it). `undefined` when nobody listens.
+ */
+export type LimiterEmit = ((event: GateEvent, plan: string) => void) | undefined
 
 const STORE_ERROR_EVENT_INTERVAL_MS = 1000
 /** Code of the process warning for a full memory, without an event listener. */
@@ -126,7 +133,7 @@ export const LIMITER_FULL_WARNING_CODE = 'TOLLGATE_LIMITER_FULL'
  */
 export function createTenantLimiter(
   o: NormalizedRateLimitOptions,
-  context: { emit: Emit; clock?: LimiterClock },
+  context: { emit: LimiterEmit; clock?: LimiterClock },
 ): TenantLimiter {
   const { emit, clock = systemClock } = context
   const store = limiterStore(o, clock)
@@ -145,6 +152,7 @@ export function createTenantLimiter(
       window.points < least.points ? window : least,
     )
     plans.set(planName, {
+      name: planName,
       windows: built,
       headers: createPlanHeaders(o.headers, built),
       maxCost: smallest.points,
@@ -164,8 +172,8 @@ export function createTenantLimiter(
   function settle(tenant: string, plan: Plan, outcome: Outcome): Record<string, string> {
     if (outcome.admitted) return plan.headers.admitted(outcome.states)
     const { state } = outcome
-    if (state === undefined) throw memoryFull(outcome.retryAfterMs)
-    emit?.({ type: 'rate_limited', tenant, policy: state.window.name })
+    if (state === undefined) throw memoryFull(plan, outcome.retryAfterMs)
+    emit?.({ type: 'rate_limited', tenant, policy: state.window.name }, plan.name)
     throw new RateLimitedError({
       retryAfterSeconds: state.msBeforeReset / 1000,
       headers: plan.headers.refused(state),
@@ -173,10 +181,10 @@ export function createTenantLimiter(
   }
 
   /** A `limiter_store_error` event, at most one a second. */
-  function reportStoreError(error: unknown, now: number): void {
+  function reportStoreError(plan: Plan, error: unknown, now: number): void {
     if (now - lastErrorEventAt < STORE_ERROR_EVENT_INTERVAL_MS) return
     lastErrorEventAt = now
-    emit?.({ type: 'limiter_store_error', error })
+    emit?.({ type: 'limiter_store_error', error }, plan.name)
   }
 
   /**
@@ -184,14 +192,14 @@ export function createTenantLimiter(
    * ended are held. Reported like a store error, or once in ten minutes as a process warning
    * when nobody listens.
    */
-  function memoryFull(retryAfterMs: number): ServiceUnavailableError {
+  function memoryFull(plan: Plan, retryAfterMs: number): ServiceUnavailableError {
     const error = new LimiterStoreError(
       'ERR_STORE_FULL',
       `rate-limit memory holds rateLimit.maxTenants (${o.maxTenants}) windows that have not ended: ` +
         'tenants without one are refused (503) until the oldest ends; raise rateLimit.maxTenants ' +
         'if this many tenants are expected within a window',
     )
-    if (emit !== undefined) reportStoreError(error, clock.now())
+    if (emit !== undefined) reportStoreError(plan, error, clock.now())
     else {
       warnOnce({
         code: LIMITER_FULL_WARNING_CODE,
@@ -221,14 +229,14 @@ export function createTenantLimiter(
     return checkedCost(cost)
   }
 
-  function storeFailed(error: unknown): void {
+  function storeFailed(plan: Plan, error: unknown): void {
     const now = clock.now()
     lastError = error
     retryAt = now + o.storeRetryIntervalMs
-    reportStoreError(error, now)
+    reportStoreError(plan, error, now)
     if (!degraded) {
       degraded = true
-      emit?.({ type: 'limiter_fallback', engaged: true, policy: o.onStoreError })
+      emit?.({ type: 'limiter_fallback', engaged: true, policy: o.onStoreError }, plan.name)
     }
   }
 
@@ -306,10 +314,10 @@ export function createTenantLimiter(
     // the fallback.
     const answered = counts !== undefined || isAnswerError(error)
     try {
-      if (!answered) storeFailed(error)
+      if (!answered) storeFailed(plan, error)
       else if (probed !== undefined && degraded) {
         degraded = false
-        emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError })
+        emit?.({ type: 'limiter_fallback', engaged: false, policy: o.onStoreError }, plan.name)
       }
     } finally {
       if (probed !== undefined) {
@@ -318,7 +326,7 @@ export function createTenantLimiter(
       }
     }
     if (counts === undefined) {
-      if (answered) reportStoreError(error, clock.now())
+      if (answered) reportStoreError(plan, error, clock.now())
       return fallback(id, plan, points, error)
     }
     const outcome = outcomeOf(plan, counts)

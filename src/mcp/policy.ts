@@ -7,11 +7,13 @@
  *
  * @module
  */
+import { createEmit, type GateEvent, type GateEventListener } from '../events.js'
 import { type Guard, requireScopes } from '../gate/guards.js'
 import type { FlexibleLimiterFactory } from '../limits/flexible.js'
 import { normalizeRateLimitOptions } from '../limits/options.js'
 import {
   createTenantLimiter,
+  type LimiterEmit,
   type RateLimitHeaderMode,
   type RateLimitWindow,
   type RedisClientLike,
@@ -165,12 +167,20 @@ function ruleOf(rule: unknown, path: string, plan?: string): BuiltRule {
     fail(`${path}.scopes`, 'must be an array of scope names')
   }
   const list = Object.freeze([...(scopes ?? [])])
-  return Object.freeze({
-    scopes: list,
-    // requireScopes validates each name (no spaces, quotes or backslashes).
-    guard: list.length === 0 ? undefined : requireScopes(...list),
-    plan,
-  })
+  return Object.freeze({ scopes: list, guard: guardOf(list, `${path}.scopes`), plan })
+}
+
+/** The guard of a rule's scopes, which requireScopes validates (no spaces, quotes or backslashes). */
+function guardOf(scopes: readonly string[], path: string): Guard | undefined {
+  if (scopes.length === 0) return undefined
+  try {
+    return requireScopes(...scopes)
+  } catch (error) {
+    fail(
+      path,
+      `must be scope names, each without spaces, quotes or backslashes (${(error as Error).message})`,
+    )
+  }
 }
 
 function patternOf(uri: unknown, path: string): RegExp {
@@ -195,13 +205,22 @@ function patternOf(uri: unknown, path: string): RegExp {
  *   resources: [{ uri: 'file:///reports/*', scopes: ['reports:read'] }],
  * })
  * ```
+ * @param events.onEvent Receives the tool windows' limiter events (`rate_limited`,
+ * `limiter_store_error`, `limiter_fallback`), as the gate's limiter reports its own, each with
+ * `tool` naming the tool; exceptions it throws are swallowed. The adapters' `mcpGate` passes
+ * the gate's `onEvent`.
  * @throws TypeError when an option is invalid; the message names it.
  */
-export function createMcpPolicy(options: McpPolicyOptions = {}): McpPolicy {
+export function createMcpPolicy(
+  options: McpPolicyOptions = {},
+  events: { readonly onEvent?: GateEventListener | undefined } = {},
+): McpPolicy {
   if (typeof options !== 'object' || options === null) fail('options', 'must be an object')
   const fallback = ruleOf(options.default ?? {}, 'default')
   const tools = new Map<string, BuiltRule>()
   const plans: Record<string, readonly RateLimitWindow[]> = {}
+  /** The tool of each plan, for the limiter's events. */
+  const toolOf = new Map<string, string>()
   for (const [name, rule] of Object.entries(options.tools ?? {})) {
     const path = `tools.${name}`
     let plan: string | undefined
@@ -215,6 +234,7 @@ export function createMcpPolicy(options: McpPolicyOptions = {}): McpPolicy {
       }
       if (Object.hasOwn(plans, plan)) fail(`${path}.policy`, `names a policy used twice (${plan})`)
       plans[plan] = rule.rateLimit
+      toolOf.set(plan, name)
     }
     tools.set(name, ruleOf(rule, path, plan))
   }
@@ -233,7 +253,12 @@ export function createMcpPolicy(options: McpPolicyOptions = {}): McpPolicy {
   if (!Number.isInteger(maxBodyBytes) || maxBodyBytes < 1024 || maxBodyBytes > 64 * 1024 * 1024) {
     fail('maxBodyBytes', 'must be a whole number of bytes from 1024 to 67108864')
   }
-  const limiter = limiterOf(plans, options.rateLimit)
+  const emit = createEmit(events.onEvent)
+  const limiter = limiterOf(
+    plans,
+    options.rateLimit,
+    emit && ((event, plan) => emit({ ...event, tool: toolOf.get(plan) } as GateEvent)),
+  )
 
   function ruleFor(operation: McpOperation): BuiltRule {
     const { kind, name } = operation
@@ -312,6 +337,7 @@ export function createMcpPolicy(options: McpPolicyOptions = {}): McpPolicy {
 function limiterOf(
   plans: Record<string, readonly RateLimitWindow[]>,
   options: McpRateLimitOptions | undefined,
+  emit: LimiterEmit,
 ): TenantLimiter | undefined {
   const names = Object.keys(plans)
   if (names.length === 0) {
@@ -332,7 +358,7 @@ function limiterOf(
       cause: error,
     })
   }
-  return createTenantLimiter(normalized, { emit: undefined })
+  return createTenantLimiter(normalized, { emit })
 }
 
 /**
@@ -353,4 +379,21 @@ export function merge(
         ? `${existing}, ${value}`
         : value
   }
+}
+
+/**
+ * The fields to set on a response that may hold rate-limit fields already (the tenant's): the
+ * tool's, joined by {@link merge} to the response's own, which `existing` reads by name.
+ */
+export function joinedHeaders(
+  headers: Readonly<Record<string, string>>,
+  existing: (name: string) => string | undefined,
+): Record<string, string> {
+  const joined: Record<string, string> = {}
+  for (const name in headers) {
+    const value = existing(name)
+    if (value !== undefined) joined[name] = value
+  }
+  merge(joined, headers)
+  return joined
 }

@@ -106,7 +106,9 @@ describe('rules by operation', () => {
   })
 
   it('validates its options once, naming the option', () => {
-    expect(() => createMcpPolicy({ tools: { x: { scopes: ['a b'] } } })).toThrow(/requireScopes/)
+    expect(() => createMcpPolicy({ tools: { x: { scopes: ['a b'] } } })).toThrow(
+      /^mcp policy: tools\.x\.scopes must be scope names, each without spaces/,
+    )
     expect(() => createMcpPolicy({ resources: [{ uri: '', scopes: [] }] })).toThrow(
       /resources\[0\]\.uri/,
     )
