@@ -614,6 +614,7 @@ export class TollgateModule implements NestModule, OnApplicationShutdown {
     })
   }
 }
+
 /**
  * The module's MCP policy, its tool windows reporting through the gate's listener.
  *
@@ -638,9 +639,8 @@ Module({})(TollgateModule)
 
 // What Nest makes a user spell out for this entry's own decorators and token, which carry no type
 // (`@Auth() auth: Admission`, `@Mcp() mcp: McpAuthorized`, `@Inject(TOLLGATE_GATE) gate: Gate`),
-// and the helpers that build
-// `issuers`. The rest of the core (types, errors) is `tollgate`'s: test/adapters/exports.test.ts
-// holds the list.
+// and the helpers that build `issuers`. The rest of the core (types, errors) is `tollgate`'s:
+// test/adapters/exports.test.ts holds the list.
 export type { Gate } from '../../src/gate/gate.js'
 export type { McpAuthorized } from '../../src/mcp/policy.js'
 export { auth0, cognito, entra, okta } from '../../src/providers/index.js'

@@ -182,7 +182,7 @@ const SURFACES: Readonly<Record<string, Surface>> = {
     types: ['McpState', 'SignInMiddleware', 'SignInState', 'TollgateMiddleware', 'TollgateState'],
   },
   'tollgate/fastify': {
-    values: [...PROVIDERS, 'signIn', 'tollgate'],
+    values: [...PROVIDERS, 'mcpGate', 'signIn', 'tollgate'],
     types: ['SignInHook', 'SignInPlugin', 'TollgateHook', 'TollgatePlugin'],
   },
   'tollgate/hono': {
@@ -222,6 +222,8 @@ const SURFACES: Readonly<Record<string, Surface>> = {
     values: [
       ...PROVIDERS,
       'Auth',
+      'Mcp',
+      'McpGate',
       'Public',
       'RequireAcr',
       'RequireAnyScope',
@@ -235,11 +237,13 @@ const SURFACES: Readonly<Record<string, Surface>> = {
       'TollgateModule',
       'TollgateRefusal',
     ],
-    // `Admission` and `Gate` are the core's, here too: Nest's parameter decorators and injection
-    // tokens carry no type, so every controller spells them out (`@Auth() auth: Admission`).
+    // `Admission`, `Gate` and `McpAuthorized` are the core's, here too: Nest's parameter
+    // decorators and injection tokens carry no type, so every controller spells them out
+    // (`@Auth() auth: Admission`, `@Mcp() mcp: McpAuthorized`).
     types: [
       'Admission',
       'Gate',
+      'McpAuthorized',
       'TollgateCallbackPaths',
       'TollgateModuleOptions',
       'TollgateSignalsEndpoint',

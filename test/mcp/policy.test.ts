@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 
 import { McpRequestError, RateLimitedError } from '../../src/errors.js'
+import type { GateEvent } from '../../src/events.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
 import { decodeMcpName } from '../../src/mcp/operation.js'
 import { createMcpPolicy } from '../../src/mcp/policy.js'
@@ -292,6 +293,42 @@ describe('windows per (tenant, tool) in the policy', () => {
     expect(count(admission({ subject: 'alice' }))).toBeDefined()
     expect(count(admission({ subject: 'bob' }))).toBeDefined()
     expect(() => count(admission({ subject: 'alice' }))).toThrow(RateLimitedError)
+  })
+
+  it('reports each refusal as the tenant limiter does, naming the tool, whatever the window is named', () => {
+    const events: GateEvent[] = []
+    const reported = createMcpPolicy(
+      {
+        tools: {
+          render: { rateLimit: [{ points: 1, durationSeconds: 60 }] },
+          export: {
+            policy: 'exports',
+            rateLimit: [
+              { points: 1, durationSeconds: 1, name: 'burst' },
+              { points: 5, durationSeconds: 60 },
+            ],
+          },
+        },
+      },
+      {
+        onEvent: (event) => {
+          events.push(event)
+          // A broken listener refuses nothing and fails nothing.
+          throw new Error('listener failure')
+        },
+      },
+    )
+    const auth = admission({ tenant: 'acme' })
+    const send = (name: string) =>
+      reported.limit(reported.decide('POST', call(name), {}), auth, { headers: {} })
+    for (const name of ['render', 'export']) {
+      expect(send(name)).toBeDefined()
+      expect(() => send(name)).toThrow(RateLimitedError)
+    }
+    expect(events).toEqual([
+      { type: 'rate_limited', tenant: 'acme', policy: 'tool.render', tool: 'render' },
+      { type: 'rate_limited', tenant: 'acme', policy: 'burst', tool: 'export' },
+    ])
   })
 
   it('counts nothing for a tool without windows, or an operation that is no tool call', () => {
