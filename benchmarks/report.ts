@@ -142,6 +142,7 @@ export function renderReport(suites: Suites, busy?: number): string {
     ...microTables(suites.tokenExchange),
     ...microTables(suites.rateLimit),
     ...microTables(suites.revocation),
+    ...microTables(suites.mcp),
     ...microTables(suites.introspection),
     ...microTables(suites.dpop),
     ...microTables(suites.stores),

@@ -15,6 +15,7 @@ import { runSuite as runMemory } from './memory.bench.ts'
 import { runSuite as runCache } from './micro/cache.bench.ts'
 import { runSuite as runDpop } from './micro/dpop.bench.ts'
 import { runSuite as runIntrospection } from './micro/introspection.bench.ts'
+import { runSuite as runMcp } from './micro/mcp.bench.ts'
 import { runSuite as runRateLimit } from './micro/rate-limit.bench.ts'
 import { runSuite as runRevocation } from './micro/revocation.bench.ts'
 import { runSuite as runStores } from './micro/stores.bench.ts'
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
     suites.tokenSource = keep(await runTokenSource())
     suites.tokenExchange = keep(await runTokenExchange())
     suites.revocation = keep(await runRevocation())
+    suites.mcp = keep(await runMcp())
     if (!skipped('introspection')) suites.introspection = keep(await runIntrospection())
     if (!skipped('dpop')) suites.dpop = keep(await runDpop())
     if (!skipped('stores')) suites.stores = keep(await runStores())

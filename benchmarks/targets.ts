@@ -6,6 +6,7 @@ import { settings } from './config.ts'
 import { FLOOR } from './http/contenders.ts'
 import { TOLLGATE_HIT } from './micro/cache.bench.ts'
 import { INTROSPECTION_HIT, JWT_HIT } from './micro/introspection.bench.ts'
+import { PER_TOOL, PLAIN } from './micro/mcp.bench.ts'
 import { REVOCATION_FULL, REVOCATION_OFF } from './micro/revocation.bench.ts'
 import { TOKEN_FOR_WARM } from './micro/token-exchange.bench.ts'
 import { TOKEN_SOURCE_WARM } from './micro/token-source.bench.ts'
@@ -28,6 +29,7 @@ export interface Suites {
   tokenExchange?: SuiteResult<MicroRow>
   revocation?: SuiteResult<MicroRow>
   introspection?: SuiteResult<MicroRow>
+  mcp?: SuiteResult<MicroRow>
   dpop?: SuiteResult<MicroRow>
   stores?: SuiteResult<MicroRow>
   memory?: SuiteResult<MemoryRow>
@@ -115,6 +117,20 @@ export function evaluateTargets(suites: Suites): Target[] {
           pass: introspectionHit.nsPerOp - jwtHit.nsPerOp <= 2000,
         }
       : notMeasured(introspectionLabel, '≤ 2 µs'),
+  )
+  const mcpRows = suites.mcp?.rows ?? []
+  const plain = mcpRows.find((r) => r.contender === PLAIN)
+  const perTool = mcpRows.find((r) => r.contender === PER_TOOL)
+  const mcpLabel = 'mcpGate on a tools/call beyond the Express middleware (cached token)'
+  targets.push(
+    plain && perTool
+      ? {
+          label: mcpLabel,
+          goal: '≤ 2 µs',
+          measured: `${((perTool.nsPerOp - plain.nsPerOp) / 1000).toFixed(2)} µs`,
+          pass: perTool.nsPerOp - plain.nsPerOp <= 2000,
+        }
+      : notMeasured(mcpLabel, '≤ 2 µs'),
   )
   const tokenFor = suites.tokenExchange?.rows.find((r) => r.contender === TOKEN_FOR_WARM)
   targets.push(
