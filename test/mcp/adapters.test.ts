@@ -355,7 +355,10 @@ const APPS: readonly McpApp[] = [
 
 const token = (scope: string, tenant = 'acme') => issuer.mint({ scope, tenant, sub: 'alice' })
 
-describe.each(APPS)('mcpGate on $name', ({ build }) => {
+/** The apps by name, as `.each` tables whose first column titles the suite (`%s`). */
+const byName = (apps: readonly McpApp[]) => apps.map((app) => [app.name, app] as const)
+
+describe.each(byName(APPS))('mcpGate on %s', (_name, { build }) => {
   let app: Server
   beforeAll(() => {
     app = build({ ...base, tenant: { claim: 'tenant' } }, POLICY)
@@ -515,7 +518,7 @@ const DOWN: SharedStore = {
   claimOnce: () => Promise.reject(new Error('store down')),
 }
 
-describe.each(APPS)('mcpGate next to the tenant limit, on $name', ({ build }) => {
+describe.each(byName(APPS))('mcpGate next to the tenant limit on %s', (_name, { build }) => {
   it("joins the tool's RateLimit-Policy items to the tenant's", async () => {
     const options = {
       ...base,
@@ -600,10 +603,10 @@ describe.each(APPS)('mcpGate next to the tenant limit, on $name', ({ build }) =>
   })
 })
 
-describe.each(APPS.filter((app) => app.readsBody))(
-  'mcpGate reading the body itself on $name',
-  ({ build }) => {
-    it('refuses a body larger than maxBodyBytes with 413 and -32600', async () => {
+describe.each(byName(APPS.filter((app) => app.readsBody)))(
+  'mcpGate reading the body itself on %s',
+  (_name, { build }) => {
+    it('refuses a body larger than maxBodyBytes with 413 when the gate reads it', async () => {
       await withApp(build, base, { ...POLICY, maxBodyBytes: 1024 }, async (app) => {
         const res = await request(app)
           .post('/mcp')
