@@ -532,6 +532,8 @@ describe.each(byName(APPS))('mcpGate next to the tenant limit on %s', (_name, { 
         .send(call('render'))
       expect(res.status).toBe(200)
       expect(res.headers['ratelimit-policy']).toBe('"default";q=100;w=1, "tool.render";q=2;w=60')
+      // One decision of the gate, one count of the tool, whichever hooks or guards ran.
+      expect(res.headers['ratelimit']).toMatch(/^"default";r=99;t=\d+, "tool.render";r=1;t=\d+$/)
     })
   })
 
