@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 
 import { emitOf, type Gate } from '../../src/gate/gate.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
-import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
+import { parsedBodyOf, parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
 import {
   type BuiltRule,
   createMcpPolicy,
@@ -46,24 +46,15 @@ export interface McpGatePlugin {
   readonly [RUN_GATE]: Hook
 }
 
-function isJson(request: FastifyRequest): boolean {
-  const type = request.headers['content-type']?.split(';', 1)[0]?.trim().toLowerCase()
-  return type !== undefined && /^application\/(?:[^/]*\+)?json$/.test(type)
-}
-
 /**
- * The body as the MCP policy reads it: Fastify's parsed JSON; parsed here when a parser left it
- * text (Fastify's own `text/plain` parser) or bytes; read from the stream (at most
- * `maxBodyBytes`) when no parser read it (a catch-all parser that leaves the body unread).
+ * The body as the MCP policy reads it: as Fastify's parsers left it (text its `text/plain` parser
+ * left is parsed), else read from the stream, at most `maxBodyBytes` (a catch-all parser that
+ * leaves the body unread).
  */
 function bodyOf(request: FastifyRequest, maxBytes: number): unknown {
-  const { body } = request
-  if (request.method !== 'POST') return body
-  // A JSON string (`"…"`) that Fastify's JSON parser gave is a body, not text to parse again.
-  if (typeof body === 'string' && !isJson(request)) return parseMcpBody(body)
-  if (Buffer.isBuffer(body)) return parseMcpBody(body.toString('utf8'))
-  if (body !== undefined && body !== null) return body
-  return readNodeBody(request.raw, maxBytes).then(parseMcpBody)
+  if (request.method !== 'POST') return request.body
+  const parsed = parsedBodyOf(request.body, request.headers['content-type'])
+  return parsed !== undefined ? parsed : readNodeBody(request.raw, maxBytes).then(parseMcpBody)
 }
 
 /**

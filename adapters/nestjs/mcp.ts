@@ -6,7 +6,7 @@
  * @module
  */
 import type { Gate } from '../../src/gate/gate.js'
-import { parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
+import { parsedBodyOf, parseMcpBody, readNodeBody } from '../../src/mcp/body.js'
 import {
   joinedHeaders,
   type McpAuthorized,
@@ -39,27 +39,22 @@ interface McpHolder {
   headers: Record<string, string | string[] | undefined>
 }
 
-function isJson(request: McpHolder): boolean {
-  const value = request.headers['content-type']
-  const type = (typeof value === 'string' ? value : '').split(';', 1)[0]?.trim().toLowerCase()
-  return type !== undefined && /^application\/(?:[^/]*\+)?json$/.test(type)
-}
-
 /**
- * The JSON-RPC body: as the platform's parser left it (Nest's `json` parser on Express, Fastify's
- * JSON parser), parsed here when a parser left text or bytes (Fastify's `text/plain` parser), read
- * from the stream (at most `maxBytes`) when no parser read it (Express without a parser for its
- * type, `bodyParser: false`, a catch-all parser on Fastify that leaves it unread).
+ * The JSON-RPC body: as the platform's parsers left it (Nest's `json` parser on Express, Fastify's
+ * on Fastify; text Fastify's `text/plain` parser left is parsed), else read from the stream, at
+ * most `maxBytes` (Express without a parser for its type or with `bodyParser: false`, a catch-all
+ * parser on Fastify that leaves it unread). Set on the request when parsed here, as a parser would.
  */
 function bodyOf(request: McpHolder, platform: McpPlatform, maxBytes: number): unknown {
   const { body } = request
   if (request.method !== 'POST') return body
-  if (typeof body === 'string' && !isJson(request)) return handOn(request, parseMcpBody(body))
-  if (Buffer.isBuffer(body)) return handOn(request, parseMcpBody(body.toString('utf8')))
-  if (body !== undefined && body !== null) return body
-  return readNodeBody(platform.streamOf(request), maxBytes).then((text) =>
-    handOn(request, parseMcpBody(text)),
-  )
+  const parsed = parsedBodyOf(body, request.headers['content-type'])
+  if (parsed === undefined) {
+    return readNodeBody(platform.streamOf(request), maxBytes).then((text) =>
+      handOn(request, parseMcpBody(text)),
+    )
+  }
+  return parsed === body ? body : handOn(request, parsed)
 }
 
 /** Sets the parsed body on the request, as a JSON parser would: the transport takes it. */

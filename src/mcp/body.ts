@@ -15,6 +15,25 @@ export function parseMcpBody(text: string): unknown {
   }
 }
 
+const JSON_TYPE = /^application\/(?:[^/]*\+)?json$/
+
+/**
+ * The JSON-RPC body as a framework's parsers left it (Fastify's, NestJS's): text or bytes that a
+ * parser of another type left (Fastify's own `text/plain` parser) parsed; a parsed JSON body as it
+ * is, a JSON string (`"…"`) included; `undefined` when no parser read it, for the adapter to read
+ * the stream.
+ *
+ * @throws McpRequestError (-32700) when the text is not JSON.
+ */
+export function parsedBodyOf(body: unknown, contentType: string | string[] | undefined): unknown {
+  if (body === undefined || body === null) return undefined
+  if (Buffer.isBuffer(body)) return parseMcpBody(body.toString('utf8'))
+  if (typeof body !== 'string') return body
+  const type = typeof contentType === 'string' ? contentType : undefined
+  const essence = type?.split(';', 1)[0]?.trim().toLowerCase()
+  return essence !== undefined && JSON_TYPE.test(essence) ? body : parseMcpBody(body)
+}
+
 /** The body too large for `maxBodyBytes`. */
 export function bodyTooLarge(): McpRequestError {
   return new McpRequestError({ reason: 'mcp_body_too_large', jsonRpcCode: -32600 })

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest'
 import { McpRequestError, RateLimitedError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
 import { renderMcpError } from '../../src/mcp/answer.js'
+import { parsedBodyOf } from '../../src/mcp/body.js'
 import { decodeMcpName } from '../../src/mcp/operation.js'
 import { createMcpPolicy } from '../../src/mcp/policy.js'
 import type { Admission } from '../../src/types.js'
@@ -335,5 +336,26 @@ describe('windows per (tenant, tool) in the policy', () => {
     expect(count(admission({ tenant: 'acme' }), 'search')).toBeUndefined()
     const listed = limited.decide('POST', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, {})
     expect(limited.limit(listed, admission({ tenant: 'acme' }), { headers: {} })).toBeUndefined()
+  })
+})
+
+describe("the body as a framework's parsers left it", () => {
+  const text = JSON.stringify(call('search'))
+
+  it('parses text or bytes a parser of another type left, and keeps what a JSON parser gave', () => {
+    expect(parsedBodyOf(text, 'text/plain; charset=utf-8')).toEqual(call('search'))
+    expect(parsedBodyOf(Buffer.from(text), 'application/octet-stream')).toEqual(call('search'))
+    const parsed = call('search')
+    expect(parsedBodyOf(parsed, 'application/json')).toBe(parsed)
+    // A JSON string is a body (no JSON-RPC message), not text to parse again.
+    expect(parsedBodyOf('{"a":1}', 'application/json')).toBe('{"a":1}')
+    expect(parsedBodyOf('{"a":1}', 'application/vnd.example+json')).toBe('{"a":1}')
+  })
+
+  it('says when no parser read the body, and refuses text that is not JSON with -32700', () => {
+    expect(parsedBodyOf(undefined, 'application/json')).toBeUndefined()
+    expect(parsedBodyOf(null, undefined)).toBeUndefined()
+    const error = refusal(() => parsedBodyOf('{"jsonrpc"', 'text/plain'))
+    expect(error.jsonRpcCode).toBe(-32700)
   })
 })
