@@ -8,6 +8,7 @@
  * @module
  */
 import { createHash } from 'node:crypto'
+import { withinDeadline } from '../deadline.js'
 
 import type { SignalRedisClient } from './options.js'
 
@@ -102,19 +103,14 @@ export class RedisSignalStore implements SignalStore {
   }
 
   private async run(script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), this.timeoutMs)
-    })
     try {
-      return await Promise.race([
-        this.client.eval(script, 1, `${this.prefix}:${key}`, ...args),
-        late,
-      ])
+      return await withinDeadline(
+        Promise.resolve().then(() => this.client.eval(script, 1, `${this.prefix}:${key}`, ...args)),
+        this.timeoutMs,
+        () => new Error('timeout'),
+      )
     } catch (error) {
       throw new StoreUnavailable(error)
-    } finally {
-      clearTimeout(timer)
     }
   }
 
