@@ -37,7 +37,7 @@ import {
   GATEWAY_SIGNALS,
   gatewayReceiver,
   officeReceiver,
-  type SignalStreams,
+  type ProviderStreams,
   startSignalStreams,
 } from './signals.js'
 
@@ -140,7 +140,7 @@ export interface DemoSignalEvents {
 export interface Demo {
   readonly issuer: TestIssuer
   /** The sign-in provider's Shared Signals streams: pushing to the gateway, polled by the office. */
-  readonly streams: SignalStreams
+  readonly streams: ProviderStreams
   /** What the gateway's and the office's receivers reported. */
   readonly signalEvents: DemoSignalEvents
   /** The provider users sign in at (`createDevProvider()`: Keycloak-shaped, a sign-in page). */
@@ -192,7 +192,7 @@ function listen(server: Server, port: number): Promise<string> {
 
 /** A product's Shared Signals: the provider's stream to it, what its receiver reports. */
 interface ProductSignals {
-  readonly streams: SignalStreams
+  readonly streams: ProviderStreams
   readonly onEvent: (event: SignalEvent) => void
   /** Receives what to stop when the demo closes. */
   readonly onClose: (close: () => void | Promise<void>) => void
@@ -444,7 +444,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   let gatewayUrl = ''
   let signInProvider: DevProvider | undefined
   let exchange: TokenExchange | undefined
-  let streams: SignalStreams | undefined
+  let streams: ProviderStreams | undefined
   const signalEvents = { gateway: [] as SignalEvent[], office: [] as SignalEvent[] }
   // The receivers and the office's poller, stopped before the streams close.
   const stops: Array<() => void | Promise<void>> = []
@@ -511,7 +511,7 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
       ...GATEWAY_EXCHANGE_CLIENT,
     })
     const signalsOf = (product: keyof typeof signalEvents): ProductSignals => ({
-      streams: streams as SignalStreams,
+      streams: streams as ProviderStreams,
       onEvent: (event) => signalEvents[product].push(event),
       onClose: (stop) => stops.push(stop),
     })

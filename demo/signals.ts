@@ -53,7 +53,7 @@ export const OFFICE_SIGNALS = {
 }
 
 /** The sign-in provider's two streams, one per receiving product. */
-export interface SignalStreams {
+export interface ProviderStreams {
   /** Pushes to the gateway. */
   readonly gateway: TestTransmitter
   /** Queues for the office's polls. */
@@ -61,7 +61,7 @@ export interface SignalStreams {
 }
 
 /** Starts the provider's streams; the gateway's pushes go to `gatewayUrl`. */
-export async function startSignalStreams(gatewayUrl: string): Promise<SignalStreams> {
+export async function startSignalStreams(gatewayUrl: string): Promise<ProviderStreams> {
   const gateway = await createTestTransmitter({
     audience: GATEWAY_SIGNALS.audience,
     delivery: {

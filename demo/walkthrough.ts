@@ -318,7 +318,7 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
   // provider's page: CAEP session-revoked, pushed to the gateway and polled by the office, each
   // refusing Bob's tokens from then on (Alice's still pass). Then an administrator disables
   // Alice's account: RISC account-disabled, and her tokens are refused at both, the office token
-  // the gateway obtained for her included.
+  // of her token exchange (actor gateway) included.
   const tokenOf = (user: string, product: 'gateway' | 'office') =>
     signInProvider.accessTokenFor(user, {
       clientId: OFFICE_WEB_CLIENT.clientId,
@@ -389,7 +389,7 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
       applied('office', 'account-disabled'),
     ],
     [
-      'office, the office token the gateway obtained for her (actor gateway), refused too',
+      'office, her exchanged office token (actor gateway), refused too',
       401,
       () => call(namespaces, exchanged),
     ],

@@ -96,7 +96,7 @@ describe('demo walkthrough', () => {
     expect(revokedBy('office', 'session-revoked')).toEqual([['poll', 'bob']])
   })
 
-  it('refuses a user whose account an administrator disabled (RISC account-disabled) within a second at the gateway and the office, the office token the gateway obtained for her included', () => {
+  it('refuses a user whose account an administrator disabled (RISC account-disabled) within a second at the gateway and the office, her exchanged office token included', () => {
     const disabled = steps.filter((step) => step.title.includes('disabled Alice’s account'))
     expect(disabled.map((step) => [step.title, step.status])).toEqual([
       [
@@ -112,7 +112,7 @@ describe('demo walkthrough', () => {
       expect(step.afterMs).toBeLessThan(REFUSAL_WITHIN_MS)
       expect(step.detail).toMatch(/refused \d+ ms after the administrator’s call/)
     }
-    const exchanged = steps.find((step) => step.title.includes('obtained for her'))
+    const exchanged = steps.find((step) => step.title.includes('her exchanged office token'))
     expect(exchanged?.status).toBe(401)
     expect(revokedBy('gateway', 'account-disabled')).toEqual([['push', 'alice']])
     expect(revokedBy('office', 'account-disabled')).toEqual([['poll', 'alice']])
