@@ -1,0 +1,119 @@
+/**
+ * The Redis operations of shared status lists (`statusList.store: { redis }`): a list's entry (the
+ * Status List Token as the issuer served it, with the time it is kept as its Redis TTL) and the
+ * short lock of the instance fetching it. Every call is bounded by `storeTimeoutMs`. Nothing
+ * here judges what Redis answers: `fleet.ts` verifies it as a fetched list.
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto'
+
+import type { StatusListRedisClient } from './options.js'
+
+/** What Redis holds for a list. */
+export type StoredList =
+  | { readonly jwt: string; readonly ttlMs: number }
+  /** An entry longer than `maxListTokenBytes`: not read. */
+  | 'too_large'
+  | undefined
+
+/** The Redis operations of one gate's shared lists. */
+export interface ListStore {
+  /** The entry's key for the list at `uri` of `issuer` (hashed: a URI may hold anything). */
+  keyOf(issuer: string, uri: string): string
+  read(key: string): Promise<StoredList>
+  /** Takes the fetch lock for `lockMs`; `false` when another instance holds it. */
+  lock(key: string): Promise<boolean>
+  /** Stores `jwt` for `ttlMs` and releases this instance's lock. */
+  write(key: string, jwt: string, ttlMs: number): Promise<void>
+  /** Releases this instance's lock, never another's. */
+  unlock(key: string): Promise<void>
+}
+
+// An entry over the size bound is not sent: Redis answers its size class, not its bytes. PTTL is
+// -1 for an entry without a TTL (written by someone else than tollgate).
+const READ = `local size = redis.call('STRLEN', KEYS[1])
+if size == 0 then return {} end
+if size > tonumber(ARGV[1]) then return {0} end
+return {1, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}`
+const LOCK = "return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') and 1 or 0"
+// The entry and the release of the lock in one step: an instance waiting on the lock that finds
+// it free finds the list there too.
+const WRITE = `redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+return 1`
+const UNLOCK =
+  "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+
+/** A Redis call that failed or did not answer in time. */
+export class ListStoreFailure extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'ListStoreFailure'
+  }
+}
+
+/**
+ * The failure as events show it: name and message, never what ioredis attaches (the command and
+ * its arguments, a whole list for a write).
+ */
+function failureOf(error: unknown): ListStoreFailure {
+  const failure = new ListStoreFailure(
+    error instanceof Error ? error.message : 'status list store failed',
+  )
+  if (error instanceof Error) failure.name = error.name
+  return failure
+}
+
+export function createListStore(
+  redis: StatusListRedisClient,
+  keyPrefix: string,
+  owner: string,
+  settings: { readonly timeoutMs: number; readonly lockMs: number; readonly maxBytes: number },
+): ListStore {
+  const { timeoutMs, lockMs, maxBytes } = settings
+  async function run(script: string, keys: string[], ...args: (string | number)[]) {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      // Timers run before the poll phase that reads sockets: after a busy event loop the answer
+      // may be waiting unread. Yield once before giving up on it.
+      timer = setTimeout(
+        () => setImmediate(() => reject(new Error('status list store timed out'))),
+        timeoutMs,
+      )
+      timer.unref()
+    })
+    try {
+      return await Promise.race([redis.eval(script, keys.length, ...keys, ...args), late])
+    } catch (error) {
+      throw failureOf(error)
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  return {
+    keyOf(issuer, uri) {
+      // The hash tag keeps an entry and its lock in one Cluster slot.
+      const hash = createHash('sha256').update(`${issuer}\0${uri}`).digest('base64url')
+      return `${keyPrefix}:{${hash.slice(0, 32)}}`
+    },
+    async read(key) {
+      const answer = await run(READ, [key], maxBytes)
+      if (!Array.isArray(answer) || answer.length === 0) return undefined
+      if (answer[0] === 0) return 'too_large'
+      const [, ttlMs, jwt] = answer as [number, unknown, unknown]
+      if (typeof jwt !== 'string' || typeof ttlMs !== 'number') return undefined
+      // -1: an entry without a TTL; the list's own times bound it (fleet.ts).
+      return { jwt, ttlMs: ttlMs < 0 ? Infinity : ttlMs }
+    },
+    async lock(key) {
+      return (await run(LOCK, [`${key}:lock`], owner, lockMs)) === 1
+    },
+    async write(key, jwt, ttlMs) {
+      await run(WRITE, [key, `${key}:lock`], jwt, Math.max(1, Math.floor(ttlMs)), owner)
+    },
+    async unlock(key) {
+      await run(UNLOCK, [`${key}:lock`], owner)
+    },
+  }
+}
