@@ -24,12 +24,20 @@ import {
   verifyListToken,
 } from './list-token.js'
 import { keepSeconds, type NormalizedStatusListOptions } from './options.js'
-import type { ListStore } from './store.js'
+import type { ListStore, StoredList } from './store.js'
 
 /** How often an instance waiting on another's fetch looks for its list, in ms. */
 const POLL_MS = 50
 /** After a failure, Redis is left alone this long (ms): lists are fetched directly meanwhile. */
 const PASS_BY_MS = 5_000
+
+/** An entry over the size bound, judged once. */
+const TOO_LARGE = Symbol('too large')
+
+/** The entry last judged by one claim. */
+interface Judged {
+  jwt: string | typeof TOO_LARGE | undefined
+}
 
 /** What the fleet knows of a list this instance holds. */
 export interface HeldList {
@@ -86,19 +94,24 @@ export class SharedLists {
     if (this.context.now() < this.passByUntilMs) return { locked: false }
     const key = store.keyOf(held.issuer, held.uri)
     // The entry last judged here, not judged twice while waiting.
-    const judged = { jwt: undefined as string | undefined }
+    const judged: Judged = { jwt: undefined }
     try {
-      const taken = await this.take(held, keys, key, judged)
+      // A first look without the lock: most often, another instance stored the list already.
+      const taken = await this.take(held, keys, await store.read(key), judged)
       if (taken !== undefined) return taken
-      if (await store.lock(key)) return { locked: true }
       // Another instance is fetching: its list comes with the release of its lock. Real time, not
       // the clock option: this waits for another process.
       const until = performance.now() + this.context.lockMs
-      while (performance.now() < until && !signal.aborted) {
+      for (;;) {
+        const { locked, stored } = await store.lockAndRead(key)
+        const next = await this.take(held, keys, stored, judged)
+        if (next !== undefined) {
+          if (locked) this.release(held)
+          return next
+        }
+        if (locked) return { locked }
+        if (performance.now() >= until || signal.aborted) break
         await pause(POLL_MS)
-        const next = await this.take(held, keys, key, judged)
-        if (next !== undefined) return next
-        if (await store.lock(key)) return { locked: true }
       }
     } catch (error) {
       this.failed(held, error)
@@ -124,19 +137,18 @@ export class SharedLists {
     })
   }
 
-  /** The list Redis holds for `held`, when it passes every check and is newer than the one held. */
+  /** The list `stored` for `held`, when it passes every check and is newer than the one held. */
   private async take(
     held: HeldList,
     keys: IssuerKeys,
-    key: string,
-    judged: { jwt: string | undefined },
+    stored: StoredList,
+    judged: Judged,
   ): Promise<TakenList | undefined> {
-    const { store, rules, now } = this.context
-    const stored = await store.read(key)
+    const { rules, now } = this.context
     if (stored === undefined) return undefined
     if (stored === 'too_large') {
-      if (judged.jwt !== 'too_large') this.refused(held, new ListRefusal('too_large'))
-      judged.jwt = 'too_large'
+      if (judged.jwt !== TOO_LARGE) this.refused(held, new ListRefusal('too_large'))
+      judged.jwt = TOO_LARGE
       return undefined
     }
     if (stored.jwt === judged.jwt) return undefined

@@ -22,21 +22,28 @@ export interface ListStore {
   /** The entry's key for the list at `uri` of `issuer` (hashed: a URI may hold anything). */
   keyOf(issuer: string, uri: string): string
   read(key: string): Promise<StoredList>
-  /** Takes the fetch lock for `lockMs`; `false` when another instance holds it. */
-  lock(key: string): Promise<boolean>
+  /**
+   * Takes the fetch lock for `lockMs` (`locked: false` when another instance holds it) and reads
+   * the entry, in one step: a lock taken here means that no instance stored a newer entry than
+   * the one read (an instance stores its list and releases the lock in one step too).
+   */
+  lockAndRead(key: string): Promise<{ readonly locked: boolean; readonly stored: StoredList }>
   /** Stores `jwt` for `ttlMs` and releases this instance's lock. */
   write(key: string, jwt: string, ttlMs: number): Promise<void>
   /** Releases this instance's lock, never another's. */
   unlock(key: string): Promise<void>
 }
 
-// An entry over the size bound is not sent: Redis answers its size class, not its bytes. PTTL is
-// -1 for an entry without a TTL (written by someone else than tollgate).
-const READ = `local size = redis.call('STRLEN', KEYS[1])
-if size == 0 then return {} end
-if size > tonumber(ARGV[1]) then return {0} end
-return {1, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}`
-const LOCK = "return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') and 1 or 0"
+// The entry, after whether the lock was taken: nothing when absent, 0 when over the size bound
+// (not sent), else 1, its PTTL (-1 for an entry without one, not written by tollgate) and itself.
+const ENTRY = `local size = redis.call('STRLEN', KEYS[1])
+if size == 0 then return {locked} end
+if size > tonumber(ARGV[1]) then return {locked, 0} end
+return {locked, 1, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}`
+const READ = `local locked = 0
+${ENTRY}`
+const LOCK_AND_READ = `local locked = redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3], 'NX') and 1 or 0
+${ENTRY}`
 // The entry and the release of the lock in one step: an instance waiting on the lock that finds
 // it free finds the list there too.
 const WRITE = `redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -63,6 +70,15 @@ function failureOf(error: unknown): ListStoreFailure {
   )
   if (error instanceof Error) failure.name = error.name
   return failure
+}
+
+function entryOf(answer: unknown): StoredList {
+  if (!Array.isArray(answer) || answer.length < 2) return undefined
+  if (answer[1] === 0) return 'too_large'
+  const [, , ttlMs, jwt] = answer as [number, number, unknown, unknown]
+  if (typeof jwt !== 'string' || typeof ttlMs !== 'number') return undefined
+  // -1: an entry without a TTL; the list's own times bound it (fleet.ts).
+  return { jwt, ttlMs: ttlMs < 0 ? Infinity : ttlMs }
 }
 
 export function createListStore(
@@ -98,16 +114,11 @@ export function createListStore(
       return `${keyPrefix}:{${hash.slice(0, 32)}}`
     },
     async read(key) {
-      const answer = await run(READ, [key], maxBytes)
-      if (!Array.isArray(answer) || answer.length === 0) return undefined
-      if (answer[0] === 0) return 'too_large'
-      const [, ttlMs, jwt] = answer as [number, unknown, unknown]
-      if (typeof jwt !== 'string' || typeof ttlMs !== 'number') return undefined
-      // -1: an entry without a TTL; the list's own times bound it (fleet.ts).
-      return { jwt, ttlMs: ttlMs < 0 ? Infinity : ttlMs }
+      return entryOf(await run(READ, [key], maxBytes))
     },
-    async lock(key) {
-      return (await run(LOCK, [`${key}:lock`], owner, lockMs)) === 1
+    async lockAndRead(key) {
+      const answer = await run(LOCK_AND_READ, [key, `${key}:lock`], maxBytes, owner, lockMs)
+      return { locked: Array.isArray(answer) && answer[0] === 1, stored: entryOf(answer) }
     },
     async write(key, jwt, ttlMs) {
       await run(WRITE, [key, `${key}:lock`], jwt, Math.max(1, Math.floor(ttlMs)), owner)
