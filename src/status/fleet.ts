@@ -99,17 +99,18 @@ export class SharedLists {
       // A first look without the lock: most often, another instance stored the list already.
       const taken = await this.take(held, keys, await store.read(key), judged)
       if (taken !== undefined) return taken
-      // Another instance is fetching: its list comes with the release of its lock. Real time, not
-      // the clock option: this waits for another process.
+      // The lock, and with it the last list stored: while another instance holds the lock, it is
+      // fetching, and its list comes with the release. Real time, not the clock option: this
+      // waits for another process.
       const until = performance.now() + this.context.lockMs
       for (;;) {
-        const { locked, stored } = await store.lockAndRead(key)
-        const next = await this.take(held, keys, stored, judged)
-        if (next !== undefined) {
-          if (locked) this.release(held)
+        const attempt = await store.lock(key)
+        if (attempt.locked) {
+          const next = await this.take(held, keys, attempt.stored, judged)
+          if (next === undefined) return { locked: true }
+          this.release(held)
           return next
         }
-        if (locked) return { locked }
         if (performance.now() >= until || signal.aborted) break
         await pause(POLL_MS)
       }
@@ -122,6 +123,7 @@ export class SharedLists {
   /** After a fetch: stores the list for the fleet and releases the lock, in the background. */
   share(held: HeldList, jwt: string, verified: VerifiedList, goodUntilMs: number): void {
     const { store } = this.context
+    if (this.context.now() < this.passByUntilMs) return
     const key = store.keyOf(held.issuer, held.uri)
     const ttlMs = Math.min(goodUntilMs, this.usableUntil(verified, Infinity)) - this.context.now()
     // A list too old for any other instance to use is not stored; the lock is released all the same.

@@ -23,11 +23,13 @@ export interface ListStore {
   keyOf(issuer: string, uri: string): string
   read(key: string): Promise<StoredList>
   /**
-   * Takes the fetch lock for `lockMs` (`locked: false` when another instance holds it) and reads
-   * the entry, in one step: a lock taken here means that no instance stored a newer entry than
-   * the one read (an instance stores its list and releases the lock in one step too).
+   * Takes the fetch lock for `lockMs` and, when it was free, reads the entry in the same step:
+   * an instance stores its list and releases the lock in one step too, so the entry read with
+   * the lock is the last one stored. While another instance holds the lock, nothing is sent.
    */
-  lockAndRead(key: string): Promise<{ readonly locked: boolean; readonly stored: StoredList }>
+  lock(
+    key: string,
+  ): Promise<{ readonly locked: true; readonly stored: StoredList } | { readonly locked: false }>
   /** Stores `jwt` for `ttlMs` and releases this instance's lock. */
   write(key: string, jwt: string, ttlMs: number): Promise<void>
   /** Releases this instance's lock, never another's. */
@@ -42,7 +44,8 @@ if size > tonumber(ARGV[1]) then return {locked, 0} end
 return {locked, 1, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1])}`
 const READ = `local locked = 0
 ${ENTRY}`
-const LOCK_AND_READ = `local locked = redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3], 'NX') and 1 or 0
+const LOCK = `if not redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3], 'NX') then return {0} end
+local locked = 1
 ${ENTRY}`
 // The entry and the release of the lock in one step: an instance waiting on the lock that finds
 // it free finds the list there too.
@@ -116,9 +119,11 @@ export function createListStore(
     async read(key) {
       return entryOf(await run(READ, [key], maxBytes))
     },
-    async lockAndRead(key) {
-      const answer = await run(LOCK_AND_READ, [key, `${key}:lock`], maxBytes, owner, lockMs)
-      return { locked: Array.isArray(answer) && answer[0] === 1, stored: entryOf(answer) }
+    async lock(key) {
+      const answer = await run(LOCK, [key, `${key}:lock`], maxBytes, owner, lockMs)
+      return Array.isArray(answer) && answer[0] === 1
+        ? { locked: true, stored: entryOf(answer) }
+        : { locked: false }
     },
     async write(key, jwt, ttlMs) {
       await run(WRITE, [key, `${key}:lock`], jwt, Math.max(1, Math.floor(ttlMs)), owner)
