@@ -20,7 +20,7 @@ import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { IssuerKeys } from '../../src/token/jwks.js'
 import type { VerifiedToken } from '../../src/token/verify.js'
 import { TEST_JWKS_OPTIONS } from '../helpers/jwks-options.js'
-import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { type RedisServer, startRedisCluster, startRedisServer } from '../helpers/redis.js'
 import { type StatusListServer, startStatusListServer } from '../helpers/status-list-server.js'
 
 let issuer: TestIssuer
@@ -492,6 +492,28 @@ describe('a Redis that fails', () => {
     expect(await judged(step, at(0))).toBeUndefined()
     expect(fetched(events, 'issuer')).toBe(1)
     expect(lists.fetches.get('/lists/1')).toBe(1)
+  })
+})
+
+describe('a Redis Cluster', () => {
+  it('keeps a list and its lock in one slot: two instances, one fetch', async () => {
+    lists.setStatuses([0, 1])
+    const cluster = await startRedisCluster()
+    try {
+      const client = await cluster.client()
+      const clock = { now: Date.now() }
+      const keyPrefix = newPrefix()
+      const a = instance({ clock, client, keyPrefix })
+      const b = instance({ clock, client, keyPrefix })
+      const answers = await Promise.all([judged(a.step, at(1)), judged(b.step, at(1))])
+      expect(answers.map(reasonOf)).toEqual(['status_invalid', 'status_invalid'])
+      expect(lists.fetches.get('/lists/1')).toBe(1)
+      expect(
+        [...a.events, ...b.events].filter((e) => e.type === 'status_list_store_error'),
+      ).toEqual([])
+    } finally {
+      await cluster.stop()
+    }
   })
 })
 
