@@ -234,24 +234,42 @@ export type GateEvent =
       readonly perSeconds: number
     }
   | {
-      /** A Token Status List was fetched and verified; `size` is how many statuses it holds. */
+      /**
+       * A Token Status List was fetched and verified; `size` is how many statuses it holds.
+       * `from`: the issuer, or the fleet's Redis (`statusList.store`), where another instance
+       * stored it (verified here all the same).
+       */
       readonly type: 'status_list_fetched'
       readonly issuer: string
       /** The list's URL, scheme, host and path; a query shows as `?…`. */
       readonly url: string
       readonly size: number
+      readonly from: 'issuer' | 'store'
     }
   | {
       /**
        * A Token Status List could not be had (fetch) or was refused (its signature, `typ`, `sub`,
        * times or encoding): the last good list stays in force within `staleIfErrorSeconds`,
-       * else tokens naming it are answered 503. Retried with backoff, up to 30 s.
+       * else tokens naming it are answered 503. Retried with backoff, up to 30 s. With
+       * `from: 'store'`, the list Redis held failed a check (a forged or damaged entry): it was
+       * ignored and the list fetched from the issuer, so this alone answers nobody 503.
        */
       readonly type: 'status_list_failed'
       readonly issuer: string
       readonly url: string
       readonly problem: StatusListProblem
       readonly error: unknown
+      readonly from: 'issuer' | 'store'
+    }
+  | {
+      /**
+       * The Redis of `statusList.store` failed or answered late: lists are fetched from their
+       * issuers directly, and Redis is left alone for 5 s. `error` carries the name and message
+       * only (ioredis attaches the command's arguments, which hold a list).
+       */
+      readonly type: 'status_list_store_error'
+      readonly url: string
+      readonly error: Error
     }
   | {
       readonly type: 'rate_limited'
