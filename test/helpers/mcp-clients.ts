@@ -19,12 +19,14 @@ import {
   Client as Client2,
   DpopSession,
   type OAuthClientProvider as OAuthClientProvider2,
+  type OAuthDiscoveryState as OAuthDiscoveryState2,
   StreamableHTTPClientTransport as Transport2,
   UnauthorizedError as UnauthorizedError2,
 } from '@modelcontextprotocol/client'
 import {
   auth as auth1,
   type OAuthClientProvider as OAuthClientProvider1,
+  type OAuthDiscoveryState as OAuthDiscoveryState1,
   UnauthorizedError as UnauthorizedError1,
 } from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client as Client1 } from '@modelcontextprotocol/sdk/client/index.js'
@@ -52,11 +54,16 @@ export const mcpClient = () => ({
 /** The SDK's `UnauthorizedError` of each version: what a flow that needs the user rejects with. */
 export const UNAUTHORIZED = { '1.x': UnauthorizedError1, '2.x': UnauthorizedError2 } as const
 
-/** One request the client sent to the MCP endpoint, and the answer's status and challenge. */
+/**
+ * One request the client sent to the MCP endpoint, and the answer's status and challenge, in the
+ * order the answers came (the SDK's GET stream is answered while other requests run).
+ */
 export interface SentRequest {
   readonly method: string
   readonly headers: Headers
   readonly body: string | undefined
+  /** The tool a `tools/call` body calls. */
+  readonly tool: string | undefined
   readonly status: number
   readonly challenge: string | null
 }
@@ -93,11 +100,14 @@ export interface McpUserOptions {
   readonly dpop?: boolean
 }
 
+/** What discovery found, as either SDK major saves it (one object, read back by the same SDK). */
+type DiscoveryState = OAuthDiscoveryState1 & OAuthDiscoveryState2
+
 /** The SDK's OAuth provider interface, kept in memory; the browser is the dev provider's `authorize`. */
-class MemoryOAuthProvider implements OAuthClientProvider1 {
+class MemoryOAuthProvider implements OAuthClientProvider1, OAuthClientProvider2 {
   #tokens: OAuthTokens | undefined
   #verifier = ''
-  #discovery: unknown
+  #discovery: DiscoveryState | undefined
   readonly #dpop: Promise<DpopSession> | undefined
   readonly authorizationUrls: URL[] = []
   readonly redirectUrl = REDIRECT_URI
@@ -132,11 +142,10 @@ class MemoryOAuthProvider implements OAuthClientProvider1 {
   }
   // RFC 8414 / RFC 9728 discovery as the SDK saved it: 2.x checks the callback's `iss` against
   // it (RFC 9207); the 1.x DPoP flow reads the authorization server's metadata from it.
-  saveDiscoveryState(state: unknown): void {
+  saveDiscoveryState(state: DiscoveryState): void {
     this.#discovery = state
   }
-  // biome-ignore lint/suspicious/noExplicitAny: each SDK major reads its own discovery-state type.
-  discoveryState(): any {
+  discoveryState(): DiscoveryState | undefined {
     return this.#discovery
   }
   /** 2.x: the DPoP session, when DPoP is on (1.x does not call it). */
@@ -145,15 +154,23 @@ class MemoryOAuthProvider implements OAuthClientProvider1 {
   }
 }
 
+/** The tool a JSON-RPC `tools/call` body calls. */
+function toolOf(body: string | undefined): string | undefined {
+  const message = body === undefined ? undefined : JSON.parse(body)
+  return message?.method === 'tools/call' ? message.params?.name : undefined
+}
+
 /** Records what the client sent to `endpoint`, and the answers. */
 function recording(endpoint: string, sent: SentRequest[]): FetchLike {
   return async (url, init) => {
     const response = await fetch(url, init)
     if (String(url) === endpoint) {
+      const body = typeof init?.body === 'string' ? init.body : undefined
       sent.push({
         method: init?.method ?? 'GET',
         headers: new Headers(init?.headers),
-        body: typeof init?.body === 'string' ? init.body : undefined,
+        body,
+        tool: toolOf(body),
         status: response.status,
         challenge: response.headers.get('www-authenticate'),
       })
@@ -247,10 +264,8 @@ async function redeemWithDpop(
   dpop: oauth.DPoPHandle,
   callback: URL,
 ): Promise<void> {
-  const discovered = oauthProvider.discoveryState() as {
-    authorizationServerMetadata: oauth.AuthorizationServer
-  }
-  const as = discovered.authorizationServerMetadata
+  const as = oauthProvider.discoveryState()
+    ?.authorizationServerMetadata as oauth.AuthorizationServer
   const client: oauth.Client = { client_id: MCP_CLIENT.clientId }
   const resource = oauthProvider.authorizationUrls.at(-1)?.searchParams.get('resource')
   const parameters = oauth.validateAuthResponse(as, client, callback, oauth.expectNoState)
@@ -290,7 +305,7 @@ export function mcpUser(sdk: SdkVersion, options: McpUserOptions): McpUser {
   const connected = async (): Promise<Connection> => {
     if (connection !== undefined) return connection
     if (sdk === '2.x') {
-      connection = connection2(new URL(url), oauthProvider as OAuthClientProvider2, record)
+      connection = connection2(new URL(url), oauthProvider, record)
     } else {
       const dpop = await handle1
       const fetch = dpop === undefined ? record : dpopFetch(dpop, record)
@@ -327,12 +342,10 @@ export function mcpUser(sdk: SdkVersion, options: McpUserOptions): McpUser {
       else await redeemWithDpop(oauthProvider, dpop, callback)
     },
     async requestScope(scope) {
-      const fetchFn =
-        sdk === '1.x' && handle1 !== undefined ? dpopFetch(await handle1, record) : record
+      // Discovery only (no token is sent), then the authorization URL.
+      const asked = { serverUrl: url, scope, fetchFn: record }
       const result =
-        sdk === '1.x'
-          ? await auth1(oauthProvider, { serverUrl: url, scope, fetchFn })
-          : await auth2(oauthProvider as OAuthClientProvider2, { serverUrl: url, scope, fetchFn })
+        sdk === '1.x' ? await auth1(oauthProvider, asked) : await auth2(oauthProvider, asked)
       if (result !== 'REDIRECT') throw new Error(`auth() answered ${result}, not REDIRECT`)
     },
     callTool: async (name) => textOf(await (await connected()).callTool(name)),

@@ -124,7 +124,7 @@ export async function signedIn(
 export async function expectStepUpToDeploy(sdk: SdkVersion, user: McpUser): Promise<void> {
   const opened = user.authorizationUrls.length
   await expect(user.callTool('deploy')).rejects.toBeInstanceOf(UNAUTHORIZED[sdk])
-  expect(user.sent.at(-1)?.status).toBe(403)
+  expect(user.sent.findLast((sent) => sent.tool === 'deploy')?.status).toBe(403)
   expect(user.authorizationUrls).toHaveLength(opened + 1)
   expect(user.authorizationUrls.at(-1)?.searchParams.get('scope')).toBe('mcp:use mcp:deploy')
   await user.authorize()

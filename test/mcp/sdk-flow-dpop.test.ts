@@ -85,7 +85,7 @@ describe('DPoP-bound tokens (RFC 9449) with the SDK client', () => {
       const { url } = flows.endpoint(flow)
       const user = await signedIn(sdk, flows, flow, { dpop: true })
       await user.callTool('whoami')
-      const call = user.sent.at(-1)
+      const call = user.sent.findLast((sent) => sent.tool === 'whoami')
       expect(call?.status).toBe(200)
       const token = user.tokens()?.access_token as string
       const again = (headers: Headers) =>
@@ -115,7 +115,7 @@ describe('DPoP-bound tokens (RFC 9449) with the SDK client', () => {
         () => undefined,
         (error: unknown) => error,
       )
-      const answer = user.sent.at(-1)
+      const answer = user.sent.findLast((sent) => sent.tool === 'deploy')
       expect(answer?.status).toBe(403)
       expect(answer?.challenge).toMatch(/^DPoP /)
       expect(answer?.challenge).toContain('error="insufficient_scope"')
