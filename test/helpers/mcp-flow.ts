@@ -19,8 +19,10 @@ import { type McpFramework, type McpHost, mcpApp, mcpHost, type SdkVersion } fro
 export const SDK_FRAMEWORKS = [
   ['SDK 1.x on Express', '1.x', 'Express'],
   ['SDK 1.x on Hono', '1.x', 'Hono'],
+  ['SDK 1.x on a Fetch handler', '1.x', 'Fetch'],
   ['SDK 2.x on Express', '2.x', 'Express'],
   ['SDK 2.x on Hono', '2.x', 'Hono'],
+  ['SDK 2.x on a Fetch handler', '2.x', 'Fetch'],
 ] as const satisfies readonly (readonly [string, SdkVersion, McpFramework])[]
 
 export type FlowName = (typeof SDK_FRAMEWORKS)[number][0]
@@ -53,7 +55,7 @@ export interface McpFlowsOptions {
 }
 
 /**
- * Starts the four endpoints of {@link SDK_FRAMEWORKS} and the development provider (user `alice`,
+ * Starts the endpoints of {@link SDK_FRAMEWORKS} and the development provider (user `alice`,
  * signed in at every authorization request; the client of `mcpClient()`), each endpoint behind a
  * gate whose audience and metadata `resource` are its own URL.
  */

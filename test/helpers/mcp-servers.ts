@@ -1,15 +1,17 @@
 /**
  * The MCP server of the end-to-end tests, built with each MCP TypeScript SDK (1.x:
  * `@modelcontextprotocol/sdk`; 2.x: `@modelcontextprotocol/server` with its framework packages)
- * on each framework tollgate's `mcpGate` serves that the SDK serves too (Express and Hono), behind
+ * on each framework tollgate's `mcpGate` serves that the SDK serves too (Express, Hono, a Fetch
+ * handler), behind
  * tollgate with the gate options a test gives. Two tools: `whoami` answers with the scopes the SDK
  * handed the tool (its `authInfo`) and the operation `mcpGate` authorized; `deploy` needs
  * `mcp:deploy` as well as the endpoint's `mcp:use`.
  *
  * Express keeps one SDK server and transport per session, as the SDK's examples do (the
  * transport for Node's request and response: 1.x `StreamableHTTPServerTransport`, 2.x
- * `NodeStreamableHTTPServerTransport`); Hono runs one stateless SDK server per request on the
- * Web-standard transport, the parsed body and the admission handed on. On 2.x, Hono's app is
+ * `NodeStreamableHTTPServerTransport`); Hono and a plain Fetch handler (`tollgate/fetch`) run one
+ * stateless SDK server per request on the Web-standard transport, the parsed body and the
+ * admission handed on. On 2.x, Hono's app is
  * the SDK's own (`createMcpHonoApp`: Host and Origin checks, the JSON body parsed). Express's is
  * not: `@modelcontextprotocol/express` declares Express's `req.auth` as the SDK's `AuthInfo`, which
  * clashes with tollgate's `req.auth` (the `Admission`) for every file the type-check sees; its
@@ -31,6 +33,7 @@ import express from 'express'
 import { Hono } from 'hono'
 
 import { mcpGate, tollgate } from '../../adapters/express/index.js'
+import { mcpGate as fetchMcpGate, tollgate as fetchTollgate } from '../../adapters/fetch/index.js'
 import {
   mcpGate as honoMcpGate,
   tollgate as honoTollgate,
@@ -43,8 +46,8 @@ import { fetchListener } from './fetch-server.js'
 
 /** The MCP TypeScript SDK's major versions under test. */
 export type SdkVersion = '1.x' | '2.x'
-/** The frameworks both tollgate's `mcpGate` and the SDKs serve. */
-export type McpFramework = 'Express' | 'Hono'
+/** The frameworks both tollgate's `mcpGate` and the SDKs serve (Fetch: any Fetch-standard host). */
+export type McpFramework = 'Express' | 'Hono' | 'Fetch'
 
 /** Every operation needs `mcp:use`; `deploy` needs `mcp:deploy` too. */
 export const MCP_POLICY: McpPolicyOptions = {
@@ -170,23 +173,47 @@ function expressApp(sdk: SdkVersion, options: GateOptions): RequestListener {
   return app
 }
 
+/** A stateless SDK server for one Fetch request: the Web-standard transport, body and admission handed on. */
+async function answerStateless(
+  sdk: SdkVersion,
+  request: Request,
+  operation: { method: string | undefined; name: string | undefined; body: unknown },
+  admission: Admission | undefined,
+): Promise<Response> {
+  const { method, name, body } = operation
+  const report: Report = (scopes) => JSON.stringify({ scopes, op: { method, name } })
+  const authInfo = authInfoOf(admission)
+  const handed = { parsedBody: body, ...(authInfo === undefined ? {} : { authInfo }) }
+  if (sdk === '1.x') {
+    const transport = new WebTransport1({ enableJsonResponse: true })
+    await SERVERS['1.x'](transport, report)
+    return transport.handleRequest(request, handed)
+  }
+  const transport = new WebTransport2({ enableJsonResponse: true })
+  await SERVERS['2.x'](transport, report)
+  return transport.handleRequest(request, handed)
+}
+
+function fetchApp(sdk: SdkVersion, options: GateOptions): RequestListener {
+  const auth = fetchTollgate(options)
+  const mcp = fetchMcpGate(
+    auth,
+    MCP_POLICY,
+  )((request, admission, operation) => answerStateless(sdk, request, operation, admission))
+  return fetchListener((request) => {
+    const metadata = auth.resourceMetadata(request)
+    if (metadata !== undefined) return metadata
+    if (new URL(request.url).pathname === '/mcp') return mcp(request)
+    return new Response(null, { status: 404 })
+  })
+}
+
 function honoApp(sdk: SdkVersion, options: GateOptions): RequestListener {
   const auth = honoTollgate(options)
   const mcp = new Hono<McpEnv>()
-  mcp.all('/mcp', honoMcpGate(auth, MCP_POLICY), async (c) => {
-    const { method, name, body } = c.get('mcp')
-    const report: Report = (scopes) => JSON.stringify({ scopes, op: { method, name } })
-    const authInfo = authInfoOf(c.get('auth'))
-    const handed = { parsedBody: body, ...(authInfo === undefined ? {} : { authInfo }) }
-    if (sdk === '1.x') {
-      const transport = new WebTransport1({ enableJsonResponse: true })
-      await SERVERS['1.x'](transport, report)
-      return transport.handleRequest(c.req.raw, handed)
-    }
-    const transport = new WebTransport2({ enableJsonResponse: true })
-    await SERVERS['2.x'](transport, report)
-    return transport.handleRequest(c.req.raw, handed)
-  })
+  mcp.all('/mcp', honoMcpGate(auth, MCP_POLICY), (c) =>
+    answerStateless(sdk, c.req.raw, c.get('mcp'), c.get('auth')),
+  )
   const app = sdk === '1.x' ? new Hono() : createMcpHonoApp()
   app.use(auth.resourceMetadata)
   app.route('/', mcp)
@@ -199,5 +226,6 @@ export function mcpApp(
   framework: McpFramework,
   options: GateOptions,
 ): RequestListener {
-  return framework === 'Express' ? expressApp(sdk, options) : honoApp(sdk, options)
+  if (framework === 'Express') return expressApp(sdk, options)
+  return framework === 'Hono' ? honoApp(sdk, options) : fetchApp(sdk, options)
 }

@@ -1,6 +1,6 @@
 /**
- * The MCP authorization flow with DPoP-bound tokens (RFC 9449), end to end: the four endpoints of
- * test/helpers/mcp-flow.ts (SDK 1.x and 2.x, Express and Hono) behind gates with
+ * The MCP authorization flow with DPoP-bound tokens (RFC 9449), end to end: the endpoints of
+ * test/helpers/mcp-flow.ts (SDK 1.x and 2.x, on Express, Hono and a Fetch handler) behind gates with
  * `dpop: { mode: 'required' }`, and the SDK's client signing in at the development provider
  * (oidc-provider, whose DPoP support is on) with a DPoP key.
  *

@@ -1,7 +1,7 @@
 /**
  * The MCP authorization flow with opaque access tokens, end to end: the development provider
- * issues opaque tokens for the four endpoints of test/helpers/mcp-flow.ts (SDK 1.x and 2.x,
- * Express and Hono; `accessTokenFormat: 'opaque'`), and each gate checks them at the provider's
+ * issues opaque tokens for the endpoints of test/helpers/mcp-flow.ts (SDK 1.x and 2.x, on
+ * Express, Hono and a Fetch handler; `accessTokenFormat: 'opaque'`), and each gate checks them at the provider's
  * RFC 7662 introspection endpoint (`introspection` on the issuer entry, as the MCP server's own
  * client). The SDK's client signs in, calls a tool, is refused one outside its scopes and steps
  * up, exactly as with JWTs: the gate judges the introspection answer as it judges a JWT's claims.

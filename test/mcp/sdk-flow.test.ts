@@ -1,6 +1,6 @@
 /**
  * The MCP authorization flow end to end: an MCP server built with the MCP TypeScript SDK, 1.x
- * (`@modelcontextprotocol/sdk`) and 2.x (`@modelcontextprotocol/server`), on Express and on Hono,
+ * (`@modelcontextprotocol/sdk`) and 2.x (`@modelcontextprotocol/server`), on Express, Hono and a Fetch handler,
  * behind tollgate's gate and `mcpGate`, and the same SDK's own client (its OAuth provider
  * interface) signing in at the development provider (test/helpers/mcp-flow.ts). Then the resource
  * server's MUSTs and SHOULDs of the MCP authorization spec (2025-11-25, "Protected Resource
