@@ -173,7 +173,10 @@ function expressApp(sdk: SdkVersion, options: GateOptions): RequestListener {
   return app
 }
 
-/** A stateless SDK server for one Fetch request: the Web-standard transport, body and admission handed on. */
+/**
+ * One stateless SDK server for one Fetch request, on the Web-standard transport: the body the gate
+ * parsed and the admission handed on.
+ */
 async function answerStateless(
   sdk: SdkVersion,
   request: Request,
@@ -196,10 +199,10 @@ async function answerStateless(
 
 function fetchApp(sdk: SdkVersion, options: GateOptions): RequestListener {
   const auth = fetchTollgate(options)
-  const mcp = fetchMcpGate(
-    auth,
-    MCP_POLICY,
-  )((request, admission, operation) => answerStateless(sdk, request, operation, admission))
+  const guarded = fetchMcpGate(auth, MCP_POLICY)
+  const mcp = guarded((request, admission, operation) =>
+    answerStateless(sdk, request, operation, admission),
+  )
   return fetchListener((request) => {
     const metadata = auth.resourceMetadata(request)
     if (metadata !== undefined) return metadata
