@@ -148,23 +148,37 @@ describe('what each event does (CAEP 1.0, RISC 1.0) through the fleet revocation
     expect(await decided(gate, token)).toBe('revoked')
   })
 
-  it.each([
-    ['token-claims-change', SSF_EVENTS.tokenClaimsChange, 'no_action'],
-    ['assurance-level-change', SSF_EVENTS.assuranceLevelChange, 'no_action'],
-    ['an unknown event', 'https://example.com/event-type/something-new', 'unknown_event'],
-  ])('%s is acknowledged (202) and reported, never fatal', async (_name, event, reason) => {
+  it('an unknown event is acknowledged (202) and reported, never fatal', async () => {
     const { gate, events } = open()
     const token = await mint({ sub: 'ivan' })
+    const event = 'https://example.com/event-type/something-new'
     expect((await push(current as Receiving, event, user('ivan'))).status).toBe(202)
     expect(await decided(gate, token)).toBe('admitted')
     expect(events).toContainEqual(
       expect.objectContaining({
         type: 'signal_refused',
-        reason,
+        reason: 'unknown_event',
         acknowledged: true,
         err: undefined,
       }),
     )
+  })
+
+  it.each([
+    ['token-claims-change', SSF_EVENTS.tokenClaimsChange],
+    ['assurance-level-change', SSF_EVENTS.assuranceLevelChange],
+  ])('%s revokes nothing and reports the verdicts it dropped', async (_name, event) => {
+    const { gate, events } = open()
+    const token = await mint({ sub: 'ivan' })
+    expect(await decided(gate, token)).toBe('admitted')
+    expect((await push(current as Receiving, event, user('ivan'))).status).toBe(202)
+    expect(await decided(gate, token)).toBe('admitted')
+    expect(events.find((item) => item.type === 'signal_applied')).toMatchObject({
+      event,
+      changes: [
+        { change: 'forgotten', by: 'sub', value: 'ivan', issuer: world.tokenIssuer, notBefore: 0 },
+      ],
+    })
   })
 })
 
