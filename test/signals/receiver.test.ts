@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
+import type { GateEvent } from '../../src/events.js'
 import { SSF_EVENTS } from '../../src/testing/ssf-transmitter.js'
 import {
   decided,
@@ -179,6 +180,50 @@ describe('what each event does (CAEP 1.0, RISC 1.0) through the fleet revocation
         { change: 'forgotten', by: 'sub', value: 'ivan', issuer: world.tokenIssuer, notBefore: 0 },
       ],
     })
+  })
+})
+
+describe('what the gate reports of the revocations a SET made', () => {
+  it('revoked and unrevoked say source shared_signals, with the SET’s event type, issuer and jti', async () => {
+    const gateEvents: GateEvent[] = []
+    open({}, { onEvent: (event) => gateEvents.push(event) })
+    const disable = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('kim'), {
+      event_timestamp: nowSeconds() - 10,
+    })
+    expect((await (current as Receiving).receiver.push(pushRequest(disable.token))).status).toBe(
+      202,
+    )
+    const enable = await world.transmitter.sign(SSF_EVENTS.accountEnabled, user('kim'))
+    expect((await (current as Receiving).receiver.push(pushRequest(enable.token))).status).toBe(202)
+    await (current as Receiving).gate.revoke({ sub: 'lou' })
+    const made = gateEvents.flatMap((event) =>
+      event.type === 'revoked' || event.type === 'unrevoked' ? [event] : [],
+    )
+    expect(made).toEqual([
+      expect.objectContaining({
+        type: 'revoked',
+        by: 'sub',
+        value: 'kim',
+        source: 'shared_signals',
+        signal: {
+          event: SSF_EVENTS.accountDisabled,
+          issuer: world.transmitter.issuer,
+          jti: disable.jti,
+        },
+      }),
+      expect.objectContaining({
+        type: 'unrevoked',
+        value: 'kim',
+        source: 'shared_signals',
+        signal: {
+          event: SSF_EVENTS.accountEnabled,
+          issuer: world.transmitter.issuer,
+          jti: enable.jti,
+        },
+      }),
+      expect.objectContaining({ type: 'revoked', value: 'lou', source: 'api' }),
+    ])
+    expect(made[2]).not.toHaveProperty('signal')
   })
 })
 
