@@ -1,8 +1,9 @@
 /**
  * What the receiver remembers: the `jti`s it applied (so that a retry, or the same SET pushed to
- * another instance, is applied once: RFC 8417 §2.2 makes `jti` unique per issuer) and what
- * `account-disabled` set (so that `account-enabled` lifts that and nothing else). In this
- * process, or in Redis for the fleet. A Redis call that fails or answers late throws
+ * another instance, is applied once: RFC 8417 §2.2 makes `jti` unique per issuer), what
+ * `account-disabled` set (so that `account-enabled` lifts that and nothing else), and, in Redis,
+ * what the fleet heard of the stream (`stream-state.ts`). In this process, or in Redis for the
+ * fleet. A Redis call that fails or answers late throws
  * {@link StoreUnavailable}: the receiver then answers 503 and acknowledges nothing.
  *
  * @module
@@ -28,8 +29,9 @@ export interface SignalStore {
   get(key: string): Promise<string | undefined>
   set(key: string, value: string, ttlMs: number): Promise<void>
   /**
-   * Sets `key` to `record` (as JSON) unless it holds one as new or newer (its `at`): the latest of
-   * events that may arrive out of order, whichever instance hears which.
+   * Sets `key` to `record` (as JSON) unless it holds a newer one (its `at`; of two as new, the
+   * last written wins): the latest of events that may arrive out of order, whichever instance
+   * hears which.
    */
   setNewer(key: string, record: { readonly at: number }, ttlMs: number): Promise<void>
 }
@@ -101,7 +103,7 @@ export class MemorySignalStore implements SignalStore {
 
   async setNewer(key: string, record: { readonly at: number }, ttlMs: number): Promise<void> {
     const held = atOf(this.live(key)?.value)
-    if (held === undefined || held < record.at) this.put(key, JSON.stringify(record), ttlMs)
+    if (held === undefined || held <= record.at) this.put(key, JSON.stringify(record), ttlMs)
   }
 }
 
@@ -113,7 +115,7 @@ const SET = "return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])"
 const SET_NEWER = `local held = redis.call('GET', KEYS[1])
 if held then
   local ok, old = pcall(cjson.decode, held)
-  if ok and type(old) == 'table' and tonumber(old.at) and tonumber(old.at) >= tonumber(ARGV[2]) then return 0 end
+  if ok and type(old) == 'table' and tonumber(old.at) and tonumber(old.at) > tonumber(ARGV[2]) then return 0 end
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
 return 1`

@@ -179,7 +179,9 @@ export function createSignalStreams(options: SignalStreamsOptions): SignalStream
       const status = statusOf(answer?.status)
       if (status !== undefined) {
         await streamState
-          ?.statusIs(status, reasonOf(answer.reason), Date.now(), 'read')
+          // In whole seconds, as events' times are: an event of the same second, arriving
+          // after the read, is the later news.
+          ?.statusIs(status, reasonOf(answer.reason), Math.floor(Date.now() / 1000) * 1000, 'read')
           .catch((error: unknown) => {
             throw new StreamManagementError('the status could not be recorded', undefined, error)
           })
