@@ -11,7 +11,7 @@
 import type { Emit } from '../events.js'
 import type { SignalStreamReport } from '../gate/readiness.js'
 import type { SignalEvent } from './events.js'
-import { type SignalStore, StoreUnavailable, storeKey } from './store.js'
+import { type SignalStore, storeKey } from './store.js'
 
 /** A stream's status (SSF 1.0 §8.1.2). */
 export type StreamStatus = 'enabled' | 'paused' | 'disabled'
@@ -49,6 +49,8 @@ interface VerifiedRecord {
 
 /** How long the stream's records live in Redis: refreshed by each change, gone a month after the last. */
 const RECORD_TTL_MS = 30 * 86_400_000
+/** How long the arrival of one verification's `state` is kept in Redis, for `streams.verify()`. */
+const STATE_TTL_MS = 86_400_000
 /** The time of the last SET is written to Redis at most this often per instance. */
 const LAST_EVENT_WRITE_INTERVAL_MS = 1000
 /** Verification states remembered by this process, for `streams.verify()` waiting on one. */
@@ -149,7 +151,8 @@ export class StreamState {
 
   /**
    * The stream's status, from a `stream-updated` event (`at`: the event's time) or a status read
-   * (`at`: now). An older status than the one held (events reordered) changes nothing.
+   * (`at`: now, in whole seconds as events' times are). An older status than the one held
+   * (events reordered) changes nothing; of two as old, the later heard wins.
    *
    * @throws StoreUnavailable when Redis did not take it (a SET is then not acknowledged).
    */
@@ -181,7 +184,7 @@ export class StreamState {
     }
     if (this.shared !== undefined) {
       await this.shared.setNewer(this.keys.verified, this.verified, RECORD_TTL_MS)
-      if (state !== undefined) await this.shared.set(this.stateKey(state), '1', RECORD_TTL_MS)
+      if (state !== undefined) await this.shared.set(this.stateKey(state), '1', STATE_TTL_MS)
     }
     this.report('verified')
   }
@@ -234,8 +237,8 @@ export class StreamState {
         verified = newer(parse<VerifiedRecord>(v), verified)
         lastEvent = newer(parse<{ at: number }>(e), lastEvent)
         store = 'redis'
-      } catch (error) {
-        if (!(error instanceof StoreUnavailable)) throw error
+      } catch {
+        // Never rejects: `gate.ready()` does not.
         store = 'unavailable'
       }
     }
