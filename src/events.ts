@@ -77,8 +77,21 @@ export type LogoutRefusalReason =
   | 'nonce'
   | 'replayed'
 
-/** Who made a revocation: `gate.revoke()`/`unrevoke()`, a back-channel logout, or a Keycloak push. */
-export type RevocationSource = 'api' | 'backchannel_logout' | 'keycloak_push'
+/**
+ * Who made a revocation: `gate.revoke()`/`unrevoke()`, a back-channel logout, a Keycloak push, or a
+ * Shared Signals receiver applying a SET (`createSignalReceiver()`; the event's `signal` says which).
+ */
+export type RevocationSource = 'api' | 'backchannel_logout' | 'keycloak_push' | 'shared_signals'
+
+/** The Security Event Token a revocation applied (`source: 'shared_signals'`). */
+export interface RevocationSignal {
+  /** The event type (a URI: CAEP `session-revoked`, RISC `account-disabled`, …). */
+  readonly event: string
+  /** The transmitter (the SET's `iss`). */
+  readonly issuer: string
+  /** The SET's `jti`, as on the receiver's `signal_applied` event. */
+  readonly jti: string
+}
 
 /** Where a revocation went: this process only, Redis (and so every instance), or a queue until Redis is back. */
 export type RevocationStorage = 'memory' | 'redis' | 'queued'
@@ -93,6 +106,8 @@ export type RevocationEvent =
       /** Tokens issued (`iat`) before this second are refused; 0 for `unrevoked`. */
       readonly notBefore: number
       readonly source: RevocationSource
+      /** With `source: 'shared_signals'`: the SET applied. */
+      readonly signal?: RevocationSignal
       readonly stored: RevocationStorage
     }
   | {

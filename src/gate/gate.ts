@@ -30,6 +30,7 @@ import { type GateOptions, normalizeOptions } from './options.js'
 import { createReadiness, type ReadyReport } from './readiness.js'
 import { createRefusal } from './refusal.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
+import { createSignalHandles, registerSignalHandles, VerdictDrops } from './signal-handles.js'
 import { createTokenFor } from './token-for.js'
 
 export { type Decide, Refused } from './admission.js'
@@ -197,7 +198,10 @@ export function openGate(
       limits === undefined ? undefined : (id, plan) => planNameOf(limits, id, plan),
     )
   const limiter = limits && createTenantLimiter(limits, { emit })
-  const revocation = createGateRevocation(normalized, issuers, emit)
+  // A Shared Signals claims change drops a subject's cached verdicts, here and, through the
+  // revocation store's channel, on the other instances.
+  const drops = new VerdictDrops(caches, introspection)
+  const revocation = createGateRevocation(normalized, issuers, emit, drops.later)
   const revoked = revocation.step
   const refusal = createRefusal(challenge, emit)
   // Token Status Lists are verified with the keys of the issuer of the token that names them.
@@ -232,7 +236,7 @@ export function openGate(
       normalized.errorHandling === 'framework' ||
       adapter?.refusalsReachApplication === true,
   })
-  const { ready, refresh } = createReadiness(issuers, revoked, introspection?.status)
+  const { ready, refresh, attachStream } = createReadiness(issuers, revoked, introspection?.status)
 
   const gate: Gate = Object.freeze({
     check,
@@ -252,5 +256,9 @@ export function openGate(
     resourceMetadata: metadata === undefined ? NO_METADATA : metadata.respond,
     resourceMetadataUrl: metadata?.url,
   })
+  registerSignalHandles(
+    gate,
+    createSignalHandles({ revoked, handles: revocation.handles, drops, issuers, attachStream }),
+  )
   return { gate, decide }
 }
