@@ -6,6 +6,7 @@
  * @module
  */
 import { DEMO_USERS, type Demo, OFFICE_WEB_CLIENT, REALM, SERVICE_CLIENT } from './servers.js'
+import { GATEWAY_SIGNALS } from './signals.js'
 
 /** How long the banner's tokens are valid: an afternoon's trying, in seconds. */
 export const BANNER_TOKEN_LIFETIME_SECONDS = 3600
@@ -45,10 +46,12 @@ export async function bannerOf(
   gateway (Express)  ${gatewayUrl}   audience "gateway", tenant from the "tenant" claim, free plan 5 req/min
   office (Koa)       ${officeUrl}   audience "office"
   sign-in provider   ${signInProvider.issuer}  (tollgate/testing's createDevProvider(), Keycloak paths)
+  Shared Signals     the provider's sign-outs and disabled accounts: pushed to the gateway (${gatewayUrl}${GATEWAY_SIGNALS.path}), polled by the office
 
 In a browser: ${officeUrl}/  → Sign in (choose ${DEMO_USERS.map((user) => user.sub).join(' or ')} on the provider's page) → your
 office data, fetched with your office token, and the gateway's billing answer, with your gateway
-token. Sign out at the office page, and confirm at the provider.
+token. Sign out at the office page, and confirm at the provider: the gateway and the office refuse
+that user's tokens within a second (the walkthrough times it).
 
 200, gateway token at the gateway (tenant acme; the 6th call within a minute answers 429):
   curl -i ${billing} -H 'Accept: application/json' -H 'Authorization: Bearer ${gatewayToken}'

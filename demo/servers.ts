@@ -1,7 +1,9 @@
 /**
  * The demo platform, all on loopback: a development identity provider (Keycloak-shaped), the
  * platform gateway (Express, audience `gateway`, per-tenant limits) and the office product (Koa,
- * audience `office`). Used by `npm start`, by the walkthrough and by the smoke test.
+ * audience `office`), both refusing a user's tokens once the sign-in provider's Shared Signals say
+ * so (`signals.ts`: pushed to the gateway, polled by the office). Used by `npm start`, by the
+ * walkthrough and by the smoke test.
  */
 import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
@@ -10,7 +12,7 @@ import type { AddressInfo } from 'node:net'
 import express from 'express'
 import Koa from 'koa'
 
-import { createSignalReceiver, keycloak } from 'tollgate'
+import { keycloak, type SignalEvent } from 'tollgate'
 import {
   createAuthorizedFetch,
   createTokenExchange,
@@ -26,12 +28,18 @@ import { createMemorySessionStore, type SignInContext } from 'tollgate/signin'
 import {
   createDevProvider,
   createTestIssuer,
-  createTestTransmitter,
   type DevProvider,
   type DevUser,
   type TestIssuer,
-  type TestTransmitter,
 } from 'tollgate/testing'
+
+import {
+  GATEWAY_SIGNALS,
+  gatewayReceiver,
+  officeReceiver,
+  type ProviderStreams,
+  startSignalStreams,
+} from './signals.js'
 
 /**
  * Runs `start` without oidc-provider's "Unsupported runtime" warning on Node 20 (the sign-in
@@ -123,10 +131,18 @@ export interface DemoPorts {
   readonly signIn: number
 }
 
+/** What each product's signal receiver reported (`signal_applied`, …): never a token. */
+export interface DemoSignalEvents {
+  readonly gateway: readonly SignalEvent[]
+  readonly office: readonly SignalEvent[]
+}
+
 export interface Demo {
   readonly issuer: TestIssuer
-  /** The sign-in provider's Shared Signals transmitter, pushing to the gateway. */
-  readonly transmitter: TestTransmitter
+  /** The sign-in provider's Shared Signals streams: pushing to the gateway, polled by the office. */
+  readonly streams: ProviderStreams
+  /** What the gateway's and the office's receivers reported. */
+  readonly signalEvents: DemoSignalEvents
   /** The provider users sign in at (`createDevProvider()`: Keycloak-shaped, a sign-in page). */
   readonly signInProvider: DevProvider
   readonly gatewayUrl: string
@@ -174,21 +190,12 @@ function listen(server: Server, port: number): Promise<string> {
   })
 }
 
-/**
- * Where the gateway receives the sign-in provider's Shared Signals (its audience, and the
- * `Authorization` header its transmitter sends: a demo secret, not a real one).
- */
-export const SIGNALS = {
-  path: '/ssf/events',
-  audience: 'urn:platform:gateway',
-  authorization: 'Bearer demo-only-signals-secret',
-}
-
-interface GatewaySignals {
-  /** The sign-in provider's transmitter. */
-  readonly transmitter: TestTransmitter
-  /** Receives the receiver, to close it with the demo. */
-  readonly onReceiver: (receiver: { close(): void }) => void
+/** A product's Shared Signals: the provider's stream to it, what its receiver reports. */
+interface ProductSignals {
+  readonly streams: ProviderStreams
+  readonly onEvent: (event: SignalEvent) => void
+  /** Receives what to stop when the demo closes. */
+  readonly onClose: (close: () => void | Promise<void>) => void
 }
 
 function gatewayApp(
@@ -196,7 +203,7 @@ function gatewayApp(
   officeUrl: () => string,
   officeTokens: TokenSource,
   exchange: TokenExchange,
-  signals: GatewaySignals,
+  signals: ProductSignals,
 ): express.Express {
   // A backend call: the gateway asks the office product with its own token, for audience office.
   const officeFetch = createAuthorizedFetch(officeTokens)
@@ -221,16 +228,11 @@ function gatewayApp(
     // Fleet revocation, here in memory: what the provider's signals revoke.
     revocation: {},
   })
-  // The sign-in provider's Shared Signals: a user who signs out at its page, or whom an
-  // administrator disables, is refused here from the moment the SET arrives.
-  const receiver = createSignalReceiver({
-    gate: auth.gate,
-    transmitter: { issuer: signals.transmitter.issuer },
-    audience: SIGNALS.audience,
-    authorization: SIGNALS.authorization,
-  })
-  signals.onReceiver(receiver)
-  app.post(SIGNALS.path, auth.sharedSignals(receiver))
+  // The sign-in provider's Shared Signals, pushed here: a user who signs out at its page, or
+  // whom an administrator disables, is refused from the moment the SET arrives.
+  const receiver = gatewayReceiver(auth.gate, signals.streams.gateway, signals.onEvent)
+  signals.onClose(() => receiver.close())
+  app.post(GATEWAY_SIGNALS.path, auth.sharedSignals(receiver))
   app.use(auth)
   // The user's office data, read on the user's behalf: their gateway token exchanged for an
   // office token naming them and the gateway as actor.
@@ -325,6 +327,7 @@ interface OfficeSetup {
   readonly officeUrl: string
   readonly gatewayUrl: string
   readonly signInProvider: DevProvider
+  readonly signals: ProductSignals
 }
 
 function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
@@ -337,6 +340,18 @@ function officeApp(setup: OfficeSetup): ReturnType<Koa['callback']> {
     // Tokens the gateway obtained for a user by token exchange name it in `act`: the gateway
     // may act for users here, nobody else.
     delegation: { allowedActors: [GATEWAY_EXCHANGE_CLIENT.clientId] },
+    // The office's own revocation, in memory: what the provider's signals revoke.
+    revocation: {},
+  })
+  // The sign-in provider's Shared Signals, polled: the provider cannot call this backend.
+  const { receiver, poller } = officeReceiver(
+    auth.gate,
+    setup.signals.streams.office,
+    setup.signals.onEvent,
+  )
+  setup.signals.onClose(async () => {
+    await poller.stop()
+    receiver.close()
   })
   // The web front: sign-in (Authorization Code + PKCE) with sessions in this process's memory.
   const signIn = officeAuth.signIn({
@@ -429,8 +444,10 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   let gatewayUrl = ''
   let signInProvider: DevProvider | undefined
   let exchange: TokenExchange | undefined
-  let transmitter: TestTransmitter | undefined
-  let receiver: { close(): void } | undefined
+  let streams: ProviderStreams | undefined
+  const signalEvents = { gateway: [] as SignalEvent[], office: [] as SignalEvent[] }
+  // The receivers and the office's poller, stopped before the streams close.
+  const stops: Array<() => void | Promise<void>> = []
   // The gateway listens early too (its URL is where the provider's transmitter pushes).
   let gatewayHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
     res.writeHead(503).end()
@@ -449,13 +466,14 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
   const close = async () => {
     officeTokens.close()
     exchange?.close()
-    receiver?.close()
+    await Promise.all(stops.map((stop) => stop()))
     await Promise.all([
       closeServer(gateway),
       closeServer(office),
       issuer.close(),
       signInProvider?.close(),
-      transmitter?.close(),
+      streams?.gateway.close(),
+      streams?.office.close(),
     ])
   }
   try {
@@ -463,15 +481,8 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
     gatewayUrl = await onPort('gateway', ports.gateway ?? 0, () =>
       listen(gateway, ports.gateway ?? 0),
     )
-    transmitter = await createTestTransmitter({
-      audience: SIGNALS.audience,
-      delivery: {
-        method: 'push',
-        endpoint: `${gatewayUrl}${SIGNALS.path}`,
-        authorization: SIGNALS.authorization,
-      },
-    })
-    const ssf = transmitter
+    streams = await startSignalStreams(gatewayUrl)
+    const ssf = [streams.gateway, streams.office]
     signInProvider = await onPort('signIn', ports.signIn ?? 0, () =>
       quietly(() =>
         createDevProvider({
@@ -487,7 +498,8 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
             },
           ],
           port: ports.signIn ?? 0,
-          // Sign-outs at its page and disabled accounts go out as Shared Signals.
+          // Sign-outs at its page and disabled accounts go out as Shared Signals, on a stream
+          // per product.
           ssf,
         }),
       ),
@@ -498,20 +510,33 @@ export async function startDemo(ports: Partial<DemoPorts> = {}): Promise<Demo> {
       // In production: fromEnv('GATEWAY_EXCHANGE_SECRET').
       ...GATEWAY_EXCHANGE_CLIENT,
     })
-    gatewayHandler = gatewayApp(authUrls, () => officeUrl, officeTokens, exchange, {
-      transmitter,
-      onReceiver: (created) => {
-        receiver = created
-      },
+    const signalsOf = (product: keyof typeof signalEvents): ProductSignals => ({
+      streams: streams as ProviderStreams,
+      onEvent: (event) => signalEvents[product].push(event),
+      onClose: (stop) => stops.push(stop),
     })
-    officeHandler = officeApp({ authUrls, officeUrl, gatewayUrl, signInProvider })
+    gatewayHandler = gatewayApp(
+      authUrls,
+      () => officeUrl,
+      officeTokens,
+      exchange,
+      signalsOf('gateway'),
+    )
+    officeHandler = officeApp({
+      authUrls,
+      officeUrl,
+      gatewayUrl,
+      signInProvider,
+      signals: signalsOf('office'),
+    })
   } catch (error) {
     await close()
     throw error
   }
   return {
     issuer,
-    transmitter: transmitter as TestTransmitter,
+    streams,
+    signalEvents,
     signInProvider,
     gatewayUrl,
     officeUrl,

@@ -1,6 +1,12 @@
 /**
  * The scripted walkthrough: every answer the platform gives, each with the request that earns it.
  * `runWalkthrough()` is also the demo's smoke test.
+ *
+ * Its last cases are the sign-in provider's Shared Signals (`signals.ts`): Bob signs out at the
+ * provider's page, then an administrator disables Alice's account, and the gateway (signals
+ * pushed) and the office (signals polled) each refuse that user's tokens within a second. The
+ * walkthrough measures each: from the sign-out (the press of "Sign out" on the provider's page)
+ * or the administrator's call, to the first refused answer, asking every 20 ms.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import { pathToFileURL } from 'node:url'
@@ -23,6 +29,28 @@ export interface Step {
   readonly expected: number
   readonly status: number
   readonly detail: string
+  /**
+   * For a refusal the walkthrough waited for: milliseconds from the action (the sign-out, the
+   * administrator's call) to the refused answer; absent when none came within a second.
+   */
+  readonly afterMs?: number
+}
+
+/** How long a refusal may take after the sign-out or the administrator's call. */
+export const REFUSAL_WITHIN_MS = 1000
+/** How often the walkthrough asks again while it waits for a refusal. */
+const PROBE_EVERY_MS = 20
+
+/** A response, or one the walkthrough timed (see {@link Step.afterMs}). */
+type Answer = Response | Timed
+
+/** An answer the walkthrough waited for, and when it came after `action`. */
+interface Timed {
+  readonly response: Response
+  /** Milliseconds from the start of `action`; `undefined` when it was not refused in time. */
+  readonly afterMs: number | undefined
+  /** What started the clock, in words ("the sign-out"). */
+  readonly action: string
 }
 
 async function call(url: string, token?: string, init: RequestInit = {}): Promise<Response> {
@@ -64,13 +92,13 @@ class CookieJar {
 
 /**
  * What a person does in a browser: signs `user` in at the sign-in provider (for the office web
- * front), then opens its end-session page and presses "Sign out".
+ * front), then opens its end-session page. Resolves to pressing "Sign out" there.
  */
-async function signInAndOutAtProvider(
+async function signInAndOpenSignOut(
   provider: DevProvider,
   officeUrl: string,
   user: string,
-): Promise<void> {
+): Promise<() => Promise<void>> {
   const jar = new CookieJar()
   const verifier = randomBytes(32).toString('base64url')
   const authorization = new URL(provider.authorizationEndpoint)
@@ -98,24 +126,41 @@ async function signInAndOutAtProvider(
   const html = await page.text()
   const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1] ?? ''
   const action = /action="([^"]+)"/.exec(html)?.[1] ?? ''
-  const confirmed = await fetch(new URL(action, provider.endSessionEndpoint), {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: jar.header, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ xsrf, logout: 'yes' }),
-  })
-  await confirmed.body?.cancel()
+  return async () => {
+    const confirmed = await fetch(new URL(action, provider.endSessionEndpoint), {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: jar.header, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ xsrf, logout: 'yes' }),
+    })
+    await confirmed.body?.cancel()
+  }
 }
 
-/** Calls `url` with `token` until it is refused, for at most `withinMs`; the last answer. */
-async function refusedWithin(url: string, token: string, withinMs: number): Promise<Response> {
-  const started = Date.now()
-  for (;;) {
-    const response = await call(url, token)
-    if (response.status === 401 || Date.now() - started >= withinMs) return response
-    await response.body?.cancel()
-    await new Promise((resolve) => setTimeout(resolve, 20))
+/**
+ * Does `action` (named `name`) and, from the moment it starts, calls each of `targets` (a URL and
+ * a token) every {@link PROBE_EVERY_MS} until it is refused (401), for at most
+ * {@link REFUSAL_WITHIN_MS}: each target's last answer, and when it was refused, counted from the
+ * start of `action` (an upper bound: the refusal came at most one probe earlier).
+ */
+async function timeRefusals(
+  name: string,
+  action: () => Promise<void>,
+  targets: readonly (readonly [url: string, token: string])[],
+): Promise<Timed[]> {
+  const started = performance.now()
+  const probe = async ([url, token]: readonly [string, string]): Promise<Timed> => {
+    for (;;) {
+      const response = await call(url, token)
+      const afterMs = Math.round(performance.now() - started)
+      if (response.status === 401) return { response, afterMs, action: name }
+      if (afterMs >= REFUSAL_WITHIN_MS) return { response, afterMs: undefined, action: name }
+      await response.body?.cancel()
+      await new Promise((resolve) => setTimeout(resolve, PROBE_EVERY_MS))
+    }
   }
+  const [, ...answers] = await Promise.all([action(), ...targets.map(probe)])
+  return answers
 }
 
 /** Runs every step against a running demo and returns what each answered. */
@@ -174,7 +219,7 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
       () => tokenEvents(seenEvents)(),
     ] as const
 
-  const steps: Array<readonly [string, number, () => Promise<Response>, (() => string)?]> = [
+  const steps: Array<readonly [string, number, () => Promise<Answer>, (() => string)?]> = [
     ['gateway, user token for the gateway (tenant acme)', 200, () => call(billing, gatewayToken)],
     ['gateway, service token from Client Credentials', 200, () => call(billing, serviceToken)],
     ['gateway, no Authorization header', 401, () => call(billing)],
@@ -269,34 +314,106 @@ export async function runWalkthrough(demo: Demo): Promise<Step[]> {
       () => call(myNamespaces, globex),
     ],
   )
-  // Shared Signals: Bob signs out at the provider's page; the provider's transmitter pushes CAEP
-  // session-revoked to the gateway, which refuses Bob's tokens from then on (Alice's still pass).
-  const bobGateway = await signInProvider.accessTokenFor('bob', {
-    clientId: OFFICE_WEB_CLIENT.clientId,
-    resource: 'urn:platform:gateway',
-    scope: 'billing:read',
-  })
+  // Shared Signals (signals.ts): the provider keeps a stream per product. Bob signs out at the
+  // provider's page: CAEP session-revoked, pushed to the gateway and polled by the office, each
+  // refusing Bob's tokens from then on (Alice's still pass). Then an administrator disables
+  // Alice's account: RISC account-disabled, and her tokens are refused at both, the office token
+  // of her token exchange (actor gateway) included.
+  const tokenOf = (user: string, product: 'gateway' | 'office') =>
+    signInProvider.accessTokenFor(user, {
+      clientId: OFFICE_WEB_CLIENT.clientId,
+      resource: `urn:platform:${product}`,
+      scope: product === 'gateway' ? 'billing:read' : 'office:records:read',
+    })
+  const bobGateway = await tokenOf('bob', 'gateway')
+  const bobOffice = await tokenOf('bob', 'office')
+  const aliceOffice = await tokenOf('alice', 'office')
+  const pressSignOut = await signInAndOpenSignOut(signInProvider, officeUrl, 'bob')
+  const once = <T>(run: () => Promise<T>) => {
+    let started: Promise<T> | undefined
+    return () => {
+      started ??= run()
+      return started
+    }
+  }
+  const bobSignsOut = once(() =>
+    timeRefusals('the sign-out', pressSignOut, [
+      [billing, bobGateway],
+      [namespaces, bobOffice],
+    ]),
+  )
+  const aliceDisabled = once(() =>
+    timeRefusals('the administrator’s call', () => signInProvider.disableAccount('alice'), [
+      [billing, aliceGateway],
+      [namespaces, aliceOffice],
+    ]),
+  )
+  const timed = (answers: () => Promise<Timed[]>, index: number) => async () =>
+    (await answers())[index] as Timed
+  // What the product's receiver reported: the event applied, and how it was delivered.
+  const applied = (product: 'gateway' | 'office', event: string) => () => {
+    const seen = demo.signalEvents[product].findLast(
+      (signal) => signal.type === 'signal_applied' && signal.event.endsWith(`/${event}`),
+    )
+    return seen?.type === 'signal_applied'
+      ? `${product} receiver: ${event} applied, delivered by ${seen.delivery}`
+      : `${product} receiver: no ${event} applied`
+  }
   steps.push(
-    ['gateway, Bob’s token, before he signs out', 200, () => call(billing, bobGateway)],
+    ['gateway, Bob’s gateway token, before he signs out', 200, () => call(billing, bobGateway)],
+    ['office, Bob’s office token, before he signs out', 200, () => call(namespaces, bobOffice)],
     [
-      'gateway, Bob signed out at the provider’s page: his token refused within a second',
+      'gateway, Bob signed out at the provider’s page: his token refused within a second (CAEP session-revoked, pushed)',
       401,
-      async () => {
-        await signInAndOutAtProvider(signInProvider, officeUrl, 'bob')
-        return refusedWithin(billing, bobGateway, 1000)
-      },
+      timed(bobSignsOut, 0),
+      applied('gateway', 'session-revoked'),
+    ],
+    [
+      'office, Bob signed out at the provider’s page: his office token refused within a second (polled)',
+      401,
+      timed(bobSignsOut, 1),
+      applied('office', 'session-revoked'),
     ],
     ['gateway, Alice’s token, still admitted', 200, () => call(billing, aliceGateway)],
+    ['office, Alice’s office token, still admitted', 200, () => call(namespaces, aliceOffice)],
+    [
+      'gateway, an administrator disabled Alice’s account: her token refused within a second (RISC account-disabled, pushed)',
+      401,
+      timed(aliceDisabled, 0),
+      applied('gateway', 'account-disabled'),
+    ],
+    [
+      'office, an administrator disabled Alice’s account: her office token refused within a second (polled)',
+      401,
+      timed(aliceDisabled, 1),
+      applied('office', 'account-disabled'),
+    ],
+    [
+      'office, her exchanged office token (actor gateway), refused too',
+      401,
+      () => call(namespaces, exchanged),
+    ],
   )
   const results: Step[] = []
   for (const [title, expected, send, explain] of steps) {
-    const response = await send()
-    const detail = describeResponse(response, await response.text())
+    const answer = await send()
+    const response = answer instanceof Response ? answer : answer.response
+    const timing =
+      answer instanceof Response
+        ? undefined
+        : answer.afterMs === undefined
+          ? `not refused within ${REFUSAL_WITHIN_MS} ms of ${answer.action}`
+          : `refused ${answer.afterMs} ms after ${answer.action}`
+    const detail = [describeResponse(response, await response.text()), timing, explain?.()]
+      .filter(Boolean)
+      .join('\n      ')
+    const afterMs = answer instanceof Response ? undefined : answer.afterMs
     results.push({
       title,
       expected,
       status: response.status,
-      detail: explain === undefined ? detail : `${detail}\n      ${explain()}`,
+      detail,
+      ...(afterMs === undefined ? {} : { afterMs }),
     })
   }
   return results
@@ -329,6 +446,13 @@ async function main(): Promise<void> {
     for (const step of steps) {
       const mark = step.status === step.expected ? 'ok ' : 'BAD'
       console.log(`${mark} ${step.status}  ${step.title}\n      ${step.detail}`)
+    }
+    console.log(
+      `\nFrom the sign-out or the administrator's call to the refusal (asked every ${PROBE_EVERY_MS} ms):`,
+    )
+    for (const step of steps.filter((step) => step.title.includes('refused within a second'))) {
+      const took = step.afterMs === undefined ? 'over 1 s' : `${step.afterMs} ms`
+      console.log(`  ${took.padStart(8)}  ${step.title.slice(0, step.title.indexOf(':'))}`)
     }
     const failed = steps.filter((step) => step.status !== step.expected)
     console.log(`\n${steps.length - failed.length} passed, ${failed.length} failed`)

@@ -77,8 +77,21 @@ export type LogoutRefusalReason =
   | 'nonce'
   | 'replayed'
 
-/** Who made a revocation: `gate.revoke()`/`unrevoke()`, a back-channel logout, or a Keycloak push. */
-export type RevocationSource = 'api' | 'backchannel_logout' | 'keycloak_push'
+/**
+ * Who made a revocation: `gate.revoke()`/`unrevoke()`, a back-channel logout, a Keycloak push, or a
+ * Shared Signals receiver applying a SET (`createSignalReceiver()`; the event's `signal` says which).
+ */
+export type RevocationSource = 'api' | 'backchannel_logout' | 'keycloak_push' | 'shared_signals'
+
+/** The Security Event Token a revocation applied (`source: 'shared_signals'`). */
+export interface RevocationSignal {
+  /** The event type (a URI: CAEP `session-revoked`, RISC `account-disabled`, …). */
+  readonly event: string
+  /** The transmitter (the SET's `iss`). */
+  readonly issuer: string
+  /** The SET's `jti`, as on the receiver's `signal_applied` event. */
+  readonly jti: string
+}
 
 /** Where a revocation went: this process only, Redis (and so every instance), or a queue until Redis is back. */
 export type RevocationStorage = 'memory' | 'redis' | 'queued'
@@ -93,6 +106,8 @@ export type RevocationEvent =
       /** Tokens issued (`iat`) before this second are refused; 0 for `unrevoked`. */
       readonly notBefore: number
       readonly source: RevocationSource
+      /** With `source: 'shared_signals'`: the SET applied. */
+      readonly signal?: RevocationSignal
       readonly stored: RevocationStorage
     }
   | {
@@ -234,24 +249,42 @@ export type GateEvent =
       readonly perSeconds: number
     }
   | {
-      /** A Token Status List was fetched and verified; `size` is how many statuses it holds. */
+      /**
+       * A Token Status List was fetched and verified; `size` is how many statuses it holds.
+       * `from`: the issuer, or the fleet's Redis (`statusList.store`), where another instance
+       * stored it (verified here all the same).
+       */
       readonly type: 'status_list_fetched'
       readonly issuer: string
       /** The list's URL, scheme, host and path; a query shows as `?…`. */
       readonly url: string
       readonly size: number
+      readonly from: 'issuer' | 'store'
     }
   | {
       /**
        * A Token Status List could not be had (fetch) or was refused (its signature, `typ`, `sub`,
        * times or encoding): the last good list stays in force within `staleIfErrorSeconds`,
-       * else tokens naming it are answered 503. Retried with backoff, up to 30 s.
+       * else tokens naming it are answered 503. Retried with backoff, up to 30 s. With
+       * `from: 'store'`, the list Redis held failed a check (a forged or damaged entry): it was
+       * ignored and the list fetched from the issuer, so this alone answers nobody 503.
        */
       readonly type: 'status_list_failed'
       readonly issuer: string
       readonly url: string
       readonly problem: StatusListProblem
       readonly error: unknown
+      readonly from: 'issuer' | 'store'
+    }
+  | {
+      /**
+       * The Redis of `statusList.store` failed or answered late: lists are fetched from their
+       * issuers directly, and Redis is left alone for 5 s. `error` carries the name and message
+       * only (ioredis attaches the command's arguments, which hold a list).
+       */
+      readonly type: 'status_list_store_error'
+      readonly url: string
+      readonly error: Error
     }
   | {
       readonly type: 'rate_limited'

@@ -3,7 +3,9 @@
  * naming an index of one list of a million 1-bit statuses, next to the same gate with it off and
  * the same tokens (thread CPU time, rounds interleaved, the median price over rounds, as
  * capabilities.bench.ts measures); then what the list costs in memory and in fetches: one fetch
- * however many requests, and the heap a million statuses take.
+ * however many requests, and the heap a million statuses take. With a Redis on 127.0.0.1:6379,
+ * also the same gate with `statusList.store: { redis }` (the fleet's shared lists), whose price on
+ * a hit should be nothing: a held list never calls Redis.
  *
  *   npm --prefix benchmarks run status-list     (after `npm run build` at the root)
  *   BENCH_QUICK=1 npm --prefix benchmarks run status-list
@@ -13,6 +15,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { distDir, quick } from '../config.ts'
 import { bearer } from '../fixtures.ts'
+import { connectRedis } from '../redis.ts'
 import { type Gate, loadCore } from '../tollgate.ts'
 
 interface Testing {
@@ -51,7 +54,20 @@ const base = {
 const heapBefore = process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers
 const off = core.createGate(base)
 const on = core.createGate({ ...base, statusList: { maxCacheSeconds: 3600 } })
-for (const gate of [off, on]) {
+const redis = await connectRedis()
+const shared =
+  'client' in redis
+    ? core.createGate({
+        ...base,
+        statusList: {
+          maxCacheSeconds: 3600,
+          store: { redis: redis.client },
+          keyPrefix: `tollgate-bench:status:${process.pid}`,
+        },
+      })
+    : undefined
+for (const gate of [off, on, shared]) {
+  if (gate === undefined) continue
   await gate.ready()
   for (const request of requests) await gate.check(request)
 }
@@ -79,19 +95,28 @@ async function time(gate: Gate): Promise<number> {
 }
 const median = (values: number[]) => values.sort((a, b) => a - b)[values.length >> 1] as number
 
-await time(off)
-await time(on)
+const gates = shared === undefined ? [off, on] : [off, on, shared]
+for (const gate of gates) await time(gate)
 const offTimes: number[] = []
 const onTimes: number[] = []
+const sharedTimes: number[] = []
 const prices: number[] = []
+const storePrices: number[] = []
 for (let round = 0; round < ROUNDS; round++) {
-  const [first, second] = round % 2 === 0 ? [off, on] : [on, off]
-  const a = await time(first)
-  const b = await time(second)
-  const [offNs, onNs] = first === off ? [a, b] : [b, a]
+  // Each round in another order, so that drift hits every gate alike.
+  const order = gates.map((_, i) => gates[(i + round) % gates.length] as Gate)
+  if (round % 2 === 1) order.reverse()
+  const times = new Map<Gate, number>()
+  for (const gate of order) times.set(gate, await time(gate))
+  const [offNs, onNs] = [times.get(off) as number, times.get(on) as number]
   offTimes.push(offNs)
   onTimes.push(onNs)
   prices.push(onNs - offNs)
+  if (shared !== undefined) {
+    const sharedNs = times.get(shared) as number
+    sharedTimes.push(sharedNs)
+    storePrices.push(sharedNs - onNs)
+  }
 }
 const us = (ns: number) => `${(ns / 1000).toFixed(2)} µs`
 console.log(
@@ -99,11 +124,22 @@ console.log(
 )
 console.log(`  statusList off   ${us(median(offTimes))}`)
 console.log(`  statusList on    ${us(median(onTimes))}   price ${us(median(prices))}`)
-console.log(`  list fetches: ${list.fetchCount} for ${POOL} tokens and every request since`)
+if (shared === undefined) {
+  console.log(`  store: { redis } not measured: ${'error' in redis ? redis.error : ''}`)
+} else {
+  console.log(
+    `  with store redis ${us(median(sharedTimes))}   price over statusList on ${us(median(storePrices))}`,
+  )
+}
 console.log(
-  `  heap and buffers after both gates held their tokens and the list: +${((heapAfter - heapBefore) / 1024).toFixed(0)} KiB (the list itself is ${(SIZE / 8 / 1024).toFixed(0)} KiB)`,
+  `  list fetches: ${list.fetchCount} (one per gate with statusList) for ${POOL} tokens and every request since`,
+)
+console.log(
+  `  heap and buffers after the gates held their tokens and the list: +${((heapAfter - heapBefore) / 1024).toFixed(0)} KiB (the list itself is ${(SIZE / 8 / 1024).toFixed(0)} KiB)`,
 )
 await off.close?.()
 await on.close?.()
+await shared?.close?.()
+if ('client' in redis) redis.client.disconnect()
 await issuer.close()
 process.exit(0)

@@ -8,6 +8,7 @@
  * @module
  */
 import { createHash } from 'node:crypto'
+import { withinDeadline } from '../deadline.js'
 
 import type { RedisClientLike } from '../limits/rate-limit.js'
 
@@ -88,25 +89,6 @@ function parse(raw: unknown): SharedRead | undefined {
   return undefined
 }
 
-/**
- * `operation`, or a rejection after `timeoutMs`: a Redis that stalls (SIGSTOP, a full network
- * buffer) never answers, and ioredis would wait with it. Shared with the sign-in session store.
- */
-export function withDeadline<T>(
-  operation: Promise<T>,
-  timeoutMs: number,
-  message: string,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    // Timers run before the poll phase that reads sockets: after a busy event loop the answer
-    // may be waiting unread. Yield once, as the limiter does, before giving up on it.
-    timer = setTimeout(() => setImmediate(() => reject(new Error(message))), timeoutMs)
-    timer.unref()
-  })
-  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))
-}
-
 /** Defines the cache's Lua commands on `redis` and returns its operations. */
 export function createSharedCache(
   redis: RedisClientLike,
@@ -117,7 +99,7 @@ export function createSharedCache(
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as TokenCommands
   const bounded = <T>(operation: Promise<T>): Promise<T> =>
-    withDeadline(operation, timeoutMs, 'shared cache timed out')
+    withinDeadline(operation, timeoutMs, () => new Error('shared cache timed out'))
   return {
     keyOf: (material) =>
       `${keyPrefix}:{${createHash('sha256').update(material).digest('base64url').slice(0, 32)}}`,

@@ -7,6 +7,7 @@
  * @module
  */
 import { hash } from 'node:crypto'
+import { withinDeadline } from '../deadline.js'
 import { InvalidDpopProofError, ServiceUnavailableError } from '../errors.js'
 import { checkedClaim, type SharedStore } from '../shared-store.js'
 import type { DpopRedisClientLike } from './options.js'
@@ -120,18 +121,15 @@ export function capClaimsPerKey(
  * What the store answered within `timeoutMs`, or the 503 when it rejected, threw or did not
  * answer in time.
  */
-async function withinDeadline(call: () => Promise<unknown>, timeoutMs: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('replay store timeout')), timeoutMs)
-    timer.unref()
-  })
+async function answerWithin(call: () => Promise<unknown>, timeoutMs: number): Promise<unknown> {
   try {
-    return await Promise.race([Promise.resolve().then(call), deadline])
+    return await withinDeadline(
+      Promise.resolve().then(call),
+      timeoutMs,
+      () => new Error('replay store timeout'),
+    )
   } catch (error) {
     throw unavailable(error)
-  } finally {
-    clearTimeout(timer)
   }
 }
 
@@ -143,7 +141,7 @@ export function createRedisReplayCache(
   const prefix = `${options.keyPrefix}:`
   return {
     async claim(jkt, jti, ttlMs) {
-      const answer = await withinDeadline(
+      const answer = await answerWithin(
         () => redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
         options.storeTimeoutMs,
       )
@@ -164,7 +162,7 @@ export function createSharedReplayCache(
   const prefix = `${options.keyPrefix}:`
   return {
     async claim(jkt, jti, ttlMs) {
-      const answer = await withinDeadline(
+      const answer = await answerWithin(
         () => shared.claimOnce(`${prefix}${entryKey(jkt, jti)}`, Math.ceil(ttlMs)),
         options.storeTimeoutMs,
       )

@@ -30,6 +30,7 @@ import { type GateOptions, normalizeOptions } from './options.js'
 import { createReadiness, type ReadyReport } from './readiness.js'
 import { createRefusal } from './refusal.js'
 import { createGateRevocation, type RevocationHandles } from './revocation-handles.js'
+import { createSignalHandles, registerSignalHandles, VerdictDrops } from './signal-handles.js'
 import { createTokenFor } from './token-for.js'
 
 export { type Decide, Refused } from './admission.js'
@@ -209,7 +210,10 @@ export function openGate(
       limits === undefined ? undefined : (id, plan) => planNameOf(limits, id, plan),
     )
   const limiter = limits && createTenantLimiter(limits, { emit })
-  const revocation = createGateRevocation(normalized, issuers, emit)
+  // A Shared Signals claims change drops a subject's cached verdicts, here and, through the
+  // revocation store's channel, on the other instances.
+  const drops = new VerdictDrops(caches, introspection)
+  const revocation = createGateRevocation(normalized, issuers, emit, drops.later)
   const revoked = revocation.step
   const refusal = createRefusal(challenge, emit)
   // Token Status Lists are verified with the keys of the issuer of the token that names them.
@@ -244,7 +248,7 @@ export function openGate(
       normalized.errorHandling === 'framework' ||
       adapter?.refusalsReachApplication === true,
   })
-  const { ready, refresh } = createReadiness(issuers, revoked, introspection?.status)
+  const { ready, refresh, attachStream } = createReadiness(issuers, revoked, introspection?.status)
 
   const gate: Gate = Object.freeze({
     check,
@@ -265,5 +269,9 @@ export function openGate(
     resourceMetadataUrl: metadata?.url,
   })
   if (emit !== undefined) listeners.set(gate, emit)
+  registerSignalHandles(
+    gate,
+    createSignalHandles({ revoked, handles: revocation.handles, drops, issuers, attachStream }),
+  )
   return { gate, decide }
 }

@@ -17,6 +17,7 @@ import {
   type RevocationReceipt,
   type RevocationTarget,
   type RevokeOptions,
+  type VerdictSubject,
 } from '../revocation/revocation.js'
 import type { IssuerKeys } from '../token/jwks.js'
 import type { NormalizedOptions } from './options.js'
@@ -72,11 +73,15 @@ export interface GateRevocation {
 const notConfigured = (what: string) => () =>
   Promise.reject(new TypeError(`gate: ${what} needs the "revocation" option`))
 
-/** Builds a gate's revocation from its validated options and the issuers' key sets. */
+/**
+ * Builds a gate's revocation from its validated options and the issuers' key sets. `onDrop`: told
+ * of another instance's drop of cached verdicts (a Shared Signals claims change), through Redis.
+ */
 export function createGateRevocation(
   normalized: NormalizedOptions,
   issuers: ReadonlyMap<string, { readonly keys: IssuerKeys }>,
   emit: Emit,
+  onDrop?: (subject: VerdictSubject) => void,
 ): GateRevocation {
   const options = normalized.revocation
   if (options === undefined) {
@@ -97,6 +102,7 @@ export function createGateRevocation(
     issuers: [...issuers.keys()],
     clockToleranceSeconds,
     emit,
+    ...(onDrop === undefined ? {} : { onDrop }),
   })
   const callbacks =
     options.callbacks === undefined

@@ -106,6 +106,17 @@ export class IntrospectionCache<T extends {}> {
     this.verdicts.delete(key)
   }
 
+  /**
+   * Forgets every verdict `matches` selects, stale ones included (a subject whose claims changed
+   * at the provider: its tokens are asked about again). A walk of the cache, made when a signal
+   * asks for it, never on a request. Refusals stay: they hold no subject, and live seconds.
+   */
+  forgetWhere(matches: (value: T) => boolean): void {
+    for (const [key, held] of this.verdicts.entries()) {
+      if (matches(held.value)) this.verdicts.delete(key)
+    }
+  }
+
   /** Remembers a refusal for the cache's short refusal lifetime. */
   refuse(key: string, error: InvalidTokenError, nowMs: number): void {
     this.refusals?.set(key, {

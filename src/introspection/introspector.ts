@@ -87,6 +87,8 @@ export class Introspector {
   private readonly stopped = new AbortController()
   /** Set by a failed call or discovery, cleared by an answer: what `ready()` reports. */
   private failing = false
+  /** Counts drops (`forgetWhere`): a call that began before the last one keeps no verdict. */
+  private generation = 0
   /** Whether `status()` has asked the endpoint once. */
   private probed = false
   /** The rules of answers without `aud` from `audiencelessClients`, made on first use. */
@@ -156,10 +158,25 @@ export class Introspector {
   /** Holds `call` as the one call in flight for `key` until it settles. */
   private ask(key: string, call: Promise<Verdict>): Promise<Verdict> {
     this.inFlight.set(key, call)
-    // Settled either way, the slot is freed: the next request reads the cache, or asks again.
-    const free = () => this.inFlight.delete(key)
+    // Settled either way, the slot is freed: the next request reads the cache, or asks again. A
+    // drop (`forgetWhere`) may have freed it already for a newer call: that one stays.
+    const free = () => {
+      if (this.inFlight.get(key) === call) this.inFlight.delete(key)
+    }
     call.then(free, free)
     return call
+  }
+
+  /**
+   * Forgets the verdicts `matches` selects (a subject whose claims changed at the provider): the
+   * next request with one of those tokens is asked about again. The calls in flight now may carry
+   * an answer given before the change: they keep no verdict, and requests that come after them
+   * ask anew instead of sharing them.
+   */
+  forgetWhere(matches: (verdict: Verdict) => boolean): void {
+    this.cache.forgetWhere(matches)
+    this.generation += 1
+    this.inFlight.clear()
   }
 
   /** Reports a spent budget, once per budget period. */
@@ -174,6 +191,7 @@ export class Introspector {
   }
 
   private async call(token: string, key: string): Promise<Verdict> {
+    const generation = this.generation
     let response: IntrospectionResponse
     try {
       const endpoint = await this.protocol()
@@ -189,7 +207,7 @@ export class Introspector {
       })
     }
     try {
-      return this.conclude(token, key, response)
+      return this.conclude(token, key, response, generation)
     } catch (error) {
       if (error instanceof InvalidTokenError) {
         // A held verdict of this token (stale) no longer answers: the provider has spoken.
@@ -201,7 +219,12 @@ export class Introspector {
   }
 
   /** The provider's answer through the gate's checks; caches the verdict. */
-  private conclude(token: string, key: string, response: IntrospectionResponse): Verdict {
+  private conclude(
+    token: string,
+    key: string,
+    response: IntrospectionResponse,
+    generation: number,
+  ): Verdict {
     // processIntrospectionResponse has made sure `active` is a boolean.
     if (response.active !== true) throw invalid('inactive')
     const { issuer } = this
@@ -249,7 +272,8 @@ export class Introspector {
       this.context.tokenFor(token, frozen, issuer),
     )
     const verdict: Verdict = { verified, admission, answer: undefined, withTenant: undefined }
-    this.cache.keep(key, verdict, validity, now)
+    // Asked before a drop: the answer may predate the change the drop was for.
+    if (generation === this.generation) this.cache.keep(key, verdict, validity, now)
     return verdict
   }
 

@@ -58,6 +58,11 @@ export interface IntrospectionStep {
   readonly verifier: Verifier
   /** What `gate.ready()` reports of each introspecting issuer. */
   status(): Promise<readonly IntrospectionStatus[]>
+  /**
+   * Forgets the verdicts `matches` selects in every introspecting issuer's cache (a subject whose
+   * claims changed at the provider): their tokens are asked about again.
+   */
+  forgetWhere(matches: (verdict: Verdict) => boolean): void
   /** `gate.close()`: ends calls under way and starts no new ones. */
   close(): void
 }
@@ -181,6 +186,9 @@ export function createIntrospectionStep(
     },
     async status() {
       return Promise.all(introspectors.map((introspector) => introspector.status()))
+    },
+    forgetWhere(matches) {
+      for (const introspector of introspectors) introspector.forgetWhere(matches)
     },
     close() {
       for (const introspector of introspectors) introspector.close()

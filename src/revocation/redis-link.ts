@@ -5,6 +5,7 @@
  * @module
  */
 import { createHash } from 'node:crypto'
+import { withinDeadline } from '../deadline.js'
 import type { Emit } from '../events.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './options.js'
 import { CLAIM } from './redis-scripts.js'
@@ -62,19 +63,13 @@ export class RedisLink {
   }
 
   withDeadline<T>(call: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new Error(
-          `revocation store did not answer within ${this.options.storeTimeoutMs} ms`,
-        )
-        error.name = 'TimeoutError'
-        reject(error)
-      }, this.options.storeTimeoutMs)
-      timer.unref()
+    return withinDeadline(call, this.options.storeTimeoutMs, () => {
+      const error = new Error(
+        `revocation store did not answer within ${this.options.storeTimeoutMs} ms`,
+      )
+      error.name = 'TimeoutError'
+      return error
     })
-    call.catch(() => {})
-    return Promise.race([call, deadline]).finally(() => clearTimeout(timer))
   }
 
   /** Records `key` for `ttlMs` unless recorded: `true` the first time, `undefined` when Redis failed. */

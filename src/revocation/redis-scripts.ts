@@ -153,6 +153,11 @@ export const INFO_PERSISTENCE = `return redis.call('INFO', 'persistence')`
 
 export const CLAIM = `return redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1])`
 
+// Publishes a message on the list's channel without changing the list (nothing stored, no
+// sequence number): a drop of cached verdicts. Through EVAL with the list's key, so that a
+// Cluster routes it as every other script. KEYS: entries. ARGV: channel, message.
+export const PUBLISH = `return redis.call('PUBLISH', ARGV[1], ARGV[2])`
+
 const KINDS = new Set<unknown>(['jti', 'sid', 'sub', 'clientId', 'all'])
 
 /** A change as published and logged: sequence, operation, identity, not-before, expiry, sent at, sender. */
@@ -200,6 +205,50 @@ export function parseMessage(text: string): Message | undefined {
       return undefined
     }
     return message as Message
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A subject whose cached verdicts every instance drops (a Shared Signals claims change): tokens
+ * of `issuer` (any issuer when `undefined`) whose `sub` or `sid` is `value`.
+ */
+export interface VerdictSubject {
+  readonly issuer: string | undefined
+  readonly kind: 'sub' | 'sid'
+  readonly value: string
+}
+
+/**
+ * Longest drop message read: an issuer URL and a subject value at their bounds (2048 and 1024
+ * characters), JSON-escaped, with room to spare. Anything longer on the channel is ignored unread.
+ */
+const MAX_DROP_MESSAGE = 16_384
+const MAX_DROP_ISSUER = 2048
+const MAX_DROP_VALUE = 1024
+
+/**
+ * The drop message, `{"drop":[issuer,kind,value],"o":origin}`: an object, so that the instances
+ * of versions before it, which read only the seven-member arrays of {@link parseMessage}, ignore it.
+ */
+export function dropMessage(subject: VerdictSubject, origin: string): string {
+  return JSON.stringify({ drop: [subject.issuer ?? '', subject.kind, subject.value], o: origin })
+}
+
+/** A drop message (bounded: see {@link MAX_DROP_MESSAGE}) and who sent it, or `undefined`. */
+export function parseDrop(
+  text: string,
+): { readonly subject: VerdictSubject; readonly origin: string } | undefined {
+  if (text.length > MAX_DROP_MESSAGE || !text.startsWith('{')) return undefined
+  try {
+    const { drop, o } = JSON.parse(text) as { drop?: unknown; o?: unknown }
+    if (!Array.isArray(drop) || drop.length !== 3 || typeof o !== 'string') return undefined
+    const [issuer, kind, value] = drop as unknown[]
+    if (typeof issuer !== 'string' || issuer.length > MAX_DROP_ISSUER) return undefined
+    if (kind !== 'sub' && kind !== 'sid') return undefined
+    if (typeof value !== 'string' || value === '' || value.length > MAX_DROP_VALUE) return undefined
+    return { subject: { issuer: issuer === '' ? undefined : issuer, kind, value }, origin: o }
   } catch {
     return undefined
   }

@@ -25,7 +25,13 @@ import { RedisLink } from './redis-link.js'
 import { type Lookups, startLookups } from './redis-lookup.js'
 import { resync, type SyncState } from './redis-resync.js'
 import { RETRY_MS, ResyncSchedule } from './redis-schedule.js'
-import { parseMessage } from './redis-scripts.js'
+import {
+  dropMessage,
+  PUBLISH,
+  parseDrop,
+  parseMessage,
+  type VerdictSubject,
+} from './redis-scripts.js'
 import { PendingWrites } from './redis-writes.js'
 
 /** What the subscriber connection is, as far as this module uses it (ioredis Redis or Cluster). */
@@ -52,6 +58,8 @@ export interface RevocationSyncContext {
    * reload writes back what Redis lacks.
    */
   readonly load: ((trigger: 'start' | 'store_lost') => Promise<void>) | undefined
+  /** Told of another instance's drop of cached verdicts (see {@link RedisSync.publishDrop}). */
+  readonly onDrop: ((subject: VerdictSubject) => void) | undefined
 }
 
 /** The shared side of the revocation list: its state in one place, the steps in small modules. */
@@ -131,6 +139,26 @@ export class RedisSync implements SyncState {
     return this.link.claimOnce(key, ttlMs)
   }
 
+  /**
+   * Tells the other instances to drop their cached verdicts of `subject`: one message on the
+   * list's channel, neither stored nor logged (a verdict lives a few minutes at most, and an
+   * instance that misses the message keeps it no longer than that). `false` when Redis did not
+   * take it.
+   */
+  async publishDrop(subject: VerdictSubject): Promise<boolean> {
+    try {
+      await this.link.run(
+        PUBLISH,
+        [this.link.keys.entries],
+        [this.link.keys.channel, dropMessage(subject, this.origin)],
+      )
+      return true
+    } catch (error) {
+      this.link.storeError(error)
+      return false
+    }
+  }
+
   close(): void {
     this.closedNow = true
     this.lookups.stop()
@@ -152,6 +180,11 @@ export class RedisSync implements SyncState {
 
   private onMessage(channel: unknown, text: unknown): void {
     if (channel !== this.link.keys.channel || typeof text !== 'string') return
+    if (text.startsWith('{')) {
+      const drop = parseDrop(text)
+      if (drop !== undefined && drop.origin !== this.origin) this.context.onDrop?.(drop.subject)
+      return
+    }
     const message = parseMessage(text)
     // A gap means a message was lost (pub/sub is at most once): the log has it.
     if (message !== undefined && applyChange(this, message, false)) this.schedule.later(0)

@@ -9,7 +9,7 @@
  * @module
  */
 import { InvalidTokenError, ServiceUnavailableError, type TollgateError } from '../errors.js'
-import type { Emit, RevocationSource, RevocationStorage } from '../events.js'
+import type { Emit, RevocationSignal, RevocationSource, RevocationStorage } from '../events.js'
 import type { Admission } from '../types.js'
 import { type EntryRules, entryOfTarget } from './entry.js'
 import { Holding } from './holding.js'
@@ -19,10 +19,12 @@ import { LocalClaims } from './local-claims.js'
 import type { NormalizedRevocationOptions } from './options.js'
 import { RedisSync } from './redis.js'
 import { yieldToLoop } from './redis-link.js'
+import type { VerdictSubject } from './redis-scripts.js'
 import { StoreHealth } from './store-health.js'
 import type { RevocationTarget, RevokeOptions } from './target.js'
 
 export type { RevocationKind } from './list.js'
+export type { VerdictSubject } from './redis-scripts.js'
 export type { RevocationTarget, RevokeOptions } from './target.js'
 
 /** What `gate.revoke()` and `gate.unrevoke()` resolve to. */
@@ -39,8 +41,23 @@ export interface RevocationReceipt {
 export interface Revocation {
   /** The refusal for this admission, if any: the hot path, memory only. */
   refusal(auth: Admission): TollgateError | undefined
-  revoke(target: RevokeOptions, source: RevocationSource): Promise<RevocationReceipt>
-  unrevoke(target: RevocationTarget, source: RevocationSource): Promise<RevocationReceipt>
+  /** `signal`: the SET a Shared Signals receiver applied (with `source: 'shared_signals'`). */
+  revoke(
+    target: RevokeOptions,
+    source: RevocationSource,
+    signal?: RevocationSignal,
+  ): Promise<RevocationReceipt>
+  unrevoke(
+    target: RevocationTarget,
+    source: RevocationSource,
+    signal?: RevocationSignal,
+  ): Promise<RevocationReceipt>
+  /**
+   * Tells the instances sharing the store to drop their cached verdicts of `subject` (this one
+   * drops its own itself): `'redis'` once published, `'memory'` without Redis (nobody to tell),
+   * `'failed'` when Redis did not take it. Never rejects.
+   */
+  publishDrop(subject: VerdictSubject): Promise<'redis' | 'memory' | 'failed'>
   /** `true` the first time `key` is seen within `ttlMs` (shared through Redis when it answers). */
   claimOnce(key: string, ttlMs: number): Promise<boolean>
   /**
@@ -96,6 +113,8 @@ export function createRevocation(
     readonly issuers: readonly string[]
     readonly clockToleranceSeconds: number
     readonly emit: Emit
+    /** Told of another instance's drop of cached verdicts (through Redis). */
+    readonly onDrop?: (subject: VerdictSubject) => void
   },
 ): Revocation {
   const { emit } = context
@@ -132,6 +151,7 @@ export function createRevocation(
             holding.setLive(live)
           },
           load: options.load === undefined ? undefined : (trigger) => loader.load(trigger),
+          onDrop: context.onDrop,
         })
   if (sync === undefined && options.load !== undefined) loader.startWithoutStore()
   // Until the first synchronization this instance knows nothing: the same bound applies.
@@ -152,6 +172,7 @@ export function createRevocation(
     method: 'revoke' | 'unrevoke',
     target: RevokeOptions,
     source: RevocationSource,
+    signal: RevocationSignal | undefined,
   ): Promise<RevocationReceipt> {
     const entry = entryOfTarget(target, method, rules, Date.now())
     const revoking = method === 'revoke'
@@ -176,6 +197,7 @@ export function createRevocation(
       value: entry.value,
       notBefore: revoking ? held.notBefore : 0,
       source,
+      ...(signal === undefined ? {} : { signal }),
       stored,
     })
     return { stored }
@@ -205,8 +227,12 @@ export function createRevocation(
         ? undefined
         : new InvalidTokenError({ reason: 'revoked', detail: { by } })
     },
-    revoke: (target, source) => change('revoke', target, source),
-    unrevoke: (target, source) => change('unrevoke', target, source),
+    revoke: (target, source, signal) => change('revoke', target, source, signal),
+    unrevoke: (target, source, signal) => change('unrevoke', target, source, signal),
+    async publishDrop(subject) {
+      if (sync === undefined) return 'memory'
+      return (await sync.publishDrop(subject)) ? 'redis' : 'failed'
+    },
     async claimOnce(key, ttlMs) {
       const shared = await sync?.claimOnce(key, ttlMs)
       // Redis also failing to answer must not let a replay through on this instance.

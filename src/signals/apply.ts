@@ -13,14 +13,19 @@
  *   other signals' not-before, if any. A `gate.revoke({ sub })` or back-channel logout by `sub`
  *   made by something other than this receiver while the account was disabled is lifted with
  *   it: the store cannot tell it apart (see docs/signals.md).
- * - `token-claims-change`, `assurance-level-change`: nothing is revoked. A JWT's claims are in
- *   the token, so a cached verdict of it is the verdict a fresh check would give; the gate keeps
- *   no verdict of a subject that the next request would judge differently (reported as
- *   `no_action`).
+ * - `token-claims-change`, `assurance-level-change`: nothing is revoked; the cached verdicts of
+ *   the tokens the subject names are dropped, on every instance sharing the revocation store, so
+ *   that the next request is judged afresh: an introspected token is asked about again (the
+ *   provider answers with the claims as they are now); a JWT is verified again, from the claims
+ *   it carries (changed claims reach the API with the user's next token).
+ *
+ * Revocations are reported with `source: 'shared_signals'` and the SET (`signal`).
  *
  * @module
  */
+import type { RevocationSignal } from '../events.js'
 import type { Gate } from '../gate/gate.js'
+import type { SignalHandles } from '../gate/signal-handles.js'
 import type { RevocationReceipt } from '../revocation/revocation.js'
 import type { SignalChange } from './events.js'
 import { type SignalStore, storeKey } from './store.js'
@@ -38,6 +43,10 @@ export class NotApplied extends Error {
 /** What applying needs. */
 export interface ApplyContext {
   readonly gate: Gate
+  /** The gate's side of the receiver; `undefined` for a gate-like object `createGate()` did not make. */
+  readonly handles: SignalHandles | undefined
+  /** The SET applied, for the revocation events. */
+  readonly signal: RevocationSignal
   readonly store: SignalStore
   readonly clockToleranceSeconds: number
   readonly recordTtlMs: number
@@ -52,8 +61,9 @@ interface Record_ {
 }
 
 function stored(receipt: RevocationReceipt): void {
-  // `queued`: this instance enforces it and Redis gets it later; other instances do not yet, so
-  // the transmitter must send it again (nothing acknowledged that the fleet does not enforce).
+  // `queued`: this instance enforces it and Redis gets it later (a drop: this instance dropped its
+  // verdicts, the others did not hear of it); other instances do not yet, so the transmitter must
+  // send it again (nothing acknowledged that the fleet does not enforce).
   if (receipt.stored === 'queued') throw new NotApplied()
 }
 
@@ -84,13 +94,25 @@ async function readRecord(context: ApplyContext, key: string): Promise<Record_> 
  * @throws NotApplied when the revocation store queued a change; a store error as thrown.
  */
 export async function applyEvent(
-  action: Exclude<SignalAction, 'stream' | 'claims'>,
+  action: Exclude<SignalAction, 'stream'>,
   targets: readonly SubjectTarget[],
   eventTime: number,
   context: ApplyContext,
 ): Promise<SignalChange[]> {
-  const { gate } = context
+  const { gate, handles, signal } = context
   const changes: SignalChange[] = []
+  if (action === 'claims') {
+    for (const { issuer, kind, value } of targets) {
+      if (handles === undefined) break
+      stored(await handles.forget({ issuer, kind, value }))
+      changes.push({ change: 'forgotten', issuer, by: kind, value, notBefore: 0 })
+    }
+    return changes
+  }
+  const revoke = (target: Parameters<Gate['revoke']>[0]) =>
+    handles === undefined ? gate.revoke(target) : handles.revoke(target, signal)
+  const unrevoke = (target: Parameters<Gate['unrevoke']>[0]) =>
+    handles === undefined ? gate.unrevoke(target) : handles.unrevoke(target, signal)
   const notBefore = notBeforeOf(eventTime, context)
   const sessions = targets.filter((target) => target.kind === 'sid')
   // session-revoked ends the sessions named; only without one does it reach the user's tokens.
@@ -108,16 +130,16 @@ export async function applyEvent(
       // Lift only a disable that happened before this enable (a late, reordered enable must not
       // lift a newer disable).
       if (record.disabled === undefined || record.disabled > notBefore) continue
-      stored(await gate.unrevoke(named))
+      stored(await unrevoke(named))
       changes.push({ change: 'unrevoked', issuer, by: kind, value, notBefore: 0 })
       if (record.other !== undefined) {
-        stored(await gate.revoke({ ...named, notBefore: record.other }))
+        stored(await revoke({ ...named, notBefore: record.other }))
         changes.push({ change: 'revoked', issuer, by: kind, value, notBefore: record.other })
       }
       await context.store.set(key, JSON.stringify({ other: record.other }), context.recordTtlMs)
       continue
     }
-    stored(await gate.revoke({ ...named, notBefore }))
+    stored(await revoke({ ...named, notBefore }))
     changes.push({ change: 'revoked', issuer, by: kind, value, notBefore })
     if (kind === 'sub') {
       const key = storeKey('user', issuer ?? '', value)

@@ -19,7 +19,8 @@ export type SignalDelivery = 'push' | 'poll'
  *   `subject` (no `sub_id` or a malformed one), `authentication` (the Authorization header);
  * - temporary, answered 503 (the transmitter retries): `keys_unavailable`, `store_unavailable`;
  * - acknowledged without effect: `duplicate` (this `jti` was applied already), `unknown_event`,
- *   `unmapped_subject` (no token claim is configured for the subject's format), `no_action`.
+ *   `unmapped_subject` (no token claim is configured for the subject's format), `no_action`
+ *   (kept for listeners of earlier versions: no event the receiver knows is without action now).
  */
 export type SignalRefusalReason =
   | 'request'
@@ -46,12 +47,15 @@ export type SignalRefusalReason =
 
 /** What a signal changed, on `signal_applied`. */
 export interface SignalChange {
-  /** `revoked`/`unrevoked`: through the gate's revocation; `forgotten`: cached verdicts dropped. */
+  /**
+   * `revoked`/`unrevoked`: through the gate's revocation; `forgotten`: the cached verdicts of the
+   * tokens it names were dropped (a claims change: they are verified, or introspected, afresh).
+   */
   readonly change: 'revoked' | 'unrevoked' | 'forgotten'
   readonly issuer: string | undefined
   readonly by: 'sub' | 'sid'
   readonly value: string
-  /** Tokens issued before it (seconds since the epoch) are refused; `0` for a lift. */
+  /** Tokens issued before it (seconds since the epoch) are refused; `0` for a lift or a drop. */
   readonly notBefore: number
 }
 
@@ -91,10 +95,21 @@ export type SignalEvent =
       readonly event: string | undefined
     }
   | {
-      /** The stream's status or verification changed (SSF 1.0 §8.1.4, §8.1.5, §8.1.2). */
+      /**
+       * What the receiver heard of its stream (SSF 1.0 §8.1.2, §8.1.4, §8.1.5), by `change`:
+       * `status`, a `stream-updated` event, or a status read (`streams.status()`) that differs
+       * from the last status known; `verified`, a verification event arrived;
+       * `verification_requested`, `streams.verify()` asked for one; `verification_missing`, none
+       * arrived within its wait (`gate.ready()` is then not ready until one does). The rest is
+       * the stream as known after the change (times in ms since the epoch).
+       */
       readonly type: 'signal_stream'
+      readonly change: 'status' | 'verified' | 'verification_requested' | 'verification_missing'
       readonly status: 'enabled' | 'paused' | 'disabled' | undefined
+      /** The transmitter's reason for the status, when it gave one (its text, at most 256 characters). */
+      readonly reason: string | undefined
       readonly verifiedAt: number | undefined
+      readonly lastEventAt: number | undefined
     }
   | {
       /** A poll or a store call failed; the poller backs off (`retryInMs`). */

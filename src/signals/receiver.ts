@@ -9,6 +9,7 @@
 import { timingSafeEqual } from 'node:crypto'
 
 import { createEmit } from '../events.js'
+import { signalHandlesOf } from '../gate/signal-handles.js'
 import { type CallbackRequest, readText } from '../revocation/callback-body.js'
 import type { CallbackResponse } from '../revocation/callbacks.js'
 import { applyEvent, NotApplied } from './apply.js'
@@ -22,20 +23,16 @@ import {
   StoreUnavailable,
   storeKey,
 } from './store.js'
+import { reasonOf, type SignalStreamState, StreamState, statusOf } from './stream-state.js'
 import { MalformedSubject, targetsOf } from './subject.js'
 import {
   ConfigurationUnavailable,
   Transmitter,
   type TransmitterConfiguration,
 } from './transmitter.js'
-import {
-  EVENT_ACTIONS,
-  type SetErrorCode,
-  STREAM_UPDATED_EVENT,
-  VERIFICATION_EVENT,
-} from './vocabulary.js'
+import { EVENT_ACTIONS, type SetErrorCode, VERIFICATION_EVENT } from './vocabulary.js'
 
-export type { CallbackRequest, CallbackResponse }
+export type { CallbackRequest, CallbackResponse, SignalStreamState }
 
 /** The outcome of one SET, as push answers it and poll acknowledges it. */
 export type SetOutcome =
@@ -45,17 +42,6 @@ export type SetOutcome =
   | { readonly kind: 'refused'; readonly err: SetErrorCode; readonly description: string }
   /** Not judged or not applied (keys or store unavailable): 503 / neither, so it comes again. */
   | { readonly kind: 'unavailable'; readonly retryAfterSeconds: number }
-
-/** How the stream stands, as the receiver last heard (SSF 1.0 §8.1.2, §8.1.4, §8.1.5). */
-export interface SignalStreamState {
-  readonly status: 'enabled' | 'paused' | 'disabled' | undefined
-  /** When the last verification event arrived (ms since the epoch). */
-  readonly verifiedAt: number | undefined
-  /** The `state` of the last verification event (SSF 1.0 §8.1.4), as the receiver asked it. */
-  readonly verificationState: string | undefined
-  /** When the last SET was applied or acknowledged (ms since the epoch). */
-  readonly lastEventAt: number | undefined
-}
 
 /** A Shared Signals receiver. */
 export interface SignalReceiver {
@@ -68,12 +54,23 @@ export interface SignalReceiver {
   push(request: CallbackRequest): Promise<CallbackResponse>
   /** Verifies and applies one SET (what push and poll do with each); never rejects for a bad SET. */
   receive(token: string, delivery: SignalDelivery): Promise<SetOutcome>
-  /** What the receiver last heard of its stream. */
+  /**
+   * What this process last heard of its stream. `gate.ready()` reports it too, as the fleet heard
+   * it when the store is Redis (`signals` in its report).
+   */
   stream(): SignalStreamState
   /** The transmitter's configuration document (SSF 1.0 §7.2), fetched once. */
   configuration(): Promise<TransmitterConfiguration>
-  /** Stops key fetches. Idempotent. */
+  /** Stops key fetches and takes the stream out of `gate.ready()`. Idempotent. */
   close(): void
+}
+
+/** Each receiver's view of its stream, for `createSignalStreams()` (status reads, verifications). */
+const streamStates = new WeakMap<SignalReceiver, StreamState>()
+
+/** The stream state of a receiver made by {@link createSignalReceiver}, else `undefined`. */
+export function streamStateOf(receiver: SignalReceiver): StreamState | undefined {
+  return streamStates.get(receiver)
 }
 
 const JSON_HEADERS = {
@@ -152,10 +149,15 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
     normalized.redis === undefined
       ? new MemorySignalStore()
       : new RedisSignalStore(normalized.redis, normalized.keyPrefix, normalized.timeoutMs)
-  let status: SignalStreamState['status']
-  let verifiedAt: number | undefined
-  let verificationState: string | undefined
-  let lastEventAt: number | undefined
+  // The gate's side (revocations reported as the signal's, drops of cached verdicts, readiness):
+  // absent only for a gate-like object that `createGate()` did not make.
+  const handles = signalHandlesOf(normalized.gate)
+  const streamState = new StreamState(
+    normalized.issuer,
+    normalized.redis === undefined ? undefined : store,
+    emit,
+  )
+  const detach = handles?.attachStream(() => streamState.readiness(Date.now()))
 
   function refused(
     delivery: SignalDelivery,
@@ -177,17 +179,17 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
     })
   }
 
-  function onStream(set: VerifiedSET): void {
+  /** A verification (SSF 1.0 §8.1.4) or stream-updated (§8.1.5) event. */
+  async function onStream(set: VerifiedSET, nowMs: number): Promise<void> {
     if (set.event === VERIFICATION_EVENT) {
-      verifiedAt = Date.now()
       const state = set.payload.state
-      verificationState = typeof state === 'string' ? state : undefined
+      await streamState.verifiedNow(typeof state === 'string' ? state : undefined, nowMs)
+      return
     }
-    if (set.event === STREAM_UPDATED_EVENT) {
-      const given = set.payload.status
-      if (given === 'enabled' || given === 'paused' || given === 'disabled') status = given
-    }
-    emit?.({ type: 'signal_stream', status, verifiedAt })
+    const status = statusOf(set.payload.status)
+    // A status this receiver does not know changes nothing it reports.
+    if (status === undefined) return
+    await streamState.statusIs(status, reasonOf(set.payload.reason), set.eventTime * 1000, 'event')
   }
 
   /** Applies a verified SET once; the claim is released when it could not be applied. */
@@ -225,11 +227,11 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
         jti: set.jti,
         event: set.event,
       })
-      lastEventAt = nowMs
+      await streamState.sawEvent(nowMs)
       if (action === 'stream') {
-        onStream(set)
-      } else if (action === undefined || action === 'claims') {
-        refused(delivery, action === undefined ? 'unknown_event' : 'no_action', undefined, set)
+        await onStream(set, nowMs)
+      } else if (action === undefined) {
+        refused(delivery, 'unknown_event', undefined, set)
         return { kind: 'acknowledged' }
       } else if (targets.length === 0) {
         refused(delivery, 'unmapped_subject', undefined, set)
@@ -240,6 +242,8 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
           ? []
           : await applyEvent(action, targets, set.eventTime, {
               gate: normalized.gate,
+              handles,
+              signal: { event: set.event, issuer: set.issuer, jti: set.jti },
               store,
               clockToleranceSeconds: normalized.clockToleranceSeconds,
               recordTtlMs: normalized.maxTokenLifetimeSeconds * 1000,
@@ -304,7 +308,7 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
     }
   }
 
-  return {
+  const receiver: SignalReceiver = {
     async push(request) {
       if (request.method !== undefined && request.method !== 'POST') {
         refused('push', 'request', 'invalid_request')
@@ -331,8 +335,13 @@ export function createSignalReceiver(options: SignalReceiverOptions): SignalRece
       return unavailable(outcome.retryAfterSeconds)
     },
     receive,
-    stream: () => ({ status, verifiedAt, verificationState, lastEventAt }),
+    stream: () => streamState.snapshot(),
     configuration: () => transmitter.config(),
-    close: () => transmitter.close(),
+    close() {
+      detach?.()
+      transmitter.close()
+    },
   }
+  streamStates.set(receiver, streamState)
+  return receiver
 }

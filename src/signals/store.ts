@@ -1,13 +1,15 @@
 /**
  * What the receiver remembers: the `jti`s it applied (so that a retry, or the same SET pushed to
- * another instance, is applied once: RFC 8417 §2.2 makes `jti` unique per issuer) and what
- * `account-disabled` set (so that `account-enabled` lifts that and nothing else). In this
- * process, or in Redis for the fleet. A Redis call that fails or answers late throws
+ * another instance, is applied once: RFC 8417 §2.2 makes `jti` unique per issuer), what
+ * `account-disabled` set (so that `account-enabled` lifts that and nothing else), and, in Redis,
+ * what the fleet heard of the stream (`stream-state.ts`). In this process, or in Redis for the
+ * fleet. A Redis call that fails or answers late throws
  * {@link StoreUnavailable}: the receiver then answers 503 and acknowledges nothing.
  *
  * @module
  */
 import { createHash } from 'node:crypto'
+import { withinDeadline } from '../deadline.js'
 
 import type { SignalRedisClient } from './options.js'
 
@@ -27,6 +29,23 @@ export interface SignalStore {
   release(key: string): Promise<void>
   get(key: string): Promise<string | undefined>
   set(key: string, value: string, ttlMs: number): Promise<void>
+  /**
+   * Sets `key` to `record` (as JSON) unless it holds a newer one (its `at`; of two as new, the
+   * last written wins): the latest of events that may arrive out of order, whichever instance
+   * hears which.
+   */
+  setNewer(key: string, record: { readonly at: number }, ttlMs: number): Promise<void>
+}
+
+/** The `at` of a record {@link SignalStore.setNewer} wrote, or `undefined` for anything else. */
+function atOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  try {
+    const at = (JSON.parse(text) as { at?: unknown } | null)?.at
+    return typeof at === 'number' && Number.isFinite(at) ? at : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** Entries kept in memory at most; past it, the oldest go first. */
@@ -82,12 +101,25 @@ export class MemorySignalStore implements SignalStore {
   async set(key: string, value: string, ttlMs: number): Promise<void> {
     this.put(key, value, ttlMs)
   }
+
+  async setNewer(key: string, record: { readonly at: number }, ttlMs: number): Promise<void> {
+    const held = atOf(this.live(key)?.value)
+    if (held === undefined || held <= record.at) this.put(key, JSON.stringify(record), ttlMs)
+  }
 }
 
 const CLAIM = "return redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX') and 1 or 0"
 const RELEASE = "return redis.call('DEL', KEYS[1])"
 const GET = "return redis.call('GET', KEYS[1])"
 const SET = "return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])"
+// ARGV: the record (JSON), its `at`, the TTL. What is held and cannot be read is replaced.
+const SET_NEWER = `local held = redis.call('GET', KEYS[1])
+if held then
+  local ok, old = pcall(cjson.decode, held)
+  if ok and type(old) == 'table' and tonumber(old.at) and tonumber(old.at) > tonumber(ARGV[2]) then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+return 1`
 
 /** Redis, shared by every instance (the client the gate's revocation uses). */
 export class RedisSignalStore implements SignalStore {
@@ -102,19 +134,14 @@ export class RedisSignalStore implements SignalStore {
   }
 
   private async run(script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), this.timeoutMs)
-    })
     try {
-      return await Promise.race([
-        this.client.eval(script, 1, `${this.prefix}:${key}`, ...args),
-        late,
-      ])
+      return await withinDeadline(
+        Promise.resolve().then(() => this.client.eval(script, 1, `${this.prefix}:${key}`, ...args)),
+        this.timeoutMs,
+        () => new Error('timeout'),
+      )
     } catch (error) {
       throw new StoreUnavailable(error)
-    } finally {
-      clearTimeout(timer)
     }
   }
 
@@ -133,5 +160,9 @@ export class RedisSignalStore implements SignalStore {
 
   async set(key: string, value: string, ttlMs: number): Promise<void> {
     await this.run(SET, key, value, Math.max(1, Math.ceil(ttlMs)))
+  }
+
+  async setNewer(key: string, record: { readonly at: number }, ttlMs: number): Promise<void> {
+    await this.run(SET_NEWER, key, JSON.stringify(record), record.at, Math.max(1, Math.ceil(ttlMs)))
   }
 }

@@ -2,13 +2,15 @@
  * Stream management (SSF 1.0 §8) from the receiver's side: create, read and update the stream
  * at the transmitter's `configuration_endpoint`, read its status at `status_endpoint`, and ask
  * for a verification event at `verification_endpoint`, then check that it arrives (through the
- * receiver, by push or poll, carrying the `state` sent).
+ * receiver, by push or poll, carrying the `state` sent). What a status read says and whether a
+ * verification arrived are kept by the receiver, which `gate.ready()` reports.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto'
 
-import type { SignalReceiver } from './receiver.js'
+import { type SignalReceiver, streamStateOf } from './receiver.js'
+import { reasonOf, statusOf } from './stream-state.js'
 import { EVENTS_ACTED_ON } from './vocabulary.js'
 
 /** SSF 1.0 §8.1.1: how the transmitter delivers. */
@@ -59,11 +61,15 @@ export interface SignalStreams {
     streamId: string,
     changes: Partial<Omit<StreamConfiguration, 'stream_id'>>,
   ): Promise<StreamConfiguration>
-  /** The stream's status (SSF 1.0 §8.1.2): `enabled`, `paused` or `disabled`. */
+  /**
+   * The stream's status (SSF 1.0 §8.1.2): `enabled`, `paused` or `disabled`. The receiver keeps
+   * it (`gate.ready()` reports it, and is not ready while the stream is `disabled`).
+   */
   status(streamId: string): Promise<{ readonly status: string; readonly reason?: string }>
   /**
    * Asks for a verification event (SSF 1.0 §8.1.4) and resolves once the receiver received it
-   * with the `state` sent, or rejects after `waitMs` (default 10000).
+   * with the `state` sent (at this instance or, with the Redis store, at another), or rejects
+   * after `waitMs` (default 10000): `gate.ready()` is then not ready until a verification arrives.
    */
   verify(streamId: string, options?: { readonly waitMs?: number }): Promise<void>
 }
@@ -92,6 +98,7 @@ export function createSignalStreams(options: SignalStreamsOptions): SignalStream
   const fetchFn =
     options.fetch ?? ((...args: Parameters<typeof fetch>) => globalThis.fetch(...args))
   const timeoutMs = options.timeoutMs ?? 5000
+  const streamState = streamStateOf(receiver)
 
   async function endpoint(
     name: 'configuration_endpoint' | 'status_endpoint' | 'verification_endpoint',
@@ -165,18 +172,38 @@ export function createSignalStreams(options: SignalStreamsOptions): SignalStream
       })) as StreamConfiguration
     },
     async status(streamId) {
-      return (await call('GET', withId(await endpoint('status_endpoint'), streamId))) as {
+      const answer = (await call('GET', withId(await endpoint('status_endpoint'), streamId))) as {
         status: string
         reason?: string
       }
+      const status = statusOf(answer?.status)
+      if (status !== undefined) {
+        await streamState
+          // In whole seconds, as events' times are: an event of the same second, arriving
+          // after the read, is the later news.
+          ?.statusIs(status, reasonOf(answer.reason), Math.floor(Date.now() / 1000) * 1000, 'read')
+          .catch((error: unknown) => {
+            throw new StreamManagementError('the status could not be recorded', undefined, error)
+          })
+      }
+      return answer
     },
     async verify(streamId, verifyOptions = {}) {
       const state = randomUUID()
-      await call('POST', await endpoint('verification_endpoint'), { stream_id: streamId, state })
       const waitMs = verifyOptions.waitMs ?? 10_000
+      // Recorded before asking: the event may arrive before the transmitter answers.
+      await streamState?.requestedNow(state, waitMs, Date.now()).catch((error: unknown) => {
+        throw new StreamManagementError('the request could not be recorded', undefined, error)
+      })
+      await call('POST', await endpoint('verification_endpoint'), { stream_id: streamId, state })
       const deadline = Date.now() + waitMs
-      while (receiver.stream().verificationState !== state) {
+      // This instance's view every 20 ms; the store's (another instance may have received it)
+      // every 100 ms.
+      for (let round = 1; ; round += 1) {
+        if (streamState === undefined && receiver.stream().verificationState === state) return
+        if (await streamState?.arrived(state, round % 5 === 0)) return
         if (Date.now() > deadline) {
+          streamState?.missing()
           throw new StreamManagementError('the verification event did not arrive')
         }
         await new Promise((resolve) => setTimeout(resolve, 20))

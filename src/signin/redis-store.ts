@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { withDeadline } from '../client/shared-cache.js'
+import { withinDeadline } from '../deadline.js'
 import type { RedisClientLike } from '../limits/rate-limit.js'
 import { redisKeyPrefix, validateFor } from '../validate.js'
 import type { SessionStore } from './store.js'
@@ -90,7 +90,7 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
     )
   }
   const bounded = <T>(operation: Promise<T>) =>
-    withDeadline(operation, timeoutMs, 'session store timed out')
+    withinDeadline(operation, timeoutMs, () => new Error('session store timed out'))
   const redis = options.redis
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as SessionCommands & {

@@ -5,28 +5,43 @@
  * a list they already hold. A list that cannot be had (fetch, verification) leaves the last good
  * one in force for at most `staleIfErrorSeconds` past its time; then a request waits for a fetch,
  * and is answered 503 when that fails. Bounded: at most `maxLists` lists, least recently used out.
+ * With `store: { redis }`, a fetch first looks for the list the fleet shares (`fleet.ts`); a
+ * request whose list is held never gets that far.
  *
  * @module
  */
+import { randomUUID } from 'node:crypto'
+
 import { LRUCache } from 'lru-cache'
 
 import type { Emit, GateEvent } from '../events.js'
 import { FetchFailure, fetchText, urlForOperators } from '../token/fetch-json.js'
 import type { IssuerKeys } from '../token/jwks.js'
 import type { StatusBitList } from './bits.js'
-import { ListRefusal, type ListTokenRules, verifyListToken } from './list-token.js'
-import type { NormalizedStatusListOptions } from './options.js'
+import { SharedLists } from './fleet.js'
+import {
+  ListRefusal,
+  type ListTokenRules,
+  type VerifiedList,
+  verifyListToken,
+} from './list-token.js'
+import { keepSeconds, type NormalizedStatusListOptions } from './options.js'
+import { createListStore } from './store.js'
 
 const ACCEPT = 'application/statuslist+jwt'
 /** After a failed fetch, the next is not tried before this (then doubling, up to the maximum). */
 const FIRST_BACKOFF_MS = 1_000
 const MAX_BACKOFF_MS = 30_000
+/** The fetch lock outlives a fetch's deadline by this much (ms): verifying and storing the list. */
+const LOCK_MARGIN_MS = 1_000
 
 /** One list: what it holds, until when, and its fetch. */
 class ListEntry {
   readonly uri: string
   readonly issuer: string
   list: StatusBitList | undefined
+  /** `iat` of the list held, in seconds. */
+  issuedAt: number | undefined
   /** Until when the list is used without fetching (ms); stale past it. */
   goodUntilMs = 0
   /** When a background fetch starts (ms), before `goodUntilMs`. */
@@ -60,6 +75,7 @@ export class StatusLists {
   private readonly options: NormalizedStatusListOptions
   private readonly context: StatusListsContext
   private readonly now: () => number
+  private readonly shared: SharedLists | undefined
 
   constructor(options: NormalizedStatusListOptions, context: StatusListsContext) {
     this.options = options
@@ -71,6 +87,22 @@ export class StatusLists {
       clockToleranceSeconds: context.clockToleranceSeconds,
       maxListBytes: options.maxListBytes,
     }
+    const lockMs = options.timeoutMs + LOCK_MARGIN_MS
+    this.shared =
+      options.redis &&
+      new SharedLists({
+        store: createListStore(options.redis, options.keyPrefix, randomUUID(), {
+          timeoutMs: options.storeTimeoutMs,
+          lockMs,
+          maxBytes: options.maxListTokenBytes,
+        }),
+        options,
+        rules: this.rules,
+        lockMs,
+        emit: context.emit,
+        now: this.now,
+        signal: context.signal,
+      })
   }
 
   /**
@@ -119,9 +151,19 @@ export class StatusLists {
 
   private async fetch(entry: ListEntry): Promise<void> {
     const { uri, issuer } = entry
+    const shared = this.shared
+    let locked = false
     try {
       const keys = this.context.keysOf(issuer)
       if (keys === undefined) throw new ListRefusal('keys')
+      if (shared !== undefined) {
+        const claim = await shared.claim(entry, keys)
+        if ('verified' in claim) {
+          this.hold(entry, claim.verified, claim.goodUntilMs, 'store')
+          return
+        }
+        locked = claim.locked
+      }
       let text: string
       try {
         text = await fetchText(uri, ACCEPT, {
@@ -137,29 +179,17 @@ export class StatusLists {
         )
       }
       const verified = await verifyListToken(text, uri, issuer, keys, this.rules, this.now())
-      const now = this.now()
-      const { minCacheSeconds, maxCacheSeconds } = this.options
-      const keepSeconds = Math.min(
-        maxCacheSeconds,
-        Math.max(minCacheSeconds, verified.ttl ?? maxCacheSeconds),
-      )
-      let goodUntil = now + keepSeconds * 1000
+      let goodUntil = this.now() + keepSeconds(this.options, verified.ttl) * 1000
       if (verified.expiresAt !== undefined) {
         goodUntil = Math.min(goodUntil, verified.expiresAt * 1000)
       }
-      entry.list = verified.list
-      entry.goodUntilMs = goodUntil
-      // Fetched again at four fifths of its time, so requests keep reading a list in force.
-      entry.refreshAtMs = now + (goodUntil - now) * 0.8
-      entry.backoffMs = 0
-      entry.nextAttemptMs = 0
-      this.context.emit?.({
-        type: 'status_list_fetched',
-        issuer,
-        url: urlForOperators(uri),
-        size: verified.list.size,
-      })
+      this.hold(entry, verified, goodUntil, 'issuer')
+      if (shared !== undefined) {
+        locked = false
+        shared.share(entry, text, verified, goodUntil)
+      }
     } catch (error) {
+      if (locked) shared?.release(entry)
       const problem = error instanceof ListRefusal ? error.problem : 'fetch'
       const now = this.now()
       entry.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(FIRST_BACKOFF_MS, entry.backoffMs * 2))
@@ -172,9 +202,34 @@ export class StatusLists {
         url: urlForOperators(uri),
         problem,
         error: error instanceof ListRefusal && error.cause !== undefined ? error.cause : error,
+        from: 'issuer',
       })
     } finally {
       entry.flight = undefined
     }
+  }
+
+  /** Puts a verified list in force until `goodUntil` (ms). */
+  private hold(
+    entry: ListEntry,
+    verified: VerifiedList,
+    goodUntil: number,
+    from: 'issuer' | 'store',
+  ): void {
+    const now = this.now()
+    entry.list = verified.list
+    entry.issuedAt = verified.issuedAt
+    entry.goodUntilMs = goodUntil
+    // Fetched again at four fifths of its time, so requests keep reading a list in force.
+    entry.refreshAtMs = now + (goodUntil - now) * 0.8
+    entry.backoffMs = 0
+    entry.nextAttemptMs = 0
+    this.context.emit?.({
+      type: 'status_list_fetched',
+      issuer: entry.issuer,
+      url: urlForOperators(entry.uri),
+      size: verified.list.size,
+      from,
+    })
   }
 }

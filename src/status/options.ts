@@ -5,7 +5,24 @@
  * @module
  */
 import { httpsUrlProblem } from '../token/issuers.js'
-import { boolean, fail, integer, optionalFunction, record } from '../validate.js'
+import {
+  boolean,
+  fail,
+  integer,
+  isRecord,
+  optionalFunction,
+  record,
+  redisKeyPrefix,
+} from '../validate.js'
+
+/**
+ * The one Redis command the shared lists send: `EVAL` of tollgate's scripts, every key of one
+ * call in one Cluster slot. An ioredis client (`new Redis(…)` or `new Cluster(…)`, the one given
+ * to the limiter or the revocation store) fits as it is.
+ */
+export interface StatusListRedisClient {
+  eval(script: string, numberOfKeys: number, ...args: (string | number)[]): Promise<unknown>
+}
 
 /**
  * Checks of the `status` claim (Token Status List, draft-ietf-oauth-status-list): a token whose
@@ -56,6 +73,25 @@ export interface StatusListOptions {
   readonly maxLists?: number
   /** The `fetch` lists are fetched with (default the global one). */
   readonly fetch?: typeof globalThis.fetch
+  /**
+   * Where lists are shared: `'memory'` (default), each instance fetches each list itself;
+   * `{ redis }`, the instances sharing the Redis fetch each list once per refresh: one fetches
+   * it under a short lock and stores the Status List Token as fetched, for as long as it keeps
+   * it; the others take it from Redis and verify it with the issuer's keys, as if they had
+   * fetched it. Redis is not the issuer: a list from it that fails a check is ignored (event
+   * `status_list_failed` with `from: 'store'`) and fetched from the issuer. A Redis that fails or
+   * answers late is passed by (event `status_list_store_error`): lists are then fetched
+   * directly, and a request is never answered 503 because of Redis alone. A request whose list
+   * is held never calls Redis.
+   */
+  readonly store?: 'memory' | { readonly redis: StatusListRedisClient }
+  /** Prefix of the Redis keys. Default `'tollgate:status'`. */
+  readonly keyPrefix?: string
+  /**
+   * Deadline of one Redis call, in ms (1–10 000, default 250). Past it, or when Redis fails, the
+   * list is fetched directly, and Redis is left alone for 5 s.
+   */
+  readonly storeTimeoutMs?: number
 }
 
 /** {@link StatusListOptions} validated, every default filled in. */
@@ -70,6 +106,10 @@ export interface NormalizedStatusListOptions {
   readonly maxListBytes: number
   readonly maxLists: number
   readonly fetch: typeof globalThis.fetch
+  /** `undefined` with the `'memory'` store. */
+  readonly redis: StatusListRedisClient | undefined
+  readonly keyPrefix: string
+  readonly storeTimeoutMs: number
 }
 
 const KEYS = [
@@ -83,7 +123,39 @@ const KEYS = [
   'maxListBytes',
   'maxLists',
   'fetch',
+  'store',
+  'keyPrefix',
+  'storeTimeoutMs',
 ]
+
+function redisOf(value: unknown): StatusListRedisClient | undefined {
+  if (value === undefined || value === 'memory') return undefined
+  const client = isRecord(value) ? value['redis'] : undefined
+  if (
+    !isRecord(value) ||
+    Object.keys(value).some((key) => key !== 'redis') ||
+    typeof client !== 'object' ||
+    client === null
+  ) {
+    fail('statusList.store', "must be 'memory' or { redis: client }", value)
+  }
+  if (typeof (client as Record<string, unknown>)['eval'] !== 'function') {
+    fail('statusList.store.redis', 'must be an ioredis Redis or Cluster client', client)
+  }
+  return client as StatusListRedisClient
+}
+
+/**
+ * How long a list is kept once verified, in seconds: its `ttl` clamped by `minCacheSeconds` and
+ * `maxCacheSeconds`, or `maxCacheSeconds` without one (its `exp` bounds it further).
+ */
+export function keepSeconds(
+  options: Pick<NormalizedStatusListOptions, 'minCacheSeconds' | 'maxCacheSeconds'>,
+  ttl: number | undefined,
+): number {
+  const { minCacheSeconds, maxCacheSeconds } = options
+  return Math.min(maxCacheSeconds, Math.max(minCacheSeconds, ttl ?? maxCacheSeconds))
+}
 
 /** Validates `statusList`; `undefined` when it is absent. */
 export function normalizeStatusListOptions(
@@ -163,5 +235,12 @@ export function normalizeStatusListOptions(
         'statusList.fetch',
         '(url, init) => Promise<Response>',
       ) ?? globalThis.fetch,
+    redis: redisOf(options.store),
+    keyPrefix: redisKeyPrefix(options.keyPrefix, 'statusList.keyPrefix', 'tollgate:status'),
+    storeTimeoutMs: integer(options.storeTimeoutMs, 'statusList.storeTimeoutMs', {
+      min: 1,
+      max: 10_000,
+      fallback: 250,
+    }),
   })
 }

@@ -148,9 +148,11 @@ export interface DevProviderOptions {
    * A Shared Signals transmitter (`createTestTransmitter()`) the provider sends through, as a
    * provider with SSF does: CAEP `session-revoked` for the user when a user signs out at its
    * end-session page, RISC `account-disabled` from `disableAccount(sub)`. Subjects are
-   * `iss_sub` identifiers with the provider's `issuer`. Default: none, and nothing is sent.
+   * `iss_sub` identifiers with the provider's `issuer`. A list: one transmitter per receiver's
+   * stream (each its own audience and delivery, push or poll), every signal sent through each.
+   * Default: none, and nothing is sent.
    */
-  readonly ssf?: TestTransmitter | undefined
+  readonly ssf?: TestTransmitter | readonly TestTransmitter[] | undefined
   /**
    * Issue access tokens with a Token Status List reference (draft-ietf-oauth-status-list):
    * every JWT access token carries `status: { status_list: { idx, uri } }` with a fresh `idx`,
@@ -193,7 +195,8 @@ export interface NormalizedDevProviderOptions {
   readonly refreshTokenTtlSeconds: number
   readonly allowInProduction: boolean
   readonly acrValues: readonly string[]
-  readonly ssf: TestTransmitter | undefined
+  /** Empty: no transmitter. */
+  readonly ssf: readonly TestTransmitter[]
   readonly statusList: boolean
 }
 
@@ -508,15 +511,21 @@ export function normalizeDevProviderOptions(options: unknown): NormalizedDevProv
   })
 }
 
-/** `ssf`: a test transmitter, recognised by the calls the provider makes on it. */
-function transmitterOption(value: unknown): TestTransmitter | undefined {
-  if (value === undefined) return undefined
-  if (
-    !isRecord(value) ||
-    typeof value['sessionRevoked'] !== 'function' ||
-    typeof value['accountDisabled'] !== 'function'
-  ) {
-    fail('ssf', 'must be a transmitter of createTestTransmitter() from tollgate/testing')
-  }
-  return value as unknown as TestTransmitter
+/** `ssf`: test transmitters, recognised by the calls the provider makes on them. */
+function transmitterOption(value: unknown): readonly TestTransmitter[] {
+  if (value === undefined) return []
+  const given = Array.isArray(value) ? value : [value]
+  given.forEach((transmitter: unknown, index) => {
+    if (
+      !isRecord(transmitter) ||
+      typeof transmitter['sessionRevoked'] !== 'function' ||
+      typeof transmitter['accountDisabled'] !== 'function'
+    ) {
+      fail(
+        Array.isArray(value) ? `ssf[${index}]` : 'ssf',
+        'must be a transmitter of createTestTransmitter() from tollgate/testing',
+      )
+    }
+  })
+  return given as TestTransmitter[]
 }

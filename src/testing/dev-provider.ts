@@ -86,7 +86,7 @@ export interface DevProvider {
   accessTokenFor(user: string, options: DevAccessTokenOptions): Promise<string>
   /**
    * Disables a user's account as an administrator would: sends RISC `account-disabled` (RISC 1.0
-   * §2.2) for the user (an `iss_sub` subject with this provider's `issuer`) through the `ssf`
+   * §2.2) for the user (an `iss_sub` subject with this provider's `issuer`) through each `ssf`
    * transmitter, and resolves once it was delivered (pushed, or queued for polling). The user can
    * still sign in here: only the signal is sent.
    *
@@ -207,13 +207,13 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       configuration(settings, oidc, keys, store, cookieKeys, statusList),
     )
     registerExchangeGrants(next, issuer, settings, () => keys, statusList)
-    const transmitter = settings.ssf
-    if (transmitter !== undefined) {
+    if (settings.ssf.length > 0) {
       // A sign-out at the end-session page: the session still holds the account and the
       // clients' authorizations after oidc-provider destroyed it. transmitSignOut never rejects.
       next.on('end_session.success', (ctx) => {
         const session = (ctx as { oidc?: { session?: SignedOutSession } }).oidc?.session
-        if (session !== undefined) void transmitSignOut(transmitter, issuer, session)
+        if (session === undefined) return
+        for (const transmitter of settings.ssf) void transmitSignOut(transmitter, issuer, session)
       })
     }
     provider = next
@@ -341,7 +341,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       await statusList.revoke(accessToken, keys)
     },
     async disableAccount(sub) {
-      if (settings.ssf === undefined) {
+      if (settings.ssf.length === 0) {
         throw new TypeError(
           'disableAccount(): the provider has no transmitter: start it with createDevProvider({ ssf: await createTestTransmitter(…) })',
         )
@@ -349,7 +349,7 @@ export async function createDevProvider(options: DevProviderOptions): Promise<De
       if (!settings.users.has(sub)) {
         throw new TypeError(`disableAccount(): "${sub}" is not a configured user`)
       }
-      await settings.ssf.accountDisabled({ iss: issuer, sub })
+      await Promise.all(settings.ssf.map((stream) => stream.accountDisabled({ iss: issuer, sub })))
     },
     async accessTokenFor(user, tokenOptions) {
       const person = settings.users.get(user)

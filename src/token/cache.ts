@@ -75,6 +75,16 @@ export class VerdictCache<T extends {}> {
     }
   }
 
+  /**
+   * Drops every verdict `matches` selects (a subject whose claims changed at the provider): a
+   * walk of the whole cache, made when a signal asks for it, never on a request.
+   */
+  drop(matches: (value: T) => boolean): void {
+    for (const [key, entry] of this.entries.entries()) {
+      if (matches(entry.value)) this.entries.delete(key)
+    }
+  }
+
   get size(): number {
     return this.entries.size
   }

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { type Demo, startDemo } from '../../demo/servers.js'
-import { runWalkthrough, type Step } from '../../demo/walkthrough.js'
+import { REFUSAL_WITHIN_MS, runWalkthrough, type Step } from '../../demo/walkthrough.js'
 import { freePort } from '../helpers/redis.js'
 
 /** The processes of a process group, from /proc (field 5 of `stat` is the group). */
@@ -39,6 +39,20 @@ function free(port: number): Promise<boolean> {
 describe('demo walkthrough', () => {
   let demo: Demo
   let steps: Step[]
+  /** How each SET of `event` reached the product's receiver, and whose tokens it revoked. */
+  const revokedBy = (product: 'gateway' | 'office', event: string) =>
+    demo.signalEvents[product].flatMap((signal) =>
+      signal.type === 'signal_applied' && signal.event.endsWith(`/${event}`)
+        ? signal.changes
+            .filter(
+              (change) =>
+                change.change === 'revoked' &&
+                change.by === 'sub' &&
+                change.issuer === demo.signInProvider.issuer,
+            )
+            .map((change) => [signal.delivery, change.value])
+        : [],
+    )
   beforeAll(async () => {
     demo = await startDemo()
     steps = await runWalkthrough(demo)
@@ -54,14 +68,54 @@ describe('demo walkthrough', () => {
     expect(new Set(steps.map((step) => step.status))).toEqual(new Set([200, 400, 401, 403, 429]))
   })
 
-  it('refuses a user who signed out at the provider’s page within a second (Shared Signals pushed to the gateway), and no one else', () => {
-    const signals = steps.filter((step) => /Bob|Alice’s token, still/.test(step.title))
+  it('refuses a user who signed out at the provider’s page within a second at the gateway (signals pushed) and at the office (signals polled), and no one else', () => {
+    const signals = steps.filter((step) => /Bob|Alice’s (office )?token, still/.test(step.title))
     expect(signals.map((step) => [step.title, step.status])).toEqual([
-      ['gateway, Bob’s token, before he signs out', 200],
-      ['gateway, Bob signed out at the provider’s page: his token refused within a second', 401],
+      ['gateway, Bob’s gateway token, before he signs out', 200],
+      ['office, Bob’s office token, before he signs out', 200],
+      [
+        'gateway, Bob signed out at the provider’s page: his token refused within a second (CAEP session-revoked, pushed)',
+        401,
+      ],
+      [
+        'office, Bob signed out at the provider’s page: his office token refused within a second (polled)',
+        401,
+      ],
       ['gateway, Alice’s token, still admitted', 200],
+      ['office, Alice’s office token, still admitted', 200],
     ])
-    expect(signals[1]?.detail).toContain('error="invalid_token"')
+    const [gateway, office] = [signals[2], signals[3]]
+    // Measured from the press of "Sign out" on the provider's page to the refused answer.
+    expect(gateway?.afterMs).toBeLessThan(REFUSAL_WITHIN_MS)
+    expect(office?.afterMs).toBeLessThan(REFUSAL_WITHIN_MS)
+    expect(gateway?.detail).toContain('realm="gateway", error="invalid_token"')
+    expect(office?.detail).toContain('realm="office", error="invalid_token"')
+    expect(gateway?.detail).toMatch(/refused \d+ ms after the sign-out/)
+    expect(office?.detail).toContain('office receiver: session-revoked applied, delivered by poll')
+    expect(revokedBy('gateway', 'session-revoked')).toEqual([['push', 'bob']])
+    expect(revokedBy('office', 'session-revoked')).toEqual([['poll', 'bob']])
+  })
+
+  it('refuses a user whose account an administrator disabled (RISC account-disabled) within a second at the gateway and the office, her exchanged office token included', () => {
+    const disabled = steps.filter((step) => step.title.includes('disabled Alice’s account'))
+    expect(disabled.map((step) => [step.title, step.status])).toEqual([
+      [
+        'gateway, an administrator disabled Alice’s account: her token refused within a second (RISC account-disabled, pushed)',
+        401,
+      ],
+      [
+        'office, an administrator disabled Alice’s account: her office token refused within a second (polled)',
+        401,
+      ],
+    ])
+    for (const step of disabled) {
+      expect(step.afterMs).toBeLessThan(REFUSAL_WITHIN_MS)
+      expect(step.detail).toMatch(/refused \d+ ms after the administrator’s call/)
+    }
+    const exchanged = steps.find((step) => step.title.includes('her exchanged office token'))
+    expect(exchanged?.status).toBe(401)
+    expect(revokedBy('gateway', 'account-disabled')).toEqual([['push', 'alice']])
+    expect(revokedBy('office', 'account-disabled')).toEqual([['poll', 'alice']])
   })
 
   it('reads the user’s office data on their behalf: the office sees alice and the gateway as actor', () => {

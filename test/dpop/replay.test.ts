@@ -147,6 +147,17 @@ describe('createRedisReplayCache', () => {
     expect(ttl).toBeLessThanOrEqual(70_000)
   })
 
+  it('refuses a replay the store answered while the event loop was busy past the deadline (not 503)', async () => {
+    const client = await redis.client()
+    const cache = createRedisReplayCache(client, { keyPrefix: 'test:busy', storeTimeoutMs: 20 })
+    await cache.claim(JKT, 'busy', 70_000, 0)
+    const replay = cache.claim(JKT, 'busy', 70_000, 0)
+    // A synchronous task longer than the deadline: the answer arrives meanwhile, unread.
+    const until = performance.now() + 120
+    while (performance.now() < until) {}
+    await expect(replay).rejects.toMatchObject({ reason: 'dpop_replayed' })
+  })
+
   it('answers 503 when the store does not answer within its deadline', async () => {
     const client = await redis.client()
     const cache = createRedisReplayCache(client, { keyPrefix: 'test:frozen', storeTimeoutMs: 50 })

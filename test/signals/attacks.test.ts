@@ -5,7 +5,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
-import { SSF_EVENTS } from '../../src/testing/ssf-transmitter.js'
+import { createSignalReceiver } from '../../src/signals/receiver.js'
+import { SSF_EVENTS, type TestSetOverrides } from '../../src/testing/ssf-transmitter.js'
 import {
   AUDIENCE,
   decided,
@@ -34,9 +35,30 @@ afterEach(async () => {
 
 const user = (sub: string) => ({ format: 'iss_sub', iss: world.tokenIssuer, sub })
 
-/** Pushes `set`; the answer's status and parsed body (if any). */
-async function answerTo(token: string, headers: Record<string, string> = {}) {
-  const answer = await current.receiver.push(pushRequest(token, headers))
+/** An `account-disabled` SET for user `a`, signed with the attacker's variations. */
+const forged = (overrides: TestSetOverrides = {}) =>
+  world.transmitter.sign(SSF_EVENTS.accountDisabled, user('a'), {}, overrides)
+
+/**
+ * Pushes `token` to the current receiver as a transmitter would (RFC 8935 §2), with `headers`
+ * replacing the transmitter's (`undefined` leaves one out) and another `method` if given; the
+ * answer's status, parsed body (if any), and the answer itself.
+ */
+async function push(
+  token: string,
+  options: { headers?: Record<string, string | undefined>; method?: string } = {},
+) {
+  const request = pushRequest(token)
+  const headers: Record<string, string> = { ...request.headers }
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (value === undefined) delete headers[name]
+    else headers[name] = value
+  }
+  const answer = await current.receiver.push({
+    ...request,
+    headers,
+    ...(options.method === undefined ? {} : { method: options.method }),
+  })
   return {
     status: answer.status,
     body: answer.body === '' ? undefined : JSON.parse(answer.body),
@@ -44,10 +66,15 @@ async function answerTo(token: string, headers: Record<string, string> = {}) {
   }
 }
 
-async function expectRefused(token: string, err: string, reason: string, headers = {}) {
+async function expectRefused(
+  token: string,
+  err: string,
+  reason: string,
+  headers: Record<string, string> = {},
+) {
   const sub = `victim-${Math.random()}`
   const victim = await world.issuer.mint({ sub, iat: nowSeconds() - 30 })
-  const { status, body, raw } = await answerTo(token, headers)
+  const { status, body, raw } = await push(token, { headers })
   expect({ status, body }).toEqual({ status: 400, body: { err, description: expect.any(String) } })
   expect(raw.headers['Content-Type']).toBe('application/json; charset=utf-8')
   // Nothing of the request is echoed.
@@ -61,38 +88,23 @@ async function expectRefused(token: string, err: string, reason: string, headers
 describe('push endpoint attacks (RFC 8935 §2.3 error codes)', () => {
   it('a SET signed by a key the transmitter never published: invalid_key', async () => {
     current = receiving(world)
-    const set = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('a'),
-      {},
-      { key: 'other' },
-    )
+    const set = await forged({ key: 'other' })
     await expectRefused(set.token, 'invalid_key', 'unknown_kid')
   })
 
   it('a SET signed by another key under the kid of a published one: invalid_key', async () => {
     current = receiving(world)
-    const genuine = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('a'))
+    const genuine = await forged()
     const kid = JSON.parse(
       Buffer.from(genuine.token.split('.')[0] as string, 'base64url').toString(),
     ).kid
-    const set = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('a'),
-      {},
-      { key: 'other', header: { kid } },
-    )
+    const set = await forged({ key: 'other', header: { kid } })
     await expectRefused(set.token, 'invalid_key', 'signature')
   })
 
   it('alg none: invalid_request, never applied', async () => {
     current = receiving(world)
-    const set = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('a'),
-      {},
-      { key: 'none' },
-    )
+    const set = await forged({ key: 'none' })
     // Unsigned (empty signature part): not even a JWS the parser accepts.
     await expectRefused(set.token, 'invalid_request', 'malformed')
     // `none` with a signature part attached: refused by the algorithm allow-list.
@@ -101,27 +113,13 @@ describe('push endpoint attacks (RFC 8935 §2.3 error codes)', () => {
 
   it('a forged iss (signed with the transmitter’s key, naming another issuer): invalid_issuer', async () => {
     current = receiving(world)
-    const set = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('a'),
-      {},
-      {
-        claims: { iss: 'https://attacker.example' },
-      },
-    )
+    const set = await forged({ claims: { iss: 'https://attacker.example' } })
     await expectRefused(set.token, 'invalid_issuer', 'unknown_issuer')
   })
 
   it('another audience: invalid_audience', async () => {
     current = receiving(world)
-    const set = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('a'),
-      {},
-      {
-        claims: { aud: 'https://other-receiver.example' },
-      },
-    )
+    const set = await forged({ claims: { aud: 'https://other-receiver.example' } })
     await expectRefused(set.token, 'invalid_audience', 'audience')
   })
 
@@ -129,16 +127,10 @@ describe('push endpoint attacks (RFC 8935 §2.3 error codes)', () => {
     current = receiving(world, {
       transmitter: { issuer: world.transmitter.issuer, jwksUri: 'http://127.0.0.1:9/jwks' },
     })
-    const set = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('a'))
-    const noHeader = await current.receiver.push({
-      method: 'POST',
-      headers: { 'content-type': 'application/secevent+jwt' },
-      body: set.token,
-    })
-    expect(noHeader.status).toBe(400)
-    expect(JSON.parse(noHeader.body)).toEqual({
-      err: 'authentication_failed',
-      description: expect.any(String),
+    const set = await forged()
+    expect(await push(set.token, { headers: { authorization: undefined } })).toMatchObject({
+      status: 400,
+      body: { err: 'authentication_failed', description: expect.any(String) },
     })
     // The key set is unreachable: a 400 (not 503) proves it was never asked.
     await expectRefused(set.token, 'authentication_failed', 'authentication', {
@@ -170,14 +162,14 @@ describe('push endpoint attacks (RFC 8935 §2.3 error codes)', () => {
     ['no subject', { claims: { sub_id: undefined } }, 'subject'],
   ])('%s: invalid_request', async (_name, overrides, reason) => {
     current = receiving(world)
-    const set = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('a'), {}, overrides)
+    const set = await forged(overrides)
     await expectRefused(set.token, 'invalid_request', reason)
   })
 
   it('a body that is not a SET, or the wrong media type: invalid_request', async () => {
     current = receiving(world)
     await expectRefused('not-a-jwt', 'invalid_request', 'malformed')
-    const set = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('a'))
+    const set = await forged()
     await expectRefused(set.token, 'invalid_request', 'request', {
       'content-type': 'application/json',
     })
@@ -189,21 +181,23 @@ describe('push endpoint attacks (RFC 8935 §2.3 error codes)', () => {
     const disable = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('replay'), {
       event_timestamp: nowSeconds() - 100,
     })
-    expect((await answerTo(disable.token)).status).toBe(202)
+    expect((await push(disable.token)).status).toBe(202)
     const enable = await world.transmitter.sign(SSF_EVENTS.accountEnabled, user('replay'))
-    expect((await answerTo(enable.token)).status).toBe(202)
+    expect((await push(enable.token)).status).toBe(202)
     expect(await decided(current.gate, token)).toBe('admitted')
     // Replaying the disable after the enable would lock the user out again.
-    expect((await answerTo(disable.token)).status).toBe(202)
+    expect((await push(disable.token)).status).toBe(202)
     expect(await decided(current.gate, token)).toBe('admitted')
     expect(refusals(current.events)).toEqual(['duplicate'])
   })
 
   it('not a POST: 405, nothing read', async () => {
     current = receiving(world)
-    const answer = await current.receiver.push({ method: 'GET', headers: {} })
+    const set = await forged()
+    const answer = await push(set.token, { method: 'GET' })
     expect(answer.status).toBe(405)
-    expect(answer.headers['Allow']).toBe('POST')
+    expect(answer.raw.headers['Allow']).toBe('POST')
+    expect(refusals(current.events)).toEqual(['request'])
   })
 })
 
@@ -211,10 +205,10 @@ describe('the transmitter’s keys (same rules as access-token keys)', () => {
   it('a key rotated in is accepted at once (unknown kid refetches)', async () => {
     current = receiving(world)
     const first = await world.transmitter.sign(SSF_EVENTS.credentialChange, user('r1'))
-    expect((await answerTo(first.token)).status).toBe(202)
+    expect((await push(first.token)).status).toBe(202)
     await world.transmitter.rotate()
     const second = await world.transmitter.sign(SSF_EVENTS.credentialChange, user('r2'))
-    expect((await answerTo(second.token)).status).toBe(202)
+    expect((await push(second.token)).status).toBe(202)
   })
 
   it('keys that cannot be had: 503 with Retry-After, nothing applied, and the retry is applied', async () => {
@@ -226,15 +220,15 @@ describe('the transmitter’s keys (same rules as access-token keys)', () => {
     })
     const token = await world.issuer.mint({ sub: 'outage', iat: nowSeconds() - 30 })
     const set = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('outage'))
-    const answer = await current.receiver.push(pushRequest(set.token))
+    const answer = await push(set.token)
     expect(answer.status).toBe(503)
-    expect(answer.headers['Retry-After']).toMatch(/^\d+$/)
+    expect(answer.raw.headers['Retry-After']).toMatch(/^\d+$/)
     expect(refusals(current.events)).toEqual(['keys_unavailable'])
     expect(await decided(current.gate, token)).toBe('admitted')
     await current.close()
     // The same SET, retried once the keys can be had: its jti was not remembered.
     current = receiving(world)
-    expect((await current.receiver.push(pushRequest(set.token))).status).toBe(202)
+    expect((await push(set.token)).status).toBe(202)
     expect(await decided(current.gate, token)).toBe('revoked')
   })
 
@@ -245,15 +239,8 @@ describe('the transmitter’s keys (same rules as access-token keys)', () => {
         configurationUrl: `${world.transmitter.issuer}/.well-known/ssf-configuration`,
       },
     })
-    const set = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('a'),
-      {},
-      {
-        claims: { iss: 'http://127.0.0.1:1/impostor' },
-      },
-    )
-    expect((await current.receiver.push(pushRequest(set.token))).status).toBe(503)
+    const set = await forged({ claims: { iss: 'http://127.0.0.1:1/impostor' } })
+    expect((await push(set.token)).status).toBe(503)
   })
 })
 
@@ -281,8 +268,6 @@ describe('options', () => {
   })
 })
 
-import { createSignalReceiver } from '../../src/signals/receiver.js'
-
 function receivingWith(options: Record<string, unknown>) {
   return createSignalReceiver(options as never)
 }
@@ -290,16 +275,11 @@ function receivingWith(options: Record<string, unknown>) {
 describe('what the receiver tells operators', () => {
   it('events never carry a token or the Authorization header', async () => {
     current = receiving(world)
-    const good = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('quiet'))
-    const bad = await world.transmitter.sign(
-      SSF_EVENTS.accountDisabled,
-      user('quiet'),
-      {},
-      { key: 'other' },
-    )
-    await answerTo(good.token)
-    await answerTo(bad.token)
-    await answerTo(good.token, { authorization: 'Bearer wrong-secret' })
+    const good = await forged()
+    const bad = await forged({ key: 'other' })
+    await push(good.token)
+    await push(bad.token)
+    await push(good.token, { headers: { authorization: 'Bearer wrong-secret' } })
     const text = JSON.stringify(current.events)
     expect(current.events.length).toBeGreaterThanOrEqual(4)
     for (const secret of [good.token, bad.token, 'push-secret', 'wrong-secret']) {
@@ -314,16 +294,8 @@ describe('a flood of unknown key ids', () => {
     current = receiving(world)
     const before = world.transmitter.jwksFetches
     for (let index = 0; index < 30; index += 1) {
-      const set = await world.transmitter.sign(
-        SSF_EVENTS.accountDisabled,
-        user('flood'),
-        {},
-        {
-          key: 'other',
-          header: { kid: `random-${index}` },
-        },
-      )
-      const answer = await current.receiver.push(pushRequest(set.token))
+      const set = await forged({ key: 'other', header: { kid: `random-${index}` } })
+      const answer = await push(set.token)
       expect([400, 503]).toContain(answer.status)
     }
     expect(world.transmitter.jwksFetches - before).toBeLessThanOrEqual(5)
@@ -336,11 +308,11 @@ describe('the transmitter down', () => {
     const down = await createTestTransmitter({ audience: AUDIENCE })
     current = receiving(world, { transmitter: { issuer: down.issuer } })
     const first = await down.sign(SSF_EVENTS.credentialChange, user('held-1'))
-    expect((await current.receiver.push(pushRequest(first.token))).status).toBe(202)
+    expect((await push(first.token)).status).toBe(202)
     await down.close()
     const token = await world.issuer.mint({ sub: 'held-2', iat: nowSeconds() - 30 })
     const second = await down.sign(SSF_EVENTS.credentialChange, user('held-2'))
-    expect((await current.receiver.push(pushRequest(second.token))).status).toBe(202)
+    expect((await push(second.token)).status).toBe(202)
     expect(await decided(current.gate, token)).toBe('revoked')
   })
 })

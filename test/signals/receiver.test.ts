@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 
+import type { GateEvent } from '../../src/events.js'
 import { SSF_EVENTS } from '../../src/testing/ssf-transmitter.js'
 import {
   decided,
@@ -148,23 +149,81 @@ describe('what each event does (CAEP 1.0, RISC 1.0) through the fleet revocation
     expect(await decided(gate, token)).toBe('revoked')
   })
 
-  it.each([
-    ['token-claims-change', SSF_EVENTS.tokenClaimsChange, 'no_action'],
-    ['assurance-level-change', SSF_EVENTS.assuranceLevelChange, 'no_action'],
-    ['an unknown event', 'https://example.com/event-type/something-new', 'unknown_event'],
-  ])('%s is acknowledged (202) and reported, never fatal', async (_name, event, reason) => {
+  it('an unknown event is acknowledged (202) and reported, never fatal', async () => {
     const { gate, events } = open()
     const token = await mint({ sub: 'ivan' })
+    const event = 'https://example.com/event-type/something-new'
     expect((await push(current as Receiving, event, user('ivan'))).status).toBe(202)
     expect(await decided(gate, token)).toBe('admitted')
     expect(events).toContainEqual(
       expect.objectContaining({
         type: 'signal_refused',
-        reason,
+        reason: 'unknown_event',
         acknowledged: true,
         err: undefined,
       }),
     )
+  })
+
+  it.each([
+    ['token-claims-change', SSF_EVENTS.tokenClaimsChange],
+    ['assurance-level-change', SSF_EVENTS.assuranceLevelChange],
+  ])('%s revokes nothing and reports the verdicts it dropped', async (_name, event) => {
+    const { gate, events } = open()
+    const token = await mint({ sub: 'ivan' })
+    expect(await decided(gate, token)).toBe('admitted')
+    expect((await push(current as Receiving, event, user('ivan'))).status).toBe(202)
+    expect(await decided(gate, token)).toBe('admitted')
+    expect(events.find((item) => item.type === 'signal_applied')).toMatchObject({
+      event,
+      changes: [
+        { change: 'forgotten', by: 'sub', value: 'ivan', issuer: world.tokenIssuer, notBefore: 0 },
+      ],
+    })
+  })
+})
+
+describe('what the gate reports of the revocations a SET made', () => {
+  it('revoked and unrevoked say source shared_signals, with the SET’s event type, issuer and jti', async () => {
+    const gateEvents: GateEvent[] = []
+    open({}, { onEvent: (event) => gateEvents.push(event) })
+    const disable = await world.transmitter.sign(SSF_EVENTS.accountDisabled, user('kim'), {
+      event_timestamp: nowSeconds() - 10,
+    })
+    expect((await (current as Receiving).receiver.push(pushRequest(disable.token))).status).toBe(
+      202,
+    )
+    const enable = await world.transmitter.sign(SSF_EVENTS.accountEnabled, user('kim'))
+    expect((await (current as Receiving).receiver.push(pushRequest(enable.token))).status).toBe(202)
+    await (current as Receiving).gate.revoke({ sub: 'lou' })
+    const made = gateEvents.flatMap((event) =>
+      event.type === 'revoked' || event.type === 'unrevoked' ? [event] : [],
+    )
+    expect(made).toEqual([
+      expect.objectContaining({
+        type: 'revoked',
+        by: 'sub',
+        value: 'kim',
+        source: 'shared_signals',
+        signal: {
+          event: SSF_EVENTS.accountDisabled,
+          issuer: world.transmitter.issuer,
+          jti: disable.jti,
+        },
+      }),
+      expect.objectContaining({
+        type: 'unrevoked',
+        value: 'kim',
+        source: 'shared_signals',
+        signal: {
+          event: SSF_EVENTS.accountEnabled,
+          issuer: world.transmitter.issuer,
+          jti: enable.jti,
+        },
+      }),
+      expect.objectContaining({ type: 'revoked', value: 'lou', source: 'api' }),
+    ])
+    expect(made[2]).not.toHaveProperty('signal')
   })
 })
 

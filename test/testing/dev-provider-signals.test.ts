@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { TollgateError } from '../../src/errors.js'
 import { createGate, type Gate } from '../../src/gate/gate.js'
 import type { SignalEvent } from '../../src/signals/events.js'
+import { createSignalPoller } from '../../src/signals/poll.js'
 import { createSignalReceiver, type SignalReceiver } from '../../src/signals/receiver.js'
 import { followAuthorization } from '../../src/testing/dev-authorize.js'
 import { createDevProvider, type DevProvider } from '../../src/testing/index.js'
@@ -193,7 +194,63 @@ describe('the development provider as a Shared Signals transmitter', () => {
     }
   })
 
-  it('refuses an ssf option that is not a transmitter', async () => {
+  it('with a transmitter per receiver’s stream (ssf: [push, poll]), a sign-out and a disabled account reach every receiver', async () => {
+    // A provider keeps one stream per receiver (SSF 1.0 §8.1.1): the receiver above by push, and
+    // a second product's by poll (RFC 8936).
+    const polled = await createTestTransmitter({ audience: 'https://office.example' })
+    const both = await createDevProvider({
+      users: USERS,
+      resources: { [ORDERS]: { audience: 'orders', scopes: ['orders:read'] } },
+      clients: [{ ...WEB, redirectUris: [REDIRECT], scopes: ['orders:read'] }],
+      ssf: [transmitter, polled],
+    })
+    const office = createGate({
+      issuers: keycloak({ authUrl: both.url, realms: ['dev'] }),
+      audience: 'orders',
+      revocation: {},
+    })
+    const officeReceiver = createSignalReceiver({
+      gate: office,
+      transmitter: { issuer: polled.issuer },
+      audience: 'https://office.example',
+    })
+    const poller = createSignalPoller({ receiver: officeReceiver, endpoint: polled.pollEndpoint })
+    poller.start()
+    const atOffice = (token: string) =>
+      office.check({ headers: { authorization: `Bearer ${token}` } }).then(
+        () => 'admitted',
+        (error: TollgateError) => error.reason ?? error.code,
+      )
+    // The receiver above judges only its own provider's users: it receives these SETs, verified.
+    const from = events.length
+    const pushedFor = (event: string) =>
+      events.slice(from).some((seen) => seen.type === 'signal_received' && seen.event === event)
+    try {
+      const tokenAt = (user: string) =>
+        both.accessTokenFor(user, { clientId: WEB.clientId, resource: ORDERS })
+      const alice = await tokenAt('alice')
+      const bob = await tokenAt('bob')
+      expect(await atOffice(alice)).toBe('admitted')
+
+      await signOutAtPage(await signIn('alice', both), both)
+      await vi.waitFor(() => expect(pushedFor(SSF_EVENTS.sessionRevoked)).toBe(true))
+      await vi.waitFor(async () => expect(await atOffice(alice)).toBe('revoked'))
+      expect(await atOffice(bob)).toBe('admitted')
+
+      await both.disableAccount('bob')
+      expect(pushedFor(SSF_EVENTS.accountDisabled)).toBe(true)
+      await vi.waitFor(async () => expect(await atOffice(bob)).toBe('revoked'))
+      await vi.waitFor(() => expect(polled.acknowledged.size).toBe(2))
+    } finally {
+      await poller.stop()
+      officeReceiver.close()
+      await office.close()
+      await both.close()
+      await polled.close()
+    }
+  })
+
+  it('refuses an ssf option that is not a transmitter, or a list holding one', async () => {
     await expect(
       createDevProvider({
         users: USERS,
@@ -202,5 +259,13 @@ describe('the development provider as a Shared Signals transmitter', () => {
         ssf: { url: 'http://127.0.0.1:1' } as never,
       }),
     ).rejects.toThrow(/"ssf" must be a transmitter of createTestTransmitter/)
+    await expect(
+      createDevProvider({
+        users: USERS,
+        resources: { [ORDERS]: { audience: 'orders', scopes: ['orders:read'] } },
+        clients: [],
+        ssf: [transmitter, { url: 'http://127.0.0.1:1' } as never],
+      }),
+    ).rejects.toThrow(/"ssf\[1\]" must be a transmitter of createTestTransmitter/)
   })
 })

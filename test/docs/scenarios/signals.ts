@@ -1,7 +1,7 @@
 /** docs/signals.md. */
 import { expect } from 'vitest'
 
-import { bearer, eventually, type ScenarioTable } from '../scenario.js'
+import { answer, bearer, eventually, type ScenarioTable } from '../scenario.js'
 
 export const SIGNALS: ScenarioTable = {
   'docs/signals.md': {
@@ -23,6 +23,29 @@ export const SIGNALS: ScenarioTable = {
           (status) => status === 200,
         )
         expect(app.output()).toMatch(/signal_applied/)
+      },
+    },
+    'The stream in gate.ready()': {
+      promises:
+        'GET /ready 200 with the stream reported; paused by the transmitter: 200, status paused; disabled: 503, status disabled; enabled again: 200',
+      async run({ start }) {
+        const app = await start()
+        const ready = async () => {
+          const { status, body } = await answer(await app.fetch('/ready'))
+          const [stream] = (body as { signals: { status?: string; ready: boolean }[] }).signals
+          return { status, stream: stream?.status, ready: stream?.ready }
+        }
+        expect(await ready()).toEqual({ status: 200, stream: undefined, ready: true })
+        const setStatus = async (status: string) =>
+          expect((await app.fetch(`/provider/stream/${status}`, { method: 'POST' })).status).toBe(
+            204,
+          )
+        await setStatus('paused')
+        expect(await ready()).toEqual({ status: 200, stream: 'paused', ready: true })
+        await setStatus('disabled')
+        expect(await ready()).toEqual({ status: 503, stream: 'disabled', ready: false })
+        await setStatus('enabled')
+        expect(await ready()).toEqual({ status: 200, stream: 'enabled', ready: true })
       },
     },
   },
