@@ -44,12 +44,6 @@ export const GATEWAY_SIGNALS = {
 export const OFFICE_SIGNALS = {
   audience: 'urn:platform:office',
   authorization: 'Bearer demo-only-office-poll-secret',
-  /**
-   * The first wait after a failed poll, and the pause after a long poll that ended with nothing:
-   * short, so that a SET queued in that pause is not held back (the transmitter holds each poll
-   * for two seconds; a real one holds it for about thirty).
-   */
-  minBackoffMs: 100,
 }
 
 /** The sign-in provider's two streams, one per receiving product. */
@@ -114,7 +108,6 @@ export function officeReceiver(
     receiver,
     endpoint: stream.pollEndpoint,
     authorization: OFFICE_SIGNALS.authorization,
-    minBackoffMs: OFFICE_SIGNALS.minBackoffMs,
     onEvent,
   })
   poller.start()

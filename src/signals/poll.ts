@@ -4,7 +4,14 @@
  * (`ack`) and reports what was refused (`setErrs`, §2.4.3). A SET that could not be judged or
  * applied (keys or store unavailable) is neither: the transmitter delivers it again. With Redis,
  * a lock makes one instance of the fleet poll (a fleet of 50 does not poll 50 times); every
- * instance applies through the shared revocation. Errors back off exponentially.
+ * instance applies through the shared revocation.
+ *
+ * Pace: a long poll (§2.4, `returnImmediately: false`) is followed at once by the next, empty or
+ * not (§2.1: the recipient asks again, its acknowledgements in that request), so a SET the
+ * transmitter holds goes out the moment it is queued; a long poll that came back empty sooner
+ * than `minBackoffMs` after it left (a transmitter that does not hold requests) waits out the
+ * rest, so such a transmitter is asked once per `minBackoffMs`, never in a loop. Short polls wait
+ * `intervalMs` after an empty answer. Errors back off exponentially.
  *
  * @module
  */
@@ -42,15 +49,21 @@ export interface SignalPollerOptions {
   readonly maxEvents?: number
   /**
    * `false` (default): long polling, the transmitter holds the request until SETs are available
-   * (§2.4: `returnImmediately: false`); `true`: it answers at once and the poller waits
-   * `intervalMs` before asking again when nothing came.
+   * (§2.4: `returnImmediately: false`), and the poller asks again as soon as an answer came,
+   * with SETs or without; `true`: it answers at once and the poller waits `intervalMs` before
+   * asking again when nothing came.
    */
   readonly returnImmediately?: boolean
   /** Wait between polls that returned nothing (`returnImmediately: true`). Default 5000 ms. */
   readonly intervalMs?: number
   /** Deadline of one poll request (a long poll included). Default 35000 ms. */
   readonly timeoutMs?: number
-  /** First wait after an error; doubled after each until `maxBackoffMs`. Default 1000 ms. */
+  /**
+   * First wait after an error; doubled after each until `maxBackoffMs`. Also the least time
+   * between the starts of two long polls when the first came back empty: a transmitter that
+   * holds a long poll at least this long is asked again at once, one that answers with nothing
+   * sooner is asked no more than once per `minBackoffMs`. Default 1000 ms.
+   */
   readonly minBackoffMs?: number
   /** Longest wait after errors. Default 60000 ms. */
   readonly maxBackoffMs?: number
@@ -347,19 +360,31 @@ export function createSignalPoller(options: SignalPollerOptions): SignalPoller {
     })
   }
 
+  /**
+   * The wait before the next request after an answer with nothing, `elapsedMs` after the request
+   * left. A long poll that was held is followed at once: the transmitter answers the next the
+   * moment a SET is queued, and a pause would only keep that SET waiting. One that came back
+   * sooner than `minBackoffMs` waits out the rest of it (a transmitter that does not hold).
+   */
+  function pauseAfterEmpty(elapsedMs: number): number {
+    if (settings.returnImmediately) return settings.intervalMs
+    return Math.max(0, settings.minBackoffMs - elapsedMs)
+  }
+
   async function run(): Promise<void> {
     let backoff = settings.minBackoffMs
     while (!stopped) {
+      const startedAt = performance.now()
       try {
         const { count, more, stalled } = await round()
         if (stopped) break
         if (stalled) throw new PollFailure('store_unavailable')
         backoff = settings.minBackoffMs
         if (count === undefined) await sleep(settings.intervalMs)
-        // Empty: wait (a long poll that returns at once must not spin); with more, or with
-        // acknowledgements to send, the next request goes at once.
+        // With SETs (acknowledged in the next request) or more to come: at once.
         else if (count === 0 && !more) {
-          await sleep(settings.returnImmediately ? settings.intervalMs : settings.minBackoffMs)
+          const pause = pauseAfterEmpty(performance.now() - startedAt)
+          if (pause > 0) await sleep(pause)
         }
       } catch (error) {
         if (stopped) break

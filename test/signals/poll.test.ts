@@ -1,9 +1,10 @@
 /**
  * Poll-based delivery (RFC 8936) from the receiver's side: `ack` of what was applied, `setErrs`
  * (§2.4.3) for what was refused, nothing for what could not be judged; one poller per fleet;
- * long polling; backoff on errors; a transmitter answering 10,000 SETs.
+ * long polling, and the pace of polls (none between held long polls, no busy loop against a
+ * transmitter that does not hold them); backoff on errors; a transmitter answering 10,000 SETs.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 
 import type { SignalEvent } from '../../src/signals/events.js'
 import {
@@ -61,6 +62,21 @@ function poller(made: Receiving, extra: Partial<SignalPollerOptions> = {}, event
   pollers.push(created)
   return created
 }
+
+/** Real time, whatever timers a test fakes. */
+const realSetTimeout = globalThis.setTimeout
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let round = 0; round < 500 && !check(); round += 1) {
+    await new Promise((resolve) => realSetTimeout(resolve, 10))
+  }
+  if (!check()) throw new Error(`never happened: ${what}`)
+}
+
+/**
+ * Timers and the monotonic clock are the test's: a pause the poller takes ends only when the
+ * test moves time on, so a test sees whether the poller waits by counting requests.
+ */
+const fakeTimers = () => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] })
 
 async function queue(event: string, subject: object, overrides = {}) {
   const set = await world.transmitter.sign(event, subject as Record<string, unknown>, {}, overrides)
@@ -162,6 +178,103 @@ describe('poll (RFC 8936)', () => {
     expect(() =>
       createSignalPoller({ receiver: {} as never, endpoint: world.transmitter.pollEndpoint }),
     ).toThrow('"receiver" must be createSignalReceiver(…)')
+  })
+})
+
+describe('the pace of polls (RFC 8936 §2.1, §2.4)', () => {
+  it('default options: the next long poll leaves the moment one ends empty, so a SET queued then is applied with no pause', async () => {
+    // §2.4: returnImmediately false (the default) is an RFC 6202 long poll, answered when SETs
+    // are available or when the transmitter's hold ends; §2.1: the recipient then polls again,
+    // its acknowledgements in that request. A pause after an empty answer is time in which a
+    // revocation waits at the transmitter while nobody asks for it.
+    fakeTimers()
+    const made = open()
+    const token = await world.issuer.mint({ sub: 'p6', iat: nowSeconds() - 30 })
+    const polling = createSignalPoller({
+      receiver: made.receiver,
+      endpoint: world.transmitter.pollEndpoint,
+    })
+    pollers.push(polling)
+    const before = world.transmitter.polls
+    try {
+      polling.start()
+      await until(() => world.transmitter.polls === before + 1, 'the first long poll')
+      // The test transmitter holds a long poll two seconds, then answers with nothing.
+      await vi.advanceTimersByTimeAsync(2000)
+      // From here no timer fires: a pause before the next request would never end.
+      await until(() => world.transmitter.polls === before + 2, 'a second long poll')
+      const set = await queue(SSF_EVENTS.credentialChange, user('p6'))
+      await until(() => world.transmitter.acknowledged.has(set.jti), 'the SET acknowledged')
+      // The held second request took it, the third acknowledged it (and is held in turn).
+      expect(world.transmitter.polls).toBe(before + 3)
+      expect(made.events.filter((event) => event.type === 'signal_applied')).toHaveLength(1)
+    } finally {
+      vi.useRealTimers()
+    }
+    expect(await decided(made.gate, token)).toBe('revoked')
+  })
+
+  it.each([
+    ['long polls (the default), at most one a minBackoffMs', {}, 1000],
+    [
+      'short polls (returnImmediately: true), at most one an intervalMs',
+      { returnImmediately: true },
+      5000,
+    ],
+  ] as const)(
+    'a transmitter answering every request at once with nothing is not polled in a loop: %s',
+    async (_name, extra, spacingMs) => {
+      fakeTimers()
+      world.transmitter.failPolls({ times: 1_000_000, answer: { sets: {} } })
+      const polling = createSignalPoller({
+        receiver: open().receiver,
+        endpoint: world.transmitter.pollEndpoint,
+        ...extra,
+      })
+      pollers.push(polling)
+      const before = world.transmitter.polls
+      const periodMs = 20_000
+      try {
+        polling.start()
+        await until(() => world.transmitter.polls === before + 1, 'the first poll')
+        // Time moves on in steps, the answers travel between them (a busy loop would poll
+        // hundreds of times meanwhile, in no time at all).
+        for (let elapsed = 0; elapsed < periodMs; elapsed += 100) {
+          await vi.advanceTimersByTimeAsync(100)
+          await new Promise((resolve) => realSetTimeout(resolve, 2))
+        }
+      } finally {
+        vi.useRealTimers()
+      }
+      const asked = world.transmitter.polls - before
+      expect(asked).toBeGreaterThanOrEqual(2)
+      expect(asked).toBeLessThanOrEqual(periodMs / spacingMs + 1)
+    },
+  )
+
+  it('long polling: a failed poll is asked again after minBackoffMs, not at once', async () => {
+    fakeTimers()
+    const events: SignalEvent[] = []
+    world.transmitter.failPolls({ times: 1, status: 500 })
+    const polling = createSignalPoller({
+      receiver: open().receiver,
+      endpoint: world.transmitter.pollEndpoint,
+      onEvent: (event) => events.push(event),
+    })
+    pollers.push(polling)
+    const before = world.transmitter.polls
+    try {
+      polling.start()
+      await until(() => events.length === 1, 'the failure reported')
+      expect(events[0]).toMatchObject({ type: 'signal_poll_error', status: 500, retryInMs: 1000 })
+      await vi.advanceTimersByTimeAsync(999)
+      await new Promise((resolve) => realSetTimeout(resolve, 50))
+      expect(world.transmitter.polls).toBe(before + 1)
+      await vi.advanceTimersByTimeAsync(1)
+      await until(() => world.transmitter.polls === before + 2, 'the retry')
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
 
