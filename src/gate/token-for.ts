@@ -44,17 +44,27 @@ export function createTokenFor(
 ): TokenForFactory {
   const exchanger = delegation?.exchange
   const fast = exchanger === undefined ? undefined : knownSubjectExchanger(exchanger)
-  return (token, claims, issuer) => {
-    if (exchanger === undefined) {
-      return () =>
-        Promise.reject(
-          notPossible(
-            'auth.tokenFor(): this gate has no exchanger: give the gate delegation: { exchange: createTokenExchange({ … }) }',
-            issuer,
-            '',
-          ),
-        )
+  if (exchanger === undefined) {
+    // Nothing of the token goes into the refusal but its issuer: one function per issuer, not a
+    // closure per verified token.
+    const refusals = new Map<string, Admission['tokenFor']>()
+    return (_token, _claims, issuer) => {
+      let refuse = refusals.get(issuer)
+      if (refuse === undefined) {
+        refuse = () =>
+          Promise.reject(
+            notPossible(
+              'auth.tokenFor(): this gate has no exchanger: give the gate delegation: { exchange: createTokenExchange({ … }) }',
+              issuer,
+              '',
+            ),
+          )
+        refusals.set(issuer, refuse)
+      }
+      return refuse
     }
+  }
+  return (token, claims, issuer) => {
     if (isBound(claims)) {
       return () =>
         Promise.reject(

@@ -303,10 +303,14 @@ function stringList(value: unknown): readonly string[] {
     return Object.freeze(items.includes('') ? items.filter((item) => item !== '') : items)
   }
   if (Array.isArray(value)) {
-    // Claims are frozen before they are read: an all-string array can be shared as it is.
-    return value.every((item) => typeof item === 'string')
-      ? Object.freeze(value)
-      : Object.freeze(value.filter((item) => typeof item === 'string'))
+    for (let index = 0; index < value.length; index++) {
+      if (typeof value[index] !== 'string') {
+        return Object.freeze(value.filter((item) => typeof item === 'string'))
+      }
+    }
+    // Claims are frozen before they are read: an all-string array is shared as it is (freezing a
+    // frozen array again is not free).
+    return Object.isFrozen(value) ? value : Object.freeze(value)
   }
   return NO_STRINGS
 }
@@ -322,22 +326,42 @@ function ownRecord(value: unknown): Record<string, unknown> | undefined {
     : undefined
 }
 
+/**
+ * Records keyed by names from a token (client ids): no `Object.prototype` in their chain, so a
+ * client named `__proto__`, `constructor` or `toString` is an own key like any other and nothing
+ * is inherited. Made by a constructor whose prototype has a null prototype rather than by
+ * `Object.create(null)`, whose objects V8 keeps as hash tables, several times dearer to fill and
+ * freeze on every verified token.
+ */
+const ClientRoles = function ClientRoles() {} as unknown as new () => Record<
+  string,
+  readonly string[]
+>
+ClientRoles.prototype = Object.freeze(Object.create(null))
+const NO_CLIENTS: Readonly<Record<string, readonly string[]>> = Object.freeze(new ClientRoles())
+
 /** Keycloak roles: `realm_access.roles` and `resource_access[client].roles`. */
 export function readRoles(claims: TokenClaims): TokenRoles {
   const realmAccess = ownRecord(claims.realm_access)
   const realm =
-    realmAccess && Object.hasOwn(realmAccess, 'roles') ? stringList(realmAccess.roles) : []
-  const clients: Record<string, readonly string[]> = Object.create(null)
+    realmAccess && Object.hasOwn(realmAccess, 'roles') ? stringList(realmAccess.roles) : NO_STRINGS
   const resourceAccess = ownRecord(claims.resource_access)
+  let clients = NO_CLIENTS
   if (resourceAccess !== undefined) {
-    for (const client of Object.keys(resourceAccess)) {
-      const access = ownRecord(resourceAccess[client])
-      if (access !== undefined && Object.hasOwn(access, 'roles')) {
-        clients[client] = stringList(access.roles)
+    const names = Object.keys(resourceAccess)
+    if (names.length > 0) {
+      const own = new ClientRoles()
+      for (let index = 0; index < names.length; index++) {
+        const client = names[index] as string
+        const access = ownRecord(resourceAccess[client])
+        if (access !== undefined && Object.hasOwn(access, 'roles')) {
+          own[client] = stringList(access.roles)
+        }
       }
+      clients = Object.freeze(own)
     }
   }
-  return Object.freeze({ realm, clients: Object.freeze(clients) })
+  return Object.freeze({ realm, clients })
 }
 
 /** The OAuth client: `azp` (OpenID Connect Core §2), else `client_id` (RFC 9068 §2.2). */

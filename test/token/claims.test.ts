@@ -278,6 +278,24 @@ describe('readRoles', () => {
     expect(Object.hasOwn(roles.clients, 'toString')).toBe(false)
     expect(roles.realm).toEqual([])
   })
+
+  it('keeps clients named __proto__, constructor and toString as own keys, and inherits nothing', () => {
+    const roles = readRoles(
+      JSON.parse(
+        '{"resource_access":{"__proto__":{"roles":["a"]},"constructor":{"roles":["b"]},"toString":{"roles":["c"]}}}',
+      ) as TokenClaims,
+    )
+    expect(Object.keys(roles.clients)).toEqual(['__proto__', 'constructor', 'toString'])
+    expect(Object.getOwnPropertyDescriptor(roles.clients, '__proto__')?.value).toEqual(['a'])
+    expect(roles.clients['constructor']).toEqual(['b'])
+    const none = readRoles(claims({ resource_access: { office: { roles: ['x'] } } }) as TokenClaims)
+    for (const inherited of ['toString', 'constructor', 'hasOwnProperty', '__proto__']) {
+      expect(none.clients[inherited]).toBeUndefined()
+      expect(inherited in none.clients).toBe(false)
+    }
+    expect(Object.isFrozen(none.clients)).toBe(true)
+    expect(Object.isFrozen(readRoles(claims({}) as TokenClaims).clients)).toBe(true)
+  })
 })
 
 describe('createClaimReaders', () => {
