@@ -177,3 +177,24 @@ export function validateFor<T>(prefix: string, validate: () => T): T {
     throw error
   }
 }
+
+/**
+ * A `'memory' | { redis: client }` store option: the client, or `undefined` for memory. Anything
+ * else (another key beside `redis`, a client without `eval`) fails at `path`.
+ */
+export function redisStoreOption<T>(value: unknown, path: string): T | undefined {
+  if (value === undefined || value === 'memory') return undefined
+  const client = isRecord(value) ? value['redis'] : undefined
+  if (
+    !isRecord(value) ||
+    Object.keys(value).some((key) => key !== 'redis') ||
+    typeof client !== 'object' ||
+    client === null
+  ) {
+    fail(path, "must be 'memory' or { redis: client }", value)
+  }
+  if (typeof (client as Record<string, unknown>)['eval'] !== 'function') {
+    fail(`${path}.redis`, 'must be an ioredis Redis or Cluster client', client)
+  }
+  return client as T
+}

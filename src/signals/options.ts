@@ -14,6 +14,7 @@ import {
   optionalFunction,
   record,
   redisKeyPrefix,
+  redisStoreOption,
   validateFor,
 } from '../validate.js'
 import type { SignalEvent } from './events.js'
@@ -147,24 +148,6 @@ function strings(value: unknown, path: string, what: string, show: boolean): Set
   return new Set(list as string[])
 }
 
-function storeOf(value: unknown): SignalRedisClient | undefined {
-  if (value === undefined || value === 'memory') return undefined
-  const store = isRecord(value) ? value : undefined
-  const client = store?.['redis']
-  if (
-    store === undefined ||
-    Object.keys(store).some((key) => key !== 'redis') ||
-    typeof client !== 'object' ||
-    client === null
-  ) {
-    fail('store', "must be 'memory' or { redis: client }", value)
-  }
-  if (typeof (client as Record<string, unknown>)['eval'] !== 'function') {
-    fail('store.redis', 'must be an ioredis Redis or Cluster client', client)
-  }
-  return client as SignalRedisClient
-}
-
 /**
  * Validates the receiver's options.
  *
@@ -231,7 +214,7 @@ export function normalizeSignalOptions(options: SignalReceiverOptions): Normaliz
       audiences,
       authorization,
       subjects: Object.freeze({ ...subjectsGiven }) as SubjectClaims,
-      redis: storeOf(given['store']),
+      redis: redisStoreOption<SignalRedisClient>(given['store'], 'store'),
       keyPrefix: redisKeyPrefix(given['keyPrefix'], 'keyPrefix', 'tollgate:ssf'),
       maxAgeSeconds: integer(given['maxAgeSeconds'], 'maxAgeSeconds', {
         min: 60,

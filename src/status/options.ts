@@ -9,10 +9,10 @@ import {
   boolean,
   fail,
   integer,
-  isRecord,
   optionalFunction,
   record,
   redisKeyPrefix,
+  redisStoreOption,
 } from '../validate.js'
 
 /**
@@ -128,23 +128,6 @@ const KEYS = [
   'storeTimeoutMs',
 ]
 
-function redisOf(value: unknown): StatusListRedisClient | undefined {
-  if (value === undefined || value === 'memory') return undefined
-  const client = isRecord(value) ? value['redis'] : undefined
-  if (
-    !isRecord(value) ||
-    Object.keys(value).some((key) => key !== 'redis') ||
-    typeof client !== 'object' ||
-    client === null
-  ) {
-    fail('statusList.store', "must be 'memory' or { redis: client }", value)
-  }
-  if (typeof (client as Record<string, unknown>)['eval'] !== 'function') {
-    fail('statusList.store.redis', 'must be an ioredis Redis or Cluster client', client)
-  }
-  return client as StatusListRedisClient
-}
-
 /**
  * How long a list is kept once verified, in seconds: its `ttl` clamped by `minCacheSeconds` and
  * `maxCacheSeconds`, or `maxCacheSeconds` without one (its `exp` bounds it further).
@@ -235,7 +218,7 @@ export function normalizeStatusListOptions(
         'statusList.fetch',
         '(url, init) => Promise<Response>',
       ) ?? globalThis.fetch,
-    redis: redisOf(options.store),
+    redis: redisStoreOption<StatusListRedisClient>(options.store, 'statusList.store'),
     keyPrefix: redisKeyPrefix(options.keyPrefix, 'statusList.keyPrefix', 'tollgate:status'),
     storeTimeoutMs: integer(options.storeTimeoutMs, 'statusList.storeTimeoutMs', {
       min: 1,
