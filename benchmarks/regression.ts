@@ -18,6 +18,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { type TimedCall, timeRound } from './cpu-time.ts'
 import { AUDIENCE, REALM, startOwnIssuer } from './fixtures.ts'
 import { rawVerifier } from './micro/crypto-limit.ts'
 
@@ -67,7 +68,7 @@ const hitGate = await gate(10_000)
 const missGate = await gate(false)
 const raw = rawVerifier('RS256', issuer.keys.RS256.publicKey)
 
-type Contender = (i: number) => unknown
+type Contender = TimedCall
 const contenders: Record<string, Contender> = {
   crypto: (i) => raw(tokens[i % POOL] as string),
   // The hit rotates over 1,000 cached tokens; the miss over all 2,048 with the cache off.
@@ -75,31 +76,8 @@ const contenders: Record<string, Contender> = {
   miss: (i) => missGate.check(requests[i % POOL] as (typeof requests)[number]),
 }
 
-/**
- * This thread's CPU time in µs: on a machine shared with other work, time the scheduler gave to
- * other processes is not counted against either side (wall time was tried: under load, rounds
- * took ten times as long and no round was quiet).
- */
-const threadCpuUsage =
-  (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.bind(process) ??
-  (() => process.cpuUsage())
-const cpuMicros = (): number => {
-  const { user, system } = threadCpuUsage()
-  return user + system
-}
-
-/** Nanoseconds of CPU per call of one contender over about `roundMs` of CPU, in batches. */
-async function time(fn: Contender): Promise<number> {
-  let calls = 0
-  const started = cpuMicros()
-  const until = started + roundMs * 1000
-  let now = started
-  while (now < until) {
-    for (let b = 0; b < 64; b++) await fn(calls++)
-    now = cpuMicros()
-  }
-  return ((now - started) * 1000) / calls
-}
+/** Nanoseconds of CPU per call of one contender over about `roundMs` of CPU. */
+const time = (fn: Contender) => timeRound(fn, roundMs)
 
 const CASES = ['hit', 'miss'] as const
 type Ratios = Record<(typeof CASES)[number], number>

@@ -16,6 +16,7 @@
  */
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { type TimedCall, timeRound } from '../cpu-time.ts'
 import { bearer, mintPool } from '../fixtures.ts'
 import { floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
@@ -55,7 +56,7 @@ const floor = await floorVerifier({
 } as Parameters<typeof floorVerifier>[0])
 const raw = rawVerifier('RS256', issuer.keys.RS256.publicKey)
 
-type Contender = (i: number) => unknown
+type Contender = TimedCall
 const contenders: Record<string, Contender> = {
   'node:crypto': (i) => raw(tokens[i % POOL] as string),
   floor: (i) => floor(authorizations[i % POOL]),
@@ -63,26 +64,7 @@ const contenders: Record<string, Contender> = {
   'miss, cache on': (i) => cacheOn.check(requests[i % POOL]!),
 }
 
-const threadCpuUsage =
-  (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.bind(process) ??
-  (() => process.cpuUsage())
-const cpuMicros = () => {
-  const { user, system } = threadCpuUsage()
-  return user + system
-}
-
-/** Nanoseconds of this thread's CPU per call over about `roundMs` of CPU. */
-async function time(fn: Contender): Promise<number> {
-  let calls = 0
-  const started = cpuMicros()
-  const until = started + roundMs * 1000
-  let now = started
-  while (now < until) {
-    for (let b = 0; b < 64; b++) await fn(calls++)
-    now = cpuMicros()
-  }
-  return ((now - started) * 1000) / calls
-}
+const time = (fn: Contender) => timeRound(fn, roundMs)
 
 const names = Object.keys(contenders)
 const perRound: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]))
