@@ -1,5 +1,5 @@
 /**
- * Profiling and A/B runs of one framework's tollgate server (issue 14), outside the suite:
+ * Profiling and A/B runs of one framework's tollgate server, outside the suite:
  *
  *   tsx http/profile.ts --framework=koa --modes=pool,repeated --seconds=8 --prof
  *     one server per mode under `--cpu-prof` (and `--trace-gc` with --gc), profiles in
@@ -7,7 +7,8 @@
  *   tsx http/profile.ts --framework=koa --modes=repeated --dists=results/dist-old,../dist --rounds=6
  *     the same server built from each dist, plus the bare framework, measured in interleaved
  *     (ABBA) rounds: server CPU µs per request and req/s per round, medians and spread;
- *     `--floor` adds the framework's floor server (servers/<framework>-floor.ts) beside them
+ *     `--floor` adds the framework's floor server (servers/<framework>-floor.ts) beside them, and
+ *     each build's added CPU (over the bare framework) as a multiple of the floor's, per round
  *
  * Same issuer, tokens, pinning and load generator as the suite.
  */
@@ -175,6 +176,7 @@ try {
         }
       }
       const bare = perRound.get(contenders[0]!.label)!
+      const floor = perRound.get(`${framework} floor`)
       console.log(`\n${framework} ${mode}: ${rounds} ABBA rounds of ${seconds} s`)
       for (const c of contenders) {
         const t = perRound.get(c.label)!
@@ -182,6 +184,23 @@ try {
         console.log(
           `  ${c.label.padEnd(50)} cpu µs/req median ${median(t.cpu).toFixed(1)} [${t.cpu.map((x) => x.toFixed(1)).join(' ')}]  added over bare median ${median(added).toFixed(1)} [${added.map((x) => x.toFixed(1)).join(' ')}]  req/s median ${Math.round(median(t.rps))}, × bare ${(median(t.rps) / median(bare.rps)).toFixed(3)}`,
         )
+      }
+      // The goal's own terms: what a build adds over the bare framework, as a multiple of what the
+      // floor adds, round by round (the three servers measured moments apart, under the same
+      // neighbours), then the median and quartiles of those ratios.
+      if (floor !== undefined) {
+        const floorAdded = floor.cpu.map((x, i) => x - bare.cpu[i]!)
+        for (const dist of dists) {
+          const ratios = perRound
+            .get(dist)!
+            .cpu.map((x, i) => (x - bare.cpu[i]!) / floorAdded[i]!)
+            .sort((a, b) => a - b)
+          const at = (q: number) =>
+            ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))]!
+          console.log(
+            `  ${dist}: added CPU ÷ the floor's added CPU, per round: median ${at(0.5).toFixed(3)}× (quartiles ${at(0.25).toFixed(3)}× … ${at(0.75).toFixed(3)}×)`,
+          )
+        }
       }
     }
   }

@@ -1,12 +1,16 @@
 /**
- * In-process A/B of two builds (issue 14): the same cases with each build's `gate.check`, rounds
- * interleaved (measure.ts rotates the order), best round kept.
+ * A/B of builds: the same cases with each build's `gate.check`, each build alone in processes of
+ * its own (`--processes` per build, alternated). Within a process, each contender's figure is the
+ * median over short rounds of its difference to the case's reference (the floor, or building the
+ * request alone) in the same round, by this thread's CPU time (measure.ts `measurePaired`); across
+ * processes, each build's mean with a 95% interval. One build alone prints its process's table.
  *
- *   tsx micro/ab.ts ../node_modules/.dist-old ../dist [--cases=hit,miss,realistic]
+ *   tsx micro/ab.ts ../node_modules/.dist-old ../dist [--cases=hit,miss,adapters] [--processes=10] [--rounds=9] [--round-ms=100]
  *
  * hit: 1,000 cached RS256 tokens over 100 tenants, per-tenant memory limiter (the repeated and
- * realistic HTTP modes' common case). miss: the same gate with its cache off over 2,048 tokens,
- * next to node:crypto's raw check of the same tokens (crypto-limit.ts). Both cases also run the HTTP
+ * realistic HTTP modes' common case). miss: the same gate over 2,048 tokens with its cache off, and
+ * with a cache of 1,000 (every check misses, inserts and evicts), next to node:crypto's raw check of
+ * the same tokens (crypto-limit.ts). Both cases also run the HTTP
  * suite's floor middleware (http/servers/floor.ts) in process: what tollgate costs beyond it is
  * tollgate's own, with no kernel or framework in the figure. adapters: each build's Koa and Express
  * middleware on a cached token, called in process on a fresh request and response per call (no
@@ -15,28 +19,60 @@
  * gate remembers its decision on the request object (src/gate/guards.ts), so every call after the
  * first on a reused one would be taken as decided and skip the gate.
  * forged: each build's Koa middleware refusing forged tokens, next to the floor refusing them.
- * hit-items (issue 24): the first build's hit with each part the floor leaves out turned off in
+ * hit-items: the first build's hit with each part the floor leaves out turned off in
  * turn (the RateLimit headers, the limiter, the tenant), next to the floor's hit. unknown-kid: each
  * build's `gate.check` refusing a rotation of 1,000 unknown kids (refetch backed off), next to the
  * floor refusing them. unknown-kid-koa: the same through each build's Koa middleware, a fresh
  * context per request, next to the Koa floor server's middleware (its documented 401 included).
  */
+
+import { execFile } from 'node:child_process'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
 import { join, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { promisify } from 'node:util'
 import Koa from 'koa'
 import { AUDIENCE, bearer, forge, mintPool, unknownKid } from '../fixtures.ts'
 import { FLOOR_REFUSAL, floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
 import { type CoreModule, type Gate, type GateOptions, gateOptions } from '../tollgate.ts'
 import { rawVerifier } from './crypto-limit.ts'
-import { type Contender, measureCase } from './measure.ts'
+import { type Contender, measurePaired as measureRows, type PairedRow } from './measure.ts'
 
 const dists = process.argv.slice(2).filter((a) => !a.startsWith('--'))
-const cases = (process.argv.find((a) => a.startsWith('--cases='))?.slice(8) ?? 'hit,miss').split(
-  ',',
-)
+const arg = (name: string) =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
+const cases = (arg('cases') ?? 'hit,miss').split(',')
+const ROWS = 'ab-rows:'
+const run = promisify(execFile)
+const signedUs = (ns: number) => `${ns >= 0 ? '+' : '−'}${(Math.abs(ns) / 1000).toFixed(2)} µs`
+const rounds = { rounds: Number(arg('rounds') ?? 9), roundMs: Number(arg('round-ms') ?? 100) }
+
+// Two or more builds: each runs alone in processes of its own, alternated, and the figures are
+// compared across processes. Two builds in one process do not read alike: the first build loaded
+// read slower on the miss with the cache on than the second (two, then three, copies of one build:
+// +4.00/+1.37, +2.12/+1.41, +2.66/+1.34 µs over the floor; +3.18/+2.71/+1.87, +5.86/+2.94/+2.09).
+if (dists.length > 1 && !process.argv.includes('--one')) {
+  await compareInProcesses()
+  process.exit(0)
+}
+
+interface CaseRows {
+  case: string
+  reference: string
+  rows: PairedRow[]
+}
+const results: CaseRows[] = []
+const measurePaired = async (...args: Parameters<typeof measureRows>) => {
+  const rows = await measureRows(...args)
+  const dist = dists[0]!
+  // The build's name out of its rows, so that processes of different builds compare row by row.
+  for (const row of rows) row.contender = row.contender.replace(`${dist} `, '')
+  results.push({ case: args[0], reference: args[2], rows })
+  return rows
+}
+
 const issuer = await startIssuer()
 const gates: Gate[] = []
 const cores = await Promise.all(
@@ -109,7 +145,7 @@ if (cases.includes('hit')) {
   const contenders: Contender[] = [['floor hit', await floorFor(10_000, 1000)]]
   for (const [dist, core] of cores)
     contenders.push([`${dist} hit`, await gateFor(core, 10_000, 1000)])
-  await measureCase('gate.check, cache hit, memory limiter', contenders)
+  await measurePaired('gate.check, cache hit, memory limiter', contenders, 'floor hit', rounds)
 }
 if (cases.includes('miss')) {
   const raw = rawVerifier('RS256', issuer.keys.RS256.publicKey)
@@ -123,7 +159,12 @@ if (cases.includes('miss')) {
     // 1,000 entries under a rotation of 2,048: every check misses, and inserts and evicts.
     contenders.push([`${dist} miss, cache on`, await gateFor(core, 1000, 2048)])
   }
-  await measureCase('gate.check, cache miss, memory limiter', contenders, 'node:crypto (limit)')
+  await measurePaired(
+    'gate.check, cache miss, memory limiter',
+    contenders,
+    'floor miss, cache on',
+    rounds,
+  )
 }
 if (cases.includes('adapters')) {
   const koa: Contender[] = []
@@ -180,8 +221,13 @@ if (cases.includes('adapters')) {
         }),
     ])
   }
-  await measureCase('Koa middleware, cached token, memory limiter', koa)
-  await measureCase('Express middleware, cached token, memory limiter', express)
+  await measurePaired('Koa middleware, cached token, memory limiter', koa, KOA_REQUEST, rounds)
+  await measurePaired(
+    'Express middleware, cached token, memory limiter',
+    express,
+    EXPRESS_REQUEST,
+    rounds,
+  )
 }
 if (cases.includes('forged')) {
   // A refusal through the Koa adapter (response headers and body included), a fresh context per
@@ -212,10 +258,15 @@ if (cases.includes('forged')) {
       () => middleware(contextFor(forged[i++ % forged.length]!), done),
     ])
   }
-  await measureCase('Koa middleware, forged token (known kid, bad signature)', contenders)
+  await measurePaired(
+    'Koa middleware, forged token (known kid, bad signature)',
+    contenders,
+    'floor koa',
+    rounds,
+  )
 }
 if (cases.includes('hit-items')) {
-  // What the floor's hit leaves out, measured by turning each part off in tollgate (issue 24).
+  // What the floor's hit leaves out, measured by turning each part off in tollgate.
   const core = cores[0]![1]
   const variant = async (change: (options: GateOptions) => GateOptions) => {
     const gate = core.createGate(
@@ -256,7 +307,7 @@ if (cases.includes('hit-items')) {
       }),
     ],
   ]
-  await measureCase('gate.check, cache hit, parts turned off', contenders, 'floor hit')
+  await measurePaired('gate.check, cache hit, parts turned off', contenders, 'floor hit', rounds)
 }
 if (cases.includes('unknown-kid')) {
   const strangers = unknownKid(issuer, 1000).map(bearer)
@@ -285,7 +336,12 @@ if (cases.includes('unknown-kid')) {
       () => gate.check(strangers[i++ % strangers.length]!).catch(refused),
     ])
   }
-  await measureCase('gate.check, unknown kid (refetch backed off)', contenders, 'floor unknown kid')
+  await measurePaired(
+    'gate.check, unknown kid (refetch backed off)',
+    contenders,
+    'floor unknown kid',
+    rounds,
+  )
 }
 if (cases.includes('unknown-kid-koa')) {
   // What the Koa servers of the HTTP unknown-kid mode run, without the socket: the floor's
@@ -320,8 +376,77 @@ if (cases.includes('unknown-kid-koa')) {
       () => middleware(koaContext({ authorization: authorizations[i++ % 1000]! }), done),
     ])
   }
-  await measureCase('Koa middleware, unknown kid (refetch backed off)', contenders, 'floor koa')
+  await measurePaired(
+    'Koa middleware, unknown kid (refetch backed off)',
+    contenders,
+    'floor koa',
+    rounds,
+  )
 }
 for (const gate of gates) await gate.close?.()
 await issuer.close()
+if (process.argv.includes('--one')) console.log(`${ROWS}${JSON.stringify(results)}`)
 process.exit(0)
+
+/**
+ * Runs `--processes` processes per build (default 10), one build each, alternated (A B B A A B…),
+ * and prints, per case and row, each build's mean over its processes of the row's difference to
+ * the case's reference, with a 95% interval of that mean and the lowest and highest process. The
+ * processes differ more than the rounds within one: two processes of one build read the miss up
+ * to 4 µs apart (where code and data happen to be laid out in memory moves a 25 µs RSA check by
+ * several percent), so a figure is an average over many processes, never one process's.
+ */
+async function compareInProcesses(): Promise<void> {
+  const processes = Number(arg('processes') ?? 10)
+  const passed = process.argv.slice(2).filter((a) => a.startsWith('--'))
+  const byBuild = new Map<string, CaseRows[][]>(dists.map((dist) => [dist, []]))
+  for (let p = 0; p < processes; p++) {
+    const order = p % 2 === 0 ? dists : [...dists].reverse()
+    for (const dist of order) {
+      const { stdout } = await run(process.execPath, [
+        '--import',
+        import.meta.resolve('tsx'),
+        fileURLToPath(import.meta.url),
+        dist,
+        ...passed,
+        '--one',
+      ])
+      const line = stdout.split('\n').find((l) => l.startsWith(ROWS))
+      if (line === undefined) throw new Error(`${dist}: the process printed no rows:\n${stdout}`)
+      const run_ = JSON.parse(line.slice(ROWS.length)) as CaseRows[]
+      byBuild.get(dist)!.push(run_)
+      const summary = run_
+        .flatMap((c) => c.rows.filter((r) => r.contender !== c.reference))
+        .map((r) => `${r.contender} ${signedUs(r.vsReference.median)}`)
+        .join(', ')
+      console.log(`process ${p + 1}, ${dist}: ${summary}`)
+    }
+  }
+  const first = byBuild.get(dists[0]!)![0]!
+  for (const { case: caseName, reference, rows } of first) {
+    console.log(
+      `\n${caseName}: each build's mean over ${processes} processes of the row's difference to ${reference}, ± its 95% interval (lowest … highest process)`,
+    )
+    const width = Math.max(...rows.map((r) => r.contender.length))
+    for (const { contender } of rows) {
+      if (contender === reference) continue
+      const cells = dists.map((dist) => {
+        const figures = byBuild
+          .get(dist)!
+          .map(
+            (runs) =>
+              runs.find((c) => c.case === caseName)!.rows.find((r) => r.contender === contender)!,
+          )
+          .map((r) => r.vsReference.median)
+          .sort((a, b) => a - b)
+        const mean = figures.reduce((a, b) => a + b, 0) / figures.length
+        const variance =
+          figures.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, figures.length - 1)
+        const interval = (1.96 * Math.sqrt(variance)) / Math.sqrt(figures.length)
+        return `${signedUs(mean).padStart(9)} ± ${(interval / 1000).toFixed(2)} (${signedUs(figures[0]!)} … ${signedUs(figures.at(-1)!)})`
+      })
+      console.log(`  ${contender.padEnd(width)}  ${cells.join('   ')}`)
+    }
+  }
+  console.log(`\ncolumns: ${dists.join(', ')}`)
+}

@@ -4,6 +4,11 @@
  */
 import { measure } from 'mitata'
 import { settings } from '../config.ts'
+import { cpuMicros, timeRound } from '../cpu-time.ts'
+
+/** Calls per turn of a paired case (`measurePaired`). */
+const SLICE = 64
+
 import type { MicroRow } from '../results.ts'
 
 export type Contender = readonly [name: string, fn: () => unknown]
@@ -61,5 +66,98 @@ export function printCase(caseName: string, rows: readonly MicroRow[]): void {
     console.log(
       `  ${row.contender.padEnd(width)}  ${formatNs(row.nsPerOp).padStart(10)}/op  p99 ${formatNs(row.p99).padStart(10)}${ratio}`,
     )
+  }
+}
+
+/** One contender of a paired case: median ns per call, and its difference to the reference. */
+export interface PairedRow {
+  contender: string
+  /** Median over rounds of this contender's CPU ns per call. */
+  nsPerOp: number
+  /** Median over rounds of (this contender − the reference) within the round, with its quartiles. */
+  vsReference: { median: number; q1: number; q3: number }
+}
+
+const quantile = (values: readonly number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
+}
+
+/**
+ * Measures contenders for comparison with one of them, the reference, in many short rounds of
+ * this thread's CPU time (`cpu-time.ts`), the order rotated each round; each contender's figure is
+ * the median over rounds of its difference to the reference in the same round. Two contenders
+ * timed moments apart share the machine's state (frequency, caches, other processes' load), so
+ * the difference cancels what moves both, where a best round of each (as `measureCase` keeps)
+ * compares two lucky moments. It cannot cancel what differs between processes (where code and data
+ * landed in memory): `ab.ts` averages over processes for that.
+ */
+export async function measurePaired(
+  caseName: string,
+  contenders: readonly Contender[],
+  reference: string,
+  { rounds = 21, roundMs = 150 }: { rounds?: number; roundMs?: number } = {},
+): Promise<PairedRow[]> {
+  if (!contenders.some(([name]) => name === reference)) {
+    throw new Error(`measurePaired: the reference ${reference} is not a contender`)
+  }
+  const perRound = new Map<string, number[]>(contenders.map(([name]) => [name, []]))
+  for (const [, fn] of contenders) await timeRound(fn, roundMs / 2) // warm-up, and fails loudly
+  for (let round = 0; round < rounds; round++) {
+    const spent = contenders.map(() => 0)
+    const made = contenders.map(() => 0)
+    // Contenders take turns in slices of SLICE calls, the order rotated each turn, until each has
+    // had its share of the round: a machine whose speed drifts from one moment to the next
+    // (a shared host's neighbours) drifts under all of them alike.
+    for (let turn = 0; spent.some((us) => us < roundMs * 1000); turn++) {
+      for (let k = 0; k < contenders.length; k++) {
+        const index = (k + turn) % contenders.length
+        const fn = contenders[index]![1]
+        const started = cpuMicros()
+        for (let c = 0; c < SLICE; c++) await fn()
+        spent[index]! += cpuMicros() - started
+        made[index]! += SLICE
+      }
+    }
+    contenders.forEach(([name], index) => {
+      perRound.get(name)!.push((spent[index]! * 1000) / made[index]!)
+    })
+  }
+  const base = perRound.get(reference)!
+  const rows = contenders.map(([name]): PairedRow => {
+    const own = perRound.get(name)!
+    const diff = own.map((ns, r) => ns - base[r]!)
+    return {
+      contender: name,
+      nsPerOp: quantile(own, 0.5),
+      vsReference: {
+        median: quantile(diff, 0.5),
+        q1: quantile(diff, 0.25),
+        q3: quantile(diff, 0.75),
+      },
+    }
+  })
+  printPaired(caseName, reference, rows, rounds, roundMs)
+  return rows
+}
+
+const signed = (ns: number) => (ns >= 0 ? '+' : '−') + formatNs(Math.abs(ns))
+
+function printPaired(
+  caseName: string,
+  reference: string,
+  rows: readonly PairedRow[],
+  rounds: number,
+  roundMs: number,
+): void {
+  const width = Math.max(...rows.map((row) => row.contender.length))
+  console.log(`\n${caseName} (${rounds} rounds of ${roundMs} ms CPU, medians; vs ${reference})`)
+  for (const row of rows) {
+    const { median, q1, q3 } = row.vsReference
+    const diff =
+      row.contender === reference
+        ? ''
+        : `  ${signed(median).padStart(10)}  (quartiles ${signed(q1)} … ${signed(q3)})`
+    console.log(`  ${row.contender.padEnd(width)}  ${formatNs(row.nsPerOp).padStart(10)}/op${diff}`)
   }
 }
