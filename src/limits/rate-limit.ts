@@ -385,8 +385,8 @@ function outcomeOf(plan: Plan, counts: readonly StoreCount[]): Outcome {
   for (const [index, window] of plan.windows.entries()) {
     const count = counts[index]
     if (count === undefined) break
-    const [state, admitted] = stateOf(window, count.consumed, count.msBeforeReset, window.points)
-    if (!admitted) return { admitted: false, state }
+    const state = stateOf(window, count.consumed, count.msBeforeReset, window.points)
+    if (!(count.consumed <= window.points)) return { admitted: false, state }
     states.push(state)
   }
   return { admitted: true, states }
@@ -419,13 +419,9 @@ function consumeInMemory(
       return { admitted: false, state: undefined, retryAfterMs: memory.msUntilRoom(now) }
     }
     const share = Math.ceil(window.points / divisor)
-    const [state, admitted] = stateOf(
-      window,
-      memory.consumed(slot),
-      memory.resetAt(slot) - now,
-      share,
-    )
-    if (!admitted) return { admitted: false, state }
+    const consumed = memory.consumed(slot)
+    const state = stateOf(window, consumed, memory.resetAt(slot) - now, share)
+    if (!(consumed <= share)) return { admitted: false, state }
     states.push(state)
   }
   return { admitted: true, states }
@@ -437,7 +433,9 @@ function consumeInMemory(
  */
 function spentInMemory(plan: Plan, tenant: string, now: number): State | undefined {
   let state: State | undefined
-  for (const window of plan.windows) {
+  const { windows } = plan
+  for (let index = 0; index < windows.length; index++) {
+    const window = windows[index] as Window
     const slot = window.memory.find(tenant, now)
     if (slot === -1 || window.memory.consumed(slot) < window.points) continue
     const msBeforeReset = window.memory.resetAt(slot) - now
@@ -453,23 +451,20 @@ function isAnswerError(error: unknown): boolean {
   return error instanceof LimiterStoreError && error.code === 'ERR_STORE_ANSWER'
 }
 
-function stateOf(
-  window: Window,
-  consumed: number,
-  msBeforeNext: number,
-  limit: number,
-): [State, boolean] {
+function stateOf(window: Window, consumed: number, msBeforeNext: number, limit: number): State {
   // A key without a TTL cannot come from the scripts; never report "no reset".
   const msBeforeReset = msBeforeNext > 0 ? msBeforeNext : window.durationSeconds * 1000
-  const admitted = consumed <= limit
-  const remaining = admitted ? limit - consumed : 0
-  return [{ window, remaining, msBeforeReset }, admitted]
+  // Admitted while `consumed <= limit`: the callers test that themselves (no tuple per window).
+  const remaining = consumed <= limit ? limit - consumed : 0
+  return { window, remaining, msBeforeReset }
 }
 
 /** The spent window that resets last, so that `Retry-After` is never too early. */
 function blockedState(plan: Plan, tenant: string, now: number): State | undefined {
   let state: State | undefined
-  for (const window of plan.windows) {
+  const { windows } = plan
+  for (let index = 0; index < windows.length; index++) {
+    const window = windows[index] as Window
     const slot = window.blocked.find(tenant, now)
     if (slot === -1) continue
     const msBeforeReset = window.blocked.expiresAt(slot) - now
@@ -488,7 +483,11 @@ function blockedState(plan: Plan, tenant: string, now: number): State | undefine
  */
 function rememberSpent(tenant: string, outcome: Outcome, now: number): void {
   if (outcome.admitted) {
-    for (const state of outcome.states) if (state.remaining <= 0) remember(tenant, state, now)
+    const { states } = outcome
+    for (let i = 0; i < states.length; i++) {
+      const state = states[i] as State
+      if (state.remaining <= 0) remember(tenant, state, now)
+    }
   } else if (outcome.state !== undefined) {
     remember(tenant, outcome.state, now)
   }

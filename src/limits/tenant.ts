@@ -279,7 +279,8 @@ function pathOption(value: unknown, name: string): readonly string[] {
 /** Follows own properties of plain objects only: never arrays, never inherited properties. */
 function readPath(claims: TokenClaims, path: readonly string[]): unknown {
   let value: unknown = claims
-  for (const segment of path) {
+  for (let i = 0; i < path.length; i++) {
+    const segment = path[i] as string
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined
     if (!Object.hasOwn(value, segment)) return undefined
     value = (value as Record<string, unknown>)[segment]
