@@ -41,19 +41,35 @@ export function requireRedisBinaries(): void {
   }
 }
 
-/** A loopback port nobody listens on right now. */
+/**
+ * A loopback port nobody listens on right now, from a block of this test process's own below the
+ * kernel's ephemeral range (32768 and up on Linux), never from that range. A port the kernel hands
+ * out for `listen(0)` is free only until another test's `listen(0)` takes it: between this probe
+ * and the program that binds it later, a server of another worker could take it and answer in its
+ * place (a sample read another server's 404). Servers that tests start with `listen(0)` never get a
+ * port of these blocks, and each worker has its own block, starting at a random offset so that two
+ * runs on one machine seldom meet.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let tried = 0; tried < PORTS_PER_WORKER; tried++) {
+    const port = PORT_BLOCK + (nextPort++ % PORTS_PER_WORKER)
+    if (await listensOn(port)) return port
+  }
+  throw new Error(`no free loopback port in ${PORT_BLOCK}–${PORT_BLOCK + PORTS_PER_WORKER - 1}`)
+}
+
+const PORTS_PER_WORKER = 1000
+/** Worker 1 takes 20000–20999, worker 2 21000–21999…; the main process 30000–30999. */
+const PORT_BLOCK = 20_000 + ((Number(process.env.VITEST_POOL_ID ?? 11) - 1) % 11) * PORTS_PER_WORKER
+let nextPort = Math.floor(Math.random() * PORTS_PER_WORKER)
+
+/** Whether a server could listen on `port` (and did, for a moment). */
+function listensOn(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer()
     server.unref()
-    server.on('error', reject)
-    server.listen(0, HOST, () => {
-      const address = server.address()
-      server.close(() => {
-        if (typeof address === 'object' && address !== null) resolve(address.port)
-        else reject(new Error('no port'))
-      })
-    })
+    server.once('error', () => resolve(false))
+    server.listen(port, HOST, () => server.close(() => resolve(true)))
   })
 }
 
