@@ -29,3 +29,43 @@ export function withinDeadline<T>(
   operation.catch(() => {})
   return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))
 }
+
+/** Each connecting client's next `ready`, shared by every call that waits for it. */
+const connections = new WeakMap<object, Promise<void>>()
+
+/**
+ * `call()`, once the client has connected when it is connecting now. An ioredis client without its
+ * offline queue (`enableOfflineQueue: false`, as the guides configure it so that an outage fails
+ * fast) refuses every command outright while it connects: a gateway that takes requests the moment
+ * it listens answered its first ones 503 while Redis was a few milliseconds away. The caller's
+ * deadline bounds the wait; a client that is not connecting (ready, or waiting to reconnect after
+ * an outage) is called at once, and any other client (a plain object with the same commands) too.
+ */
+export function onceConnected<T>(client: object, call: () => Promise<T>): Promise<T> {
+  const { status, once, off } = client as {
+    status?: unknown
+    once?: (event: string, listener: () => void) => unknown
+    off?: (event: string, listener: () => void) => unknown
+  }
+  if ((status !== 'connecting' && status !== 'connect') || typeof once !== 'function') {
+    return call()
+  }
+  let connected = connections.get(client)
+  if (connected === undefined) {
+    connected = new Promise<void>((settle) => {
+      // The attempt's end either way: ready, or closed (the command then fails as it would have).
+      const done = () => {
+        connections.delete(client)
+        if (typeof off === 'function') {
+          off.call(client, 'ready', done)
+          off.call(client, 'close', done)
+        }
+        settle()
+      }
+      once.call(client, 'ready', done)
+      once.call(client, 'close', done)
+    })
+    connections.set(client, connected)
+  }
+  return connected.then(call)
+}

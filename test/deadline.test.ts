@@ -1,8 +1,9 @@
 import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { withinDeadline } from '../src/deadline.js'
-import { type RedisServer, startRedisServer } from './helpers/redis.js'
+import { onceConnected, withinDeadline } from '../src/deadline.js'
+import { failFast, type RedisServer, startRedisServer } from './helpers/redis.js'
 
 /** A store in another process, answering through a socket: `PING` → `+PONG`. */
 let redis: RedisServer
@@ -78,5 +79,33 @@ describe('withinDeadline', () => {
     const answer = withinDeadline(new Promise(() => {}), 60_000, () => new Error('late'))
     answer.catch(() => {})
     expect(timers()).toBe(before)
+  })
+})
+
+describe('onceConnected', () => {
+  it('holds the calls made while a client connects until it is ready, with one listener for all of them', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
+    client.on('error', () => {})
+    try {
+      const listening = client.listenerCount('ready')
+      const calls = Array.from({ length: 50 }, (_, i) =>
+        onceConnected(client, () => client.set(`test:connecting:${i}`, '1', 'PX', 1000)),
+      )
+      expect(client.listenerCount('ready')).toBe(listening + 1)
+      expect(await Promise.all(calls)).toEqual(Array(50).fill('OK'))
+      expect(client.listenerCount('ready')).toBe(listening)
+      expect(client.listenerCount('close')).toBe(0)
+    } finally {
+      client.disconnect()
+    }
+  })
+
+  it('calls at once a client that is ready, or any object that is no ioredis client', async () => {
+    const client = await redis.client()
+    let called = 0
+    await onceConnected(client, async () => called++)
+    await onceConnected({ set: async () => 'OK' }, async () => called++)
+    expect(called).toBe(2)
+    expect(client.listenerCount('ready')).toBe(0)
   })
 })

@@ -7,7 +7,7 @@
  * @module
  */
 import { hash } from 'node:crypto'
-import { withinDeadline } from '../deadline.js'
+import { onceConnected, withinDeadline } from '../deadline.js'
 import { InvalidDpopProofError, ServiceUnavailableError } from '../errors.js'
 import { checkedClaim, type SharedStore } from '../shared-store.js'
 import type { DpopRedisClientLike } from './options.js'
@@ -142,7 +142,10 @@ export function createRedisReplayCache(
   return {
     async claim(jkt, jti, ttlMs) {
       const answer = await answerWithin(
-        () => redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
+        () =>
+          onceConnected(redis, () =>
+            redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
+          ),
         options.storeTimeoutMs,
       )
       if (answer === null) throw replayed()

@@ -1,3 +1,4 @@
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ReplayCache } from '../../src/dpop/replay.js'
 import {
@@ -7,7 +8,7 @@ import {
   createSharedReplayCache,
 } from '../../src/dpop/replay.js'
 import type { SharedStore } from '../../src/shared-store.js'
-import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { failFast, type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 const JKT = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
 const OTHER_JKT = 'AzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
@@ -156,6 +157,43 @@ describe('createRedisReplayCache', () => {
     const until = performance.now() + 120
     while (performance.now() < until) {}
     await expect(replay).rejects.toMatchObject({ reason: 'dpop_replayed' })
+  })
+
+  it('waits within its deadline for a client still connecting, as right after a gateway starts (not 503)', async () => {
+    // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
+    const client = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
+    client.on('error', () => {})
+    try {
+      expect(client.status).toBe('connecting')
+      const cache = createRedisReplayCache(client, {
+        keyPrefix: 'test:start',
+        storeTimeoutMs: 1000,
+      })
+      const [first, replay] = [
+        cache.claim(JKT, 'early', 70_000, 0),
+        cache.claim(JKT, 'early', 70_000, 0),
+      ]
+      await expect(first).resolves.toBeUndefined()
+      await expect(replay).rejects.toMatchObject({ reason: 'dpop_replayed' })
+    } finally {
+      client.disconnect()
+    }
+  })
+
+  it('answers 503 at once from a client that is not connecting (lazyConnect, never told to), not after its deadline', async () => {
+    const client = new Redis({
+      host: '127.0.0.1',
+      port: redis.port,
+      ...failFast,
+      lazyConnect: true,
+    })
+    client.on('error', () => {})
+    const cache = createRedisReplayCache(client, { keyPrefix: 'test:closed', storeTimeoutMs: 5000 })
+    const startedAt = performance.now()
+    await expect(cache.claim(JKT, 'never', 70_000, 0)).rejects.toMatchObject({
+      code: 'ERR_DPOP_REPLAY_UNAVAILABLE',
+    })
+    expect(performance.now() - startedAt).toBeLessThan(1000)
   })
 
   it('answers 503 when the store does not answer within its deadline', async () => {
