@@ -1,8 +1,8 @@
 /**
  * Timing by this thread's CPU time, for the checks that compare contenders in one process
- * (`regression.ts`, `micro/measure.ts` `measurePaired`): on a machine shared with other work, time the scheduler
- * gave to other processes is counted against neither side (wall time was tried: under load, rounds
- * took ten times as long and no round was quiet).
+ * (`regression.ts`, `measurePaired` in `micro/measure.ts`): on a machine shared with other work,
+ * time the scheduler gave to other processes is counted against neither side (wall time was
+ * tried: under load, rounds took ten times as long and no round was quiet).
  */
 
 /** One call of a contender; `i` counts its calls, to rotate over a pool of tokens. */

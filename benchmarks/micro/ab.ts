@@ -45,7 +45,7 @@ const arg = (name: string) =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
 const cases = (arg('cases') ?? 'hit,miss').split(',')
 const ROWS = 'ab-rows:'
-const run = promisify(execFile)
+const execute = promisify(execFile)
 const signedUs = (ns: number) => `${ns >= 0 ? '+' : '−'}${(Math.abs(ns) / 1000).toFixed(2)} µs`
 const rounds = { rounds: Number(arg('rounds') ?? 9), roundMs: Number(arg('round-ms') ?? 100) }
 
@@ -403,7 +403,7 @@ async function compareInProcesses(): Promise<void> {
   for (let p = 0; p < processes; p++) {
     const order = p % 2 === 0 ? dists : [...dists].reverse()
     for (const dist of order) {
-      const { stdout } = await run(process.execPath, [
+      const { stdout } = await execute(process.execPath, [
         '--import',
         import.meta.resolve('tsx'),
         fileURLToPath(import.meta.url),
@@ -413,9 +413,9 @@ async function compareInProcesses(): Promise<void> {
       ])
       const line = stdout.split('\n').find((l) => l.startsWith(ROWS))
       if (line === undefined) throw new Error(`${dist}: the process printed no rows:\n${stdout}`)
-      const run_ = JSON.parse(line.slice(ROWS.length)) as CaseRows[]
-      byBuild.get(dist)!.push(run_)
-      const summary = run_
+      const measured = JSON.parse(line.slice(ROWS.length)) as CaseRows[]
+      byBuild.get(dist)!.push(measured)
+      const summary = measured
         .flatMap((c) => c.rows.filter((r) => r.contender !== c.reference))
         .map((r) => `${r.contender} ${signedUs(r.vsReference.median)}`)
         .join(', ')

@@ -5,11 +5,10 @@
 import { measure } from 'mitata'
 import { settings } from '../config.ts'
 import { cpuMicros, timeRound } from '../cpu-time.ts'
+import type { MicroRow } from '../results.ts'
 
 /** Calls per turn of a paired case (`measurePaired`). */
 const SLICE = 64
-
-import type { MicroRow } from '../results.ts'
 
 export type Contender = readonly [name: string, fn: () => unknown]
 

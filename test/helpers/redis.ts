@@ -47,8 +47,9 @@ export function requireRedisBinaries(): void {
  * out for `listen(0)` is free only until another test's `listen(0)` takes it: between this probe
  * and the program that binds it later, a server of another worker could take it and answer in its
  * place (a sample read another server's 404). Servers that tests start with `listen(0)` never get a
- * port of these blocks, and each worker has its own block, starting at a random offset so that two
- * runs on one machine seldom meet.
+ * port of these blocks. Worker N takes block (N − 1) mod 11 (eleven blocks fit below the range, so
+ * up to ten workers have one each beside the main process's), starting at a random offset so that
+ * two runs on one machine seldom meet; a port is probed before it is handed out in any case.
  */
 export async function freePort(): Promise<number> {
   for (let tried = 0; tried < PORTS_PER_WORKER; tried++) {
