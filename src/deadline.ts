@@ -48,7 +48,12 @@ export function onceConnected<T>(client: object, call: () => Promise<T>): Promis
     off?: (event: string, listener: () => void) => unknown
   }
   if ((status !== 'connecting' && status !== 'connect') || typeof once !== 'function') {
-    return call()
+    // A client that throws instead of rejecting (a closed one, a plain object) fails the same way.
+    try {
+      return call()
+    } catch (error) {
+      return Promise.reject(error)
+    }
   }
   let connected = connections.get(client)
   if (connected === undefined) {
@@ -68,4 +73,18 @@ export function onceConnected<T>(client: object, call: () => Promise<T>): Promis
     connections.set(client, connected)
   }
   return connected.then(call)
+}
+
+/**
+ * A store call with both guards: `call()` once `client` has connected when it is connecting now
+ * ({@link onceConnected}), and its answer within `timeoutMs` ({@link withinDeadline}), which
+ * bounds the wait too.
+ */
+export function storeCall<T>(
+  client: object,
+  call: () => Promise<T>,
+  timeoutMs: number,
+  late: () => Error,
+): Promise<T> {
+  return withinDeadline(onceConnected(client, call), timeoutMs, late)
 }

@@ -1,8 +1,8 @@
 import { once } from 'node:events'
-import { connect, type Socket } from 'node:net'
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { onceConnected, withinDeadline } from '../src/deadline.js'
+import { onceConnected, storeCall, withinDeadline } from '../src/deadline.js'
 import { failFast, type RedisServer, startRedisServer } from './helpers/redis.js'
 
 /** A store in another process, answering through a socket: `PING` → `+PONG`. */
@@ -107,5 +107,39 @@ describe('onceConnected', () => {
     await onceConnected({ set: async () => 'OK' }, async () => called++)
     expect(called).toBe(2)
     expect(client.listenerCount('ready')).toBe(0)
+  })
+
+  it('turns a call that throws instead of rejecting into a rejection', async () => {
+    const thrown = new Error('closed')
+    const answer = onceConnected({}, () => {
+      throw thrown
+    })
+    await expect(answer).rejects.toBe(thrown)
+  })
+})
+
+describe('storeCall', () => {
+  it('bounds the wait for a connecting client by the deadline, then calls nothing', async () => {
+    // A server that accepts and never answers: the client stays connecting, never ready.
+    const silent = createServer(() => {})
+    silent.listen(0, '127.0.0.1')
+    await once(silent, 'listening')
+    const { port } = silent.address() as AddressInfo
+    const client = new Redis({ host: '127.0.0.1', port, ...failFast })
+    client.on('error', () => {})
+    let called = 0
+    try {
+      const answer = storeCall(
+        client,
+        async () => called++,
+        50,
+        () => new Error('late'),
+      )
+      await expect(answer).rejects.toThrow('late')
+      expect(called).toBe(0)
+    } finally {
+      client.disconnect()
+      silent.close()
+    }
   })
 })

@@ -8,7 +8,7 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import { withinDeadline } from '../deadline.js'
+import { storeCall } from '../deadline.js'
 
 import type { RedisClientLike } from '../limits/rate-limit.js'
 
@@ -98,26 +98,27 @@ export function createSharedCache(
 ): SharedCache {
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as TokenCommands
-  const bounded = <T>(operation: Promise<T>): Promise<T> =>
-    withinDeadline(operation, timeoutMs, () => new Error('shared cache timed out'))
+  // An instance's first token may be asked for while its client still connects (see storeCall).
+  const bounded = <T>(call: () => Promise<T>): Promise<T> =>
+    storeCall(redis, call, timeoutMs, () => new Error('shared cache timed out'))
   return {
     keyOf: (material) =>
       `${keyPrefix}:{${createHash('sha256').update(material).digest('base64url').slice(0, 32)}}`,
-    read: async (key) => parse(await bounded(commands.tollgateTokenRead(key))),
+    read: async (key) => parse(await bounded(() => commands.tollgateTokenRead(key))),
     lock: async (key, owner) =>
-      (await bounded(commands.tollgateTokenLock(`${key}:lock`, owner, lockMs))) === 'OK',
+      (await bounded(() => commands.tollgateTokenLock(`${key}:lock`, owner, lockMs))) === 'OK',
     async write(key, token, ttlMs, owner) {
       const raw = JSON.stringify(token)
-      await bounded(
+      await bounded(() =>
         commands.tollgateTokenWrite(key, `${key}:lock`, raw, Math.max(1, Math.floor(ttlMs)), owner),
       )
       return raw
     },
     async unlock(key, owner) {
-      await bounded(commands.tollgateTokenUnlock(`${key}:lock`, owner))
+      await bounded(() => commands.tollgateTokenUnlock(`${key}:lock`, owner))
     },
     async drop(key, raw) {
-      await bounded(commands.tollgateTokenDrop(key, raw))
+      await bounded(() => commands.tollgateTokenDrop(key, raw))
     },
   }
 }

@@ -7,7 +7,7 @@
  * @module
  */
 import { hash } from 'node:crypto'
-import { onceConnected, withinDeadline } from '../deadline.js'
+import { storeCall } from '../deadline.js'
 import { InvalidDpopProofError, ServiceUnavailableError } from '../errors.js'
 import { checkedClaim, type SharedStore } from '../shared-store.js'
 import type { DpopRedisClientLike } from './options.js'
@@ -118,16 +118,16 @@ export function capClaimsPerKey(
 }
 
 /**
- * What the store answered within `timeoutMs`, or the 503 when it rejected, threw or did not
- * answer in time.
+ * What the store answered within `timeoutMs` (once `client` has connected, when it is an ioredis
+ * client still connecting), or the 503 when it rejected, threw or did not answer in time.
  */
-async function answerWithin(call: () => Promise<unknown>, timeoutMs: number): Promise<unknown> {
+async function answerWithin(
+  client: object,
+  call: () => Promise<unknown>,
+  timeoutMs: number,
+): Promise<unknown> {
   try {
-    return await withinDeadline(
-      Promise.resolve().then(call),
-      timeoutMs,
-      () => new Error('replay store timeout'),
-    )
+    return await storeCall(client, call, timeoutMs, () => new Error('replay store timeout'))
   } catch (error) {
     throw unavailable(error)
   }
@@ -142,10 +142,8 @@ export function createRedisReplayCache(
   return {
     async claim(jkt, jti, ttlMs) {
       const answer = await answerWithin(
-        () =>
-          onceConnected(redis, () =>
-            redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
-          ),
+        redis,
+        () => redis.set(`${prefix}${entryKey(jkt, jti)}`, '1', 'PX', Math.ceil(ttlMs), 'NX'),
         options.storeTimeoutMs,
       )
       if (answer === null) throw replayed()
@@ -166,6 +164,7 @@ export function createSharedReplayCache(
   return {
     async claim(jkt, jti, ttlMs) {
       const answer = await answerWithin(
+        shared,
         () => shared.claimOnce(`${prefix}${entryKey(jkt, jti)}`, Math.ceil(ttlMs)),
         options.storeTimeoutMs,
       )

@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import { withinDeadline } from '../deadline.js'
+import { storeCall } from '../deadline.js'
 import type { Emit } from '../events.js'
 import type { NormalizedRevocationOptions, RevocationRedisClient } from './options.js'
 import { CLAIM } from './redis-scripts.js'
@@ -57,13 +57,20 @@ export class RedisLink {
     this.keys = revocationKeys(options.keyPrefix)
   }
 
-  /** `EVAL script` with these keys and arguments; rejects past the deadline. */
+  /**
+   * `EVAL script` with these keys and arguments, once the client has connected when it is
+   * connecting now (a gateway's first requests and logouts may come first); rejects past the
+   * deadline.
+   */
   run<T>(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<T> {
-    return this.withDeadline(this.client.eval(script, keys.length, ...keys, ...args) as Promise<T>)
+    return this.withDeadline(
+      () => this.client.eval(script, keys.length, ...keys, ...args) as Promise<T>,
+    )
   }
 
-  withDeadline<T>(call: Promise<T>): Promise<T> {
-    return withinDeadline(call, this.options.storeTimeoutMs, () => {
+  /** `call()` as {@link run} calls a script. */
+  withDeadline<T>(call: () => Promise<T>): Promise<T> {
+    return storeCall(this.client, call, this.options.storeTimeoutMs, () => {
       const error = new Error(
         `revocation store did not answer within ${this.options.storeTimeoutMs} ms`,
       )

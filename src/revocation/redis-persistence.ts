@@ -28,8 +28,10 @@ export async function checkPersistence(
     return
   }
   try {
-    if (link.client.call === undefined) throw new Error('no generic command')
-    const reply = await link.withDeadline(link.client.call('CONFIG', 'GET', 'save'))
+    const { client } = link
+    if (client.call === undefined) throw new Error('no generic command')
+    const call = client.call.bind(client)
+    const reply = await link.withDeadline(() => call('CONFIG', 'GET', 'save'))
     const points = Array.isArray(reply) ? reply[1] : undefined
     if (typeof points !== 'string') throw new Error('unexpected CONFIG GET reply')
     if (points.trim() !== '') return

@@ -9,7 +9,7 @@
  * @module
  */
 import { createHash } from 'node:crypto'
-import { onceConnected, withinDeadline } from '../deadline.js'
+import { storeCall } from '../deadline.js'
 
 import type { SignalRedisClient } from './options.js'
 
@@ -135,12 +135,9 @@ export class RedisSignalStore implements SignalStore {
 
   private async run(script: string, key: string, ...args: (string | number)[]): Promise<unknown> {
     try {
-      return await withinDeadline(
-        Promise.resolve().then(() =>
-          onceConnected(this.client, () =>
-            this.client.eval(script, 1, `${this.prefix}:${key}`, ...args),
-          ),
-        ),
+      return await storeCall(
+        this.client,
+        () => this.client.eval(script, 1, `${this.prefix}:${key}`, ...args),
         this.timeoutMs,
         () => new Error('timeout'),
       )

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { withinDeadline } from '../deadline.js'
+import { storeCall } from '../deadline.js'
 import type { RedisClientLike } from '../limits/rate-limit.js'
 import { redisKeyPrefix, validateFor } from '../validate.js'
 import type { SessionStore } from './store.js'
@@ -89,9 +89,10 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       'createRedisSessionStore(options): "timeoutMs" must be a whole number from 10 to 60000',
     )
   }
-  const bounded = <T>(operation: Promise<T>) =>
-    withinDeadline(operation, timeoutMs, () => new Error('session store timed out'))
   const redis = options.redis
+  // The application's first requests may come while its client still connects (see storeCall).
+  const bounded = <T>(call: () => Promise<T>) =>
+    storeCall(redis, call, timeoutMs, () => new Error('session store timed out'))
   for (const [name, definition] of Object.entries(COMMANDS)) redis.defineCommand(name, definition)
   const commands = redis as unknown as SessionCommands & {
     del(key: string): Promise<unknown>
@@ -111,33 +112,33 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
    * Cluster slots than the index, so no script can see both.
    */
   async function liveMembers(name: string): Promise<string[]> {
-    const members = await bounded(commands.smembers(indexKey(name)))
+    const members = await bounded(() => commands.smembers(indexKey(name)))
     const exists = await Promise.all(
-      members.map((member) => bounded(commands.exists(sessionKey(member)))),
+      members.map((member) => bounded(() => commands.exists(sessionKey(member)))),
     )
     const ended = members.filter((_, at) => exists[at] === 0)
-    if (ended.length > 0) await bounded(commands.srem(indexKey(name), ...ended))
+    if (ended.length > 0) await bounded(() => commands.srem(indexKey(name), ...ended))
     return members.filter((_, at) => exists[at] !== 0)
   }
   return {
     async read(key, idleMs) {
-      const value = await bounded(
+      const value = await bounded(() =>
         commands.tollgateSessionRead(sessionKey(key), Math.max(1, idleMs)),
       )
       return typeof value === 'string' ? value : undefined
     },
     async create(key, value, ttlMs, indexes, indexTtlMs = ttlMs) {
-      await bounded(commands.set(sessionKey(key), value, 'PX', Math.max(1, ttlMs)))
+      await bounded(() => commands.set(sessionKey(key), value, 'PX', Math.max(1, ttlMs)))
       const indexLifetime = Math.max(1, ttlMs, indexTtlMs)
       for (const name of indexes) {
-        await bounded(commands.tollgateSessionIndex(indexKey(name), key, indexLifetime))
+        await bounded(() => commands.tollgateSessionIndex(indexKey(name), key, indexLifetime))
         // A user who signs in often would otherwise keep every ended session in the index until
         // the index itself expires, which each sign-in postpones.
         await liveMembers(name)
       }
     },
     async replace(key, value, ttlMs, owner) {
-      const written = await bounded(
+      const written = await bounded(() =>
         commands.tollgateSessionReplace(
           sessionKey(key),
           lockKey(key),
@@ -149,17 +150,17 @@ export function createRedisSessionStore(options: RedisSessionStoreOptions): Sess
       return written === 1
     },
     async delete(key, indexes = []) {
-      await bounded(commands.del(sessionKey(key)))
-      for (const name of indexes) await bounded(commands.srem(indexKey(name), key))
+      await bounded(() => commands.del(sessionKey(key)))
+      for (const name of indexes) await bounded(() => commands.srem(indexKey(name), key))
     },
     async lock(key, owner, ttlMs) {
-      const answer = await bounded(
+      const answer = await bounded(() =>
         commands.tollgateSessionLock(lockKey(key), owner, Math.max(1, ttlMs)),
       )
       return answer === 'OK'
     },
     async unlock(key, owner) {
-      await bounded(commands.tollgateSessionUnlock(lockKey(key), owner))
+      await bounded(() => commands.tollgateSessionUnlock(lockKey(key), owner))
     },
     async indexed(name) {
       return liveMembers(name)

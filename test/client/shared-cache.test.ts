@@ -2,7 +2,7 @@
  * The cache a fleet shares through Redis: a real redis-server on a free port, several token
  * sources standing for several instances, and the real provider counting token requests.
  */
-import type { Redis } from 'ioredis'
+import { Redis } from 'ioredis'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import {
@@ -13,7 +13,7 @@ import {
 import { keycloak } from '../../src/index.js'
 import { manualClock, SECRET, startPlatformProvider } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
-import { type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { failFast, type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 let provider: RunningProvider
 let redis: RedisServer
@@ -59,6 +59,23 @@ describe('shared cache', () => {
     )
     expect(new Set(tokens).size).toBe(1)
     expect(provider.grantCount()).toBe(1)
+  })
+
+  it('lets an instance that has just started, its client still connecting, take the fleet’s token (no error, no request)', async () => {
+    const clock = manualClock()
+    const first = await instance(clock).source.get()
+    // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
+    const starting = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
+    starting.on('error', () => {})
+    try {
+      expect(starting.status).toBe('connecting')
+      const late = instance(clock, { sharedCache: { redis: starting } })
+      expect(await late.source.get()).toBe(first)
+      expect(provider.grantCount()).toBe(1)
+      expect(late.events.map((event) => event.type)).not.toContain('shared_cache_error')
+    } finally {
+      starting.disconnect()
+    }
   })
 
   it('lets a new instance start with the token the fleet already holds', async () => {

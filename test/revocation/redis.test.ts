@@ -10,6 +10,7 @@ import type { TollgateError } from '../../src/errors.js'
 import type { GateEvent } from '../../src/events.js'
 import { createGate, type Gate } from '../../src/gate/gate.js'
 import type { RevocationOptions } from '../../src/revocation/options.js'
+import { RedisLink } from '../../src/revocation/redis-link.js'
 import { createTestIssuer, type TestIssuer } from '../../src/testing/index.js'
 import { keycloak } from '../../src/token/issuers.js'
 import { resetWarningsForTests } from '../../src/warnings.js'
@@ -239,6 +240,24 @@ describe('revocation shared through Redis', () => {
       await until('B refuses', async () => (await decided(b.gate, token)) === 'revoked')
     } finally {
       lazy.disconnect()
+    }
+  })
+
+  it('waits within its deadline for a client still connecting, as right after a gateway starts (no store error)', async () => {
+    // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
+    const client = new Redis({ host: '127.0.0.1', port: server.port, ...failFast })
+    client.on('error', () => {})
+    const events: GateEvent[] = []
+    try {
+      expect(client.status).toBe('connecting')
+      const link = new RedisLink(client, { storeTimeoutMs: 1000, keyPrefix: 'rv-start' }, (event) =>
+        events.push(event),
+      )
+      expect(await link.claimOnce('logout-token', 60_000)).toBe(true)
+      expect(await link.claimOnce('logout-token', 60_000)).toBe(false)
+      expect(events).toEqual([])
+    } finally {
+      client.disconnect()
     }
   })
 
