@@ -11,6 +11,7 @@
 #                 test/binding/proxies.test.ts runs docs/mtls.md's nginx (with its njs module) and
 #                 HAProxy settings as printed, on free loopback ports of their own
 #   openssl, curl the same test runs the guide's openssl lines and its curl line
+#   valgrind      the speed check of .ci/run counts the cache hit's instructions with callgrind
 set -euo pipefail
 
 missing=()
@@ -24,6 +25,7 @@ command -v nginx >/dev/null && [ -e /usr/lib/nginx/modules/ngx_http_js_module.so
 command -v haproxy >/dev/null || missing+=(haproxy)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
+command -v valgrind >/dev/null || missing+=(valgrind)
 
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -16,14 +16,13 @@
  * runs the floor middleware (http/servers/floor.ts) with the same response the Koa floor server
  * sends. Prints `instructions/call` read from the dump.
  */
-import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync } from 'node:fs'
 import { IncomingMessage, ServerResponse } from 'node:http'
 import { Socket } from 'node:net'
-import { dirname, join, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import Koa from 'koa'
+import { countInstructions } from '../callgrind.ts'
 import { AUDIENCE, accessClaims } from '../fixtures.ts'
 import { FLOOR_REFUSAL, floorVerifier } from '../http/servers/floor.ts'
 import { startIssuer } from '../issuer.ts'
@@ -169,8 +168,6 @@ async function run(count: number) {
 }
 
 const out = process.argv.find((a) => a.startsWith('--callgrind-out='))?.slice(16)
-const control = (...command: string[]) =>
-  execFileSync('callgrind_control', [...command, String(process.pid)], { stdio: 'ignore' })
 await run(warmup)
 // Unknown kids: the refetch interval doubles from 1 ms up to the 30 s cooldown, so after ~60 s
 // of warm-up a counted round of a few seconds sees at most one refetch (and is then left out).
@@ -258,23 +255,13 @@ if (process.argv.includes('--no-count')) {
 }
 // Rounds, each its own dump: a JWKS refetch (one per cooldown in the unknown-kid case) lands in
 // some only, and the round with the fewest instructions is the figure.
-const dir = out === undefined ? process.cwd() : dirname(out)
+const outFile = out ?? join(process.cwd(), 'callgrind.out')
 const perCall: string[] = []
 const all: number[] = []
 let best = Number.POSITIVE_INFINITY
 for (let r = 0; r < rounds; r++) {
   const fetched = issuer.fetchCount()
-  control('-z')
-  control('-i', 'on')
-  await run(calls)
-  control('-d')
-  control('-i', 'off')
-  // The newest dump of this process: callgrind names them `<out-file>.<n>`.
-  const mine = readdirSync(dir)
-    .filter((f) => f.includes(`.${process.pid}.`) && /\.\d+$/.test(f))
-    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
-  const text = readFileSync(join(dir, mine.at(-1)!), 'utf8')
-  const each = Number(/^totals:\s*(\d+)/m.exec(text)?.[1]) / calls
+  const each = (await countInstructions(outFile, () => run(calls))) / calls
   const refetches = issuer.fetchCount() - fetched
   perCall.push(
     `${Math.round(each).toLocaleString('en-US')}${refetches ? ` (${refetches} JWKS fetch)` : ''}`,

@@ -15,7 +15,7 @@ function packagesTheReadmeNames(): string[] {
   const text = paragraph.slice(0, paragraph.indexOf('stops.'))
   return [
     ...text.matchAll(
-      /`(redis-server|postgresql|memcached|chromium|nginx|libnginx-mod-http-js|haproxy|openssl|curl)`/g,
+      /`(redis-server|postgresql|memcached|chromium|nginx|libnginx-mod-http-js|haproxy|openssl|curl|valgrind)`/g,
     ),
   ].map((m) => m[1] ?? '')
 }
@@ -34,6 +34,7 @@ describe('scripts/test-system.sh', () => {
       'openssl',
       'postgresql',
       'redis-server',
+      'valgrind',
     ])
     expect(checked.sort()).toEqual(packagesTheReadmeNames().sort())
   })
@@ -50,7 +51,7 @@ describe('scripts/test-system.sh', () => {
     })
     expect(run.status).toBe(1)
     expect(run.stderr).toMatch(
-      /^The tests need: redis-server .*memcached chromium nginx libnginx-mod-http-js haproxy openssl curl\. Install them/m,
+      /^The tests need: redis-server .*memcached chromium nginx libnginx-mod-http-js haproxy openssl curl valgrind\. Install them/m,
     )
     expect(run.stderr).toContain('sudo apt-get install redis-server')
   })
