@@ -1,11 +1,12 @@
 /**
  * The token side at production sizes (issue 30): what `gate.ready()` fetches and how long it takes
  * with 1 to 1,000 issuers (each with its own JWKS, and 1,000 sharing one), the size of the
- * `rejected` event of a token whose issuer is not configured, and a verified-token cache hit at
- * 5k and 100k entries. Gates are built from `dist/` (`BENCH_DIST` for another build) and fetch from
+ * `rejected` event of a token whose issuer is not configured, and the verified-token cache at 5k
+ * and 100k entries (1M with `BENCH_SCALE_CACHE=1000000`): the heap it holds per token, and a hit. Gates are built from `dist/` (`BENCH_DIST` for another build) and fetch from
  * a loopback JWKS server that counts its fetches.
  *
- * `node benchmarks/scale/issuers.ts`; `BENCH_SCALE_CACHE=5000` leaves out the 100k cache row.
+ * `node --expose-gc --import tsx benchmarks/scale/issuers.ts`; `BENCH_SCALE_CACHE=5000` leaves out
+ * the 100k cache rows, `BENCH_SCALE_CACHE=1000000` adds the 1M ones (about 4 GB of heap).
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -26,6 +27,15 @@ interface CoreModule {
 
 const AUDIENCE = 'gateway'
 const MAX_CACHE = Number(process.env.BENCH_SCALE_CACHE ?? 100_000)
+
+/** Heap in use after a full collection (the scale suites run with `--expose-gc`). */
+function heapUsed(): number {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc === undefined) throw new Error('run with node --expose-gc (npm run bench:scale does)')
+  gc()
+  gc()
+  return process.memoryUsage().heapUsed
+}
 
 /** A JWKS server answering the same key set at every path, counting fetches. */
 async function startJwksServer(jwks: string) {
@@ -49,7 +59,8 @@ async function startJwksServer(jwks: string) {
 }
 
 const ms = (ns: number) => (ns / 1e6).toFixed(ns < 1e7 ? 2 : 0)
-const count = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n))
+const count = (n: number) =>
+  n >= 1_000_000 ? `${n / 1_000_000}M` : n >= 1000 ? `${n / 1000}k` : String(n)
 
 export async function run(): Promise<string> {
   const core = (await import(pathToFileURL(join(distDir, 'src/index.js')).href)) as CoreModule
@@ -116,8 +127,9 @@ export async function run(): Promise<string> {
       rows.push(`| \`unknown_issuer\` rejected event (JSON) | 1k issuers | ${bytes} B | |`)
     }
 
-    // A verified-token cache hit, one issuer, the cache as large as the pool of tokens.
-    for (const size of [5_000, 100_000].filter((n) => n <= MAX_CACHE)) {
+    // A verified-token cache as large as the pool of tokens, one issuer: the heap it holds per
+    // token, then a hit.
+    for (const size of [5_000, 100_000, 1_000_000].filter((n) => n <= MAX_CACHE)) {
       const issuer = issuerOf(0)
       const gate = core.createGate({
         issuers: [{ issuer, jwksUri: `${issuer}/jwks` }],
@@ -125,12 +137,25 @@ export async function run(): Promise<string> {
         cache: { maxEntries: size },
       })
       await gate.ready()
-      const requests = Array.from({ length: size }, () => ({
-        headers: {
-          authorization: `Bearer ${signJws({ alg: 'ES256', typ: 'JWT', kid: key.kid }, accessClaims(issuer), key.privateKey, 'ES256')}`,
-        },
-      }))
-      for (const request of requests) await gate.check(request)
+      const tokens = Array.from({ length: size }, () =>
+        signJws(
+          { alg: 'ES256', typ: 'JWT', kid: key.kid },
+          accessClaims(issuer),
+          key.privateKey,
+          'ES256',
+        ),
+      )
+      // Each request brings its own header string, as one parsed from a socket does: what the
+      // cache holds per token includes the token's own copy.
+      const before = heapUsed()
+      for (const token of tokens)
+        await gate.check({ headers: { authorization: `Bearer ${token}` } })
+      const perEntry = (heapUsed() - before) / size
+      const length = (tokens[0] as string).length
+      rows.push(
+        `| heap per cached token (${length}-character ES256 tokens, Keycloak claims) | ${count(size)} entries | ${perEntry.toFixed(0)} B (${(perEntry - length).toFixed(0)} B beyond the token's characters) | |`,
+      )
+      const requests = tokens.map((token) => ({ headers: { authorization: `Bearer ${token}` } }))
       // CPU time of this process: the machine is shared, and wall time counts others' turns.
       let best = Number.POSITIVE_INFINITY
       const ops = 200_000

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 
 import { VerdictCache } from '../../src/token/cache.js'
 import type { PreparedKey } from '../../src/token/jwk.js'
@@ -57,6 +57,21 @@ describe('VerdictCache', () => {
     expect(cache.size).toBe(100)
     expect(cache.get('t0', 1)).toBeUndefined()
     expect(cache.get('t999', 1)).toBe(999)
+  })
+
+  it('holds no timer, however many verdicts it keeps (nothing runs to expire them)', () => {
+    // Fake timers count every timer, an unref'd one included (which the process would not list).
+    vi.useFakeTimers()
+    try {
+      const cache = new VerdictCache<number>(1_000, 60_000)
+      for (let index = 0; index < 1_000; index++) {
+        cache.set(`t${index}`, index, [key()], { validFrom: 0, validUntil: 10_000 }, 0)
+      }
+      expect(cache.size).toBe(1_000)
+      expect(vi.getTimerCount()).toBe(0)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })
 
