@@ -84,8 +84,7 @@ describe('withinDeadline', () => {
 
 describe('onceConnected', () => {
   it('holds the calls made while a client connects until it is ready, with one listener for all of them', async () => {
-    const client = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
-    client.on('error', () => {})
+    const client = redis.starting()
     try {
       const listening = client.listenerCount('ready')
       const calls = Array.from({ length: 50 }, (_, i) =>

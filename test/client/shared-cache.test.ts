@@ -2,7 +2,7 @@
  * The cache a fleet shares through Redis: a real redis-server on a free port, several token
  * sources standing for several instances, and the real provider counting token requests.
  */
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 
 import {
@@ -13,7 +13,7 @@ import {
 import { keycloak } from '../../src/index.js'
 import { manualClock, SECRET, startPlatformProvider } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
-import { failFast, type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 let provider: RunningProvider
 let redis: RedisServer
@@ -65,8 +65,7 @@ describe('shared cache', () => {
     const clock = manualClock()
     const first = await instance(clock).source.get()
     // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
-    const starting = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
-    starting.on('error', () => {})
+    const starting = redis.starting()
     try {
       expect(starting.status).toBe('connecting')
       const late = instance(clock, { sharedCache: { redis: starting } })

@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ReplayCache } from '../../src/dpop/replay.js'
 import {
@@ -8,7 +7,7 @@ import {
   createSharedReplayCache,
 } from '../../src/dpop/replay.js'
 import type { SharedStore } from '../../src/shared-store.js'
-import { failFast, type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 const JKT = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
 const OTHER_JKT = 'AzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs'
@@ -161,8 +160,7 @@ describe('createRedisReplayCache', () => {
 
   it('waits within its deadline for a client still connecting, as right after a gateway starts (not 503)', async () => {
     // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
-    const client = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
-    client.on('error', () => {})
+    const client = redis.starting()
     try {
       expect(client.status).toBe('connecting')
       const cache = createRedisReplayCache(client, {
@@ -181,13 +179,7 @@ describe('createRedisReplayCache', () => {
   })
 
   it('answers 503 at once from a client that is not connecting (lazyConnect, never told to), not after its deadline', async () => {
-    const client = new Redis({
-      host: '127.0.0.1',
-      port: redis.port,
-      ...failFast,
-      lazyConnect: true,
-    })
-    client.on('error', () => {})
+    const client = redis.starting({ lazyConnect: true })
     const cache = createRedisReplayCache(client, { keyPrefix: 'test:closed', storeTimeoutMs: 5000 })
     const startedAt = performance.now()
     await expect(cache.claim(JKT, 'never', 70_000, 0)).rejects.toMatchObject({

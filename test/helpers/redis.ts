@@ -121,6 +121,12 @@ export interface RedisServer {
   stop(): Promise<void>
   /** An ioredis client that fails fast, already connected. Disconnected by {@link RedisServer.stop}. */
   client(options?: RedisOptions): Promise<Redis>
+  /**
+   * The guides' client (no offline queue) just created, still connecting, as right after an
+   * application starts: ioredis refuses its commands outright until it is connected. With
+   * `lazyConnect`, one never told to connect. Disconnected by {@link RedisServer.stop}.
+   */
+  starting(options?: RedisOptions): Redis
 }
 
 /** Starts `redis-server` on a free loopback port, without persistence, and waits for PONG. */
@@ -168,6 +174,13 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
     await exited
   }
 
+  function starting(options: RedisOptions = {}): Redis {
+    const client = new Redis({ host: HOST, port, ...failFast, ...options })
+    client.on('error', () => {})
+    clients.add(client)
+    return client
+  }
+
   await launch()
   return {
     port,
@@ -181,12 +194,11 @@ export async function startRedisServer(extraArgs: readonly string[] = []): Promi
       rmSync(dir, { recursive: true, force: true })
     },
     async client(options = {}) {
-      const client = new Redis({ host: HOST, port, ...failFast, ...options })
-      client.on('error', () => {})
-      clients.add(client)
+      const client = starting(options)
       await waitForReady(client)
       return client
     },
+    starting,
   }
 }
 

@@ -245,8 +245,7 @@ describe('revocation shared through Redis', () => {
 
   it('waits within its deadline for a client still connecting, as right after a gateway starts (no store error)', async () => {
     // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
-    const client = new Redis({ host: '127.0.0.1', port: server.port, ...failFast })
-    client.on('error', () => {})
+    const client = server.starting()
     const events: GateEvent[] = []
     try {
       expect(client.status).toBe('connecting')

@@ -1,8 +1,7 @@
-import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { RedisSignalStore, StoreUnavailable } from '../../src/signals/store.js'
-import { failFast, type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 
 let redis: RedisServer
 beforeAll(async () => {
@@ -13,8 +12,7 @@ afterAll(() => redis.stop())
 describe('RedisSignalStore', () => {
   it('claims a SET once on a client still connecting, as right after a receiver starts (not unavailable)', async () => {
     // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
-    const client = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
-    client.on('error', () => {})
+    const client = redis.starting()
     try {
       expect(client.status).toBe('connecting')
       const store = new RedisSignalStore(client, 'test:signals', 1000)

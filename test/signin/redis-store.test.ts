@@ -5,14 +5,14 @@
  */
 import { randomUUID } from 'node:crypto'
 
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import request from 'supertest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { createRedisSessionStore, type SignInEvent } from '../../src/signin/index.js'
 import { manualClock } from '../helpers/client-fixtures.js'
 import type { RunningProvider } from '../helpers/oidc-provider.js'
-import { failFast, type RedisServer, startRedisServer } from '../helpers/redis.js'
+import { type RedisServer, startRedisServer } from '../helpers/redis.js'
 import {
   expressSignInApp,
   koaSignInApp,
@@ -195,8 +195,7 @@ describe('Redis session store', () => {
 
   it('waits within its deadline for a client still connecting, as right after the application starts (not 503)', async () => {
     // The guides' client: no offline queue, so ioredis refuses a command outright while it connects.
-    const client = new Redis({ host: '127.0.0.1', port: redis.port, ...failFast })
-    client.on('error', () => {})
+    const client = redis.starting()
     try {
       expect(client.status).toBe('connecting')
       const store = createRedisSessionStore({ redis: client, keyPrefix: 'start' })
@@ -209,13 +208,7 @@ describe('Redis session store', () => {
   })
 
   it('fails at once, not after its deadline, with a client that is not connecting (lazyConnect, never told to)', async () => {
-    const client = new Redis({
-      host: '127.0.0.1',
-      port: redis.port,
-      ...failFast,
-      lazyConnect: true,
-    })
-    client.on('error', () => {})
+    const client = redis.starting({ lazyConnect: true })
     const store = createRedisSessionStore({ redis: client, keyPrefix: 'never', timeoutMs: 5000 })
     const startedAt = performance.now()
     await expect(store.read('any', 30_000)).rejects.toThrow()
