@@ -1,7 +1,7 @@
 /**
  * Issue 30's scale benchmark (`npm run bench:scale`): tollgate's costs at production sizes, from
  * 1k to 1M (revocation entries, tenants, issuers). Runs every scale suite present beside this file
- * (`revocation.ts`, `limits.ts`, `issuers.ts`), each exporting `run(): Promise<string>` that
+ * (`revocation.ts`, `limits.ts`, `issuers.ts`, `replay.ts`), each exporting `run(): Promise<string>` that
  * returns a Markdown table, and prints every table. Not a timed unit test: the numbers live here
  * and in benchmarks/README.md ("Scale").
  */
@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const SUITES = ['revocation.ts', 'limits.ts', 'issuers.ts']
+const SUITES = ['revocation.ts', 'limits.ts', 'issuers.ts', 'replay.ts']
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 
 const tables: string[] = []

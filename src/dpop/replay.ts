@@ -9,6 +9,7 @@
 import { hash } from 'node:crypto'
 import { storeCall } from '../deadline.js'
 import { InvalidDpopProofError, ServiceUnavailableError } from '../errors.js'
+import { FifoMap } from '../fifo-map.js'
 import { checkedClaim, type SharedStore } from '../shared-store.js'
 import type { DpopRedisClientLike } from './options.js'
 
@@ -49,7 +50,7 @@ export function createMemoryReplayCache(
   maxEntries: number,
   maxEntriesPerKey: number = maxEntries,
 ): ReplayCache {
-  const seen = new Map<string, { readonly expiresAt: number; readonly jkt: string }>()
+  const seen = new FifoMap<string, { readonly expiresAt: number; readonly jkt: string }>()
   const perKey = new Map<string, number>()
 
   function forget(key: string, jkt: string): void {
@@ -61,7 +62,8 @@ export function createMemoryReplayCache(
 
   return {
     async claim(jkt, jti, ttlMs, nowMs) {
-      for (const [key, entry] of seen) {
+      for (let oldest = seen.oldest(); oldest !== undefined; oldest = seen.oldest()) {
+        const [key, entry] = oldest
         if (entry.expiresAt > nowMs) break
         forget(key, entry.jkt)
       }
@@ -94,16 +96,16 @@ export function capClaimsPerKey(
   maxPerKey: number,
 ): ReplayCache {
   // Every window lasts the gate's one replay TTL, so insertion order is end order.
-  const windows = new Map<string, { count: number; readonly endsAt: number }>()
+  const windows = new FifoMap<string, { count: number; readonly endsAt: number }>()
   return {
     async claim(jkt, jti, ttlMs, nowMs) {
-      for (const [key, window] of windows) {
-        if (window.endsAt > nowMs) break
-        windows.delete(key)
+      for (let oldest = windows.oldest(); oldest !== undefined; oldest = windows.oldest()) {
+        if (oldest[1].endsAt > nowMs) break
+        windows.delete(oldest[0])
       }
       let window = windows.get(jkt)
       if (window === undefined) {
-        if (windows.size >= maxKeys) windows.delete(windows.keys().next().value as string)
+        if (windows.size >= maxKeys) windows.shift()
         window = { count: 0, endsAt: nowMs + ttlMs }
         windows.set(jkt, window)
       }

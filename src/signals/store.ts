@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { storeCall } from '../deadline.js'
+import { FifoMap } from '../fifo-map.js'
 
 import type { SignalRedisClient } from './options.js'
 
@@ -58,7 +59,7 @@ export function storeKey(kind: string, ...parts: string[]): string {
 
 /** This process only. */
 export class MemorySignalStore implements SignalStore {
-  private readonly entries = new Map<string, { value: string; expiresAt: number }>()
+  private readonly entries = new FifoMap<string, { value: string; expiresAt: number }>()
 
   private readonly now: () => number
 
@@ -77,10 +78,7 @@ export class MemorySignalStore implements SignalStore {
 
   private put(key: string, value: string, ttlMs: number): void {
     this.entries.delete(key)
-    if (this.entries.size >= MAX_MEMORY_ENTRIES) {
-      const oldest = this.entries.keys().next().value as string
-      this.entries.delete(oldest)
-    }
+    if (this.entries.size >= MAX_MEMORY_ENTRIES) this.entries.shift()
     this.entries.set(key, { value, expiresAt: this.now() + ttlMs })
   }
 
