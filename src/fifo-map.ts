@@ -1,6 +1,6 @@
 /**
  * A `Map` whose oldest entry is found in constant time, for the bounded memories that forget the
- * oldest first (replayed proofs, logout-token ids, received events). A base file.
+ * oldest first (DPoP proofs and their per-key windows, received security events). A base file.
  *
  * @module
  */
