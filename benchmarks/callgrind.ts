@@ -31,12 +31,10 @@ export async function countInstructions(
   const dir = dirname(outFile)
   // callgrind names each dump `<out-file>.<n>` (the process id in the out-file's name), or with
   // `--separate-threads=yes` one per thread, `<out-file>.<n>-<thread>`: the main thread's is `-01`.
+  const dumpNumber = (file: string) => Number(/\.(\d+)(-01)?$/.exec(file)?.[1])
   const mine = readdirSync(dir)
     .filter((f) => f.includes(`.${process.pid}.`) && /\.\d+(-01)?$/.test(f))
-    .sort(
-      (a, b) =>
-        Number(a.split('.').pop()?.split('-')[0]) - Number(b.split('.').pop()?.split('-')[0]),
-    )
+    .sort((a, b) => dumpNumber(a) - dumpNumber(b))
   const text = readFileSync(join(dir, mine.at(-1) as string), 'utf8')
   return Number(/^totals:\s*(\d+)/m.exec(text)?.[1])
 }
@@ -50,9 +48,9 @@ export function haveValgrind(): boolean {
  * Runs `node args…` (this process's Node) under callgrind with the counting off until the child
  * switches it on ({@link countInstructions}, given `--callgrind-out=<file>` among its arguments),
  * and resolves with its standard output. Only the main thread's instructions are read: V8's
- * compiler and collector threads would add what they happen to do meanwhile. Asynchronous, so that a server of this process (the
- * issuer whose keys the child fetches) keeps answering. Dumps go to a temporary directory, removed
- * afterwards.
+ * compiler and collector threads would add what they happen to do meanwhile. Asynchronous, so
+ * that a server of this process (the issuer whose keys the child fetches) keeps answering. Dumps
+ * go to a temporary directory, removed afterwards.
  */
 export async function runUnderCallgrind(args: readonly string[]): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-callgrind-'))

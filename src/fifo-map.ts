@@ -36,10 +36,6 @@ export class FifoMap<K, V> {
     return this.#entries.get(key)?.value
   }
 
-  has(key: K): boolean {
-    return this.#entries.has(key)
-  }
-
   /** Sets `key` to `value` as the newest entry (an existing key moves to the back). */
   set(key: K, value: V): void {
     this.#entries.set(key, { value, at: this.#dropped + this.#queue.length })
